@@ -1,0 +1,76 @@
+"""Fault lines (exceptions, sigquit, watchdog, OOM, retraction, NCCL, health) and their tracebacks.
+
+A fault's head line is parsed here; the traceback lines that follow it are joined in `records`, and the
+whole traceback, its last line and exception type are filled in when the tables are finalized.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from tracelens.parsers.kinds import FAULT_PHRASES
+from tracelens.schema import COMMON_COLUMNS, C, T, W, conform
+
+# `torch.OutOfMemoryError: CUDA out of memory...`, `RuntimeError: NCCL error`, `KeyError: 'x'`.
+EXCEPTION_LINE_PATTERN = r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Timeout|Warning)\w*)(?::\s*(?P<msg>.*))?$"
+
+
+def fault_kind_expr() -> pl.Expr:
+    """The fault kind of a clean line, from the first phrase it contains."""
+    expr: pl.Expr | pl.When | pl.Then = pl
+    for phrase, kind in FAULT_PHRASES:
+        expr = expr.when(pl.col(W.CLEAN).str.contains(phrase, literal=True)).then(pl.lit(kind))  # type: ignore[union-attr]
+    return expr.otherwise(None)  # type: ignore[union-attr]
+
+
+def parse_faults(df: pl.DataFrame) -> pl.DataFrame:
+    """Rows routed to `fault` -> the `faults` table, one row per head line (traceback joined later)."""
+    body = pl.col(W.BODY)
+    exc = body.str.strip_chars().str.extract_groups(EXCEPTION_LINE_PATTERN)
+    out = df.with_columns(
+        body.str.extract(r"(\w+) hit an exception", 1).alias(C.COMPONENT),
+        fault_kind_expr().alias(C.FAULT_KIND),
+        body.str.strip_chars().alias(C.MESSAGE),
+        exc.struct.field("type").alias(C.EXCEPTION_TYPE),
+        body.alias(C.TRACEBACK),
+        pl.col(C.LINE_NO).alias(C.FIRST_LINE),
+        pl.col(C.LINE_NO).alias(C.LAST_LINE),
+    )
+    return conform(T.FAULTS, out.select(*COMMON_COLUMNS, C.COMPONENT, C.FAULT_KIND, C.MESSAGE, C.EXCEPTION_TYPE,
+                                        C.TRACEBACK, C.FIRST_LINE, C.LAST_LINE))
+
+
+def complete_faults(faults: pl.DataFrame, parts: pl.DataFrame) -> pl.DataFrame:
+    """Join each fault's continuation lines (`parts`: source, record, line_no, text) into its traceback;
+    the last exception line gives the exception type and, for a bare head, the message."""
+    if not parts.height:
+        return faults
+    joined = (
+        parts.sort(C.SOURCE, C.LINE_NO)
+        .with_columns(pl.col(C.TEXT).str.strip_chars().str.extract_groups(EXCEPTION_LINE_PATTERN).alias("_e"))
+        .group_by(C.SOURCE, C.RECORD)
+        .agg(
+            pl.col(C.TEXT).str.join("\n").alias("_tb"),
+            pl.col(C.LINE_NO).max().alias("_last"),
+            pl.col("_e").struct.field("type").drop_nulls().last().alias("_type"),
+            pl.col(C.TEXT).filter(pl.col("_e").struct.field("type").is_not_null()).last().str.strip_chars().alias("_msg"),
+        )
+        .rename({C.RECORD: C.LINE_NO})
+    )
+    out = faults.join(joined, on=[C.SOURCE, C.LINE_NO], how="left").with_columns(
+        pl.when(pl.col("_tb").is_not_null())
+        .then(pl.concat_str([pl.col(C.TRACEBACK), pl.col("_tb")], separator="\n"))
+        .otherwise(pl.col(C.TRACEBACK))
+        .alias(C.TRACEBACK),
+        pl.coalesce(pl.col("_last"), pl.col(C.LAST_LINE)).alias(C.LAST_LINE),
+        pl.coalesce(pl.col("_type"), pl.col(C.EXCEPTION_TYPE)).alias(C.EXCEPTION_TYPE),
+        # The exception line says what went wrong better than a generic "hit an exception" head.
+        pl.when(pl.col("_msg").is_not_null() & pl.col(C.EXCEPTION_TYPE).is_null())
+        .then(pl.col("_msg"))
+        .otherwise(pl.col(C.MESSAGE))
+        .alias(C.MESSAGE),
+    )
+    kind = pl.when(
+        (pl.col(C.FAULT_KIND) == "exception") & pl.col(C.EXCEPTION_TYPE).str.contains("OutOfMemory")
+    ).then(pl.lit("oom")).otherwise(pl.col(C.FAULT_KIND))
+    return conform(T.FAULTS, out.with_columns(kind.alias(C.FAULT_KIND)))

@@ -1,0 +1,69 @@
+"""Lines of other known formats that share the stream: vLLM, glog, python logging, Ray, NCCL, torch
+c10d, tqdm bars, `[Gloo]`, `[aiter]`. Each format is data: a name and one anchored pattern."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from tracelens.schema import COMMON_COLUMNS, C, T, W, conform
+
+_LEVELS = r"DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL"
+
+
+@dataclass(frozen=True)
+class ForeignFormat:
+    """A format: its name and a pattern with the named groups `level` (optional), `msg`, `ts` (optional:
+    a full `YYYY-MM-DD HH:MM:SS` date; formats without a year leave the time null)."""
+
+    name: str
+    pattern: str
+
+
+FOREIGN_FORMATS: tuple[ForeignFormat, ...] = (
+    ForeignFormat("vllm", rf"^(?P<level>{_LEVELS}) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[\w.]+:\d+\] (?P<msg>.*)$"),
+    ForeignFormat("glog", r"^(?P<level>[IWEF])\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [\w./-]+:\d+\] (?P<msg>.*)$"),
+    ForeignFormat("python", rf"^(?P<ts>\d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d),\d{{3}} - (?P<level>{_LEVELS}) - (?P<msg>.*)$"),
+    ForeignFormat("ray", r"^(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),\d{3} (?P<level>[A-Z]+) [\w.]+:\d+ -- (?P<msg>.*)$"),
+    ForeignFormat("nccl", r"^\S+:\d+:\d+ \[\d+\] NCCL (?P<level>INFO|WARN|ERROR|TRACE) ?(?P<msg>.*)$"),
+    ForeignFormat("c10d", r"^(?:\[rank\d+\]:)?\[?(?P<level>[IWEF])\d{3,4} [\d:.]+ (?:\d+ )?[^\]\s]+\] ?(?P<msg>.*)$"),
+    ForeignFormat("pywarning", r"^\S+\.py:\d+: (?P<level>\w*Warning): (?P<msg>.*)$"),
+    ForeignFormat("cuda_assert", r"^(?P<msg>\S+\.cu:\d+: .*Assertion .* failed\.?)$"),
+    ForeignFormat("gloo", r"^\[Gloo\] (?P<msg>.*)$"),
+    ForeignFormat("aiter", r"^\[aiter\] (?P<msg>.*)$"),
+    ForeignFormat("tqdm", r"^(?P<msg>.*(?:\d%\||it/s\]|s/it\]|\d+%\s+Completed \|).*)$"),
+)
+
+_GLOG_LEVELS = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "FATAL", "WARN": "WARNING"}
+
+
+def format_expr() -> pl.Expr:
+    """The foreign format name a clean line matches, or null."""
+    expr: pl.Expr | pl.When | pl.Then = pl
+    for fmt in FOREIGN_FORMATS:
+        expr = expr.when(pl.col(W.CLEAN).str.contains(fmt.pattern)).then(pl.lit(fmt.name))  # type: ignore[union-attr]
+    return expr.otherwise(None)  # type: ignore[union-attr]
+
+
+def parse_foreign(df: pl.DataFrame) -> pl.DataFrame:
+    """Rows routed to `foreign` (with their `format`) -> the `foreign` table."""
+    parts = []
+    for fmt in FOREIGN_FORMATS:
+        sub = df.filter(pl.col(C.FORMAT) == fmt.name)
+        if not sub.height:
+            continue
+        groups = pl.col(W.CLEAN).str.extract_groups(fmt.pattern)
+        names = [g for g in ("level", "msg", "ts") if f"?P<{g}>" in fmt.pattern]
+        sub = sub.with_columns(*(groups.struct.field(g).alias(f"_{g}") for g in names))
+        level = pl.col("_level").replace(_GLOG_LEVELS) if "level" in names else pl.lit(None, pl.String)
+        ts = (
+            pl.col("_ts").str.to_datetime("%Y-%m-%d %H:%M:%S", time_unit="us", strict=False)
+            if "ts" in names
+            else pl.col(C.TS)
+        )
+        parts.append(sub.with_columns(level.alias(C.LEVEL), pl.col("_msg").alias(C.MESSAGE), ts.alias(C.TS)))
+    if not parts:
+        return conform(T.FOREIGN, df.select(*COMMON_COLUMNS))
+    out = pl.concat([p.select(*COMMON_COLUMNS, C.FORMAT, C.LEVEL, C.MESSAGE) for p in parts], how="vertical_relaxed")
+    return conform(T.FOREIGN, out.sort(C.LINE_NO))

@@ -1,0 +1,263 @@
+"""From a frame of lines to typed tables: peel the prefix, route each line to its kind with cheap
+literal tests, join multi-line records, number the runs, then let each kind's parser fill its table.
+
+`parse_lines` is pure apart from the `ParseState` it takes and returns, which carries what one block
+must know about the previous one (the current run, an open traceback or wrapped `server_args`, the
+clock for time-only prefixes). Blocks of a source parsed in order give the same tables as the whole
+source at once; `Tables.finalize` then joins what straddled blocks.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, replace
+
+import polars as pl
+
+from tracelens.parsers.batch import parse_batches
+from tracelens.parsers.debug import parse_debug
+from tracelens.parsers.faults import parse_faults
+from tracelens.parsers.foreign import format_expr, parse_foreign
+from tracelens.parsers.http import parse_http
+from tracelens.parsers.kinds import ROUTES
+from tracelens.parsers.lifecycle import parse_lifecycle
+from tracelens.parsers.prefix import add_prefix_columns
+from tracelens.parsers.spec_metrics import parse_spec_metrics
+from tracelens.schema import COMMON_COLUMNS, KIND_TABLE, C, Kind, T, W, conform
+from tracelens.tables import PARTS, Tables
+
+# Lines that continue a traceback: indented frames (or frames whose indentation a paste lost),
+# chained-exception banners, the final `SomeError: message`, and caret markers.
+CONTINUATION_PATTERN = (
+    r"^(?:\s+\S|File \"|Traceback \(most recent call last\)|During handling of the above exception"
+    r"|The above exception was the direct cause|[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)\b|[\^~]+\s*$"
+    # multi-line exception messages: CUDA's advice, c10d's C++ frames, SGLang's numbered hints
+    r"|CUDA kernel errors might be|For debugging consider passing|Compile with `TORCH_USE_CUDA_DSA`"
+    r"|Exception raised from |frame #\d+: |Possible solutions:|\d+\. |Open an issue on GitHub)"
+)
+# The line after a `File "...", line N, in f` frame is its source line, even when a paste lost the indent.
+FRAME_PATTERN = r"^\s*File \"[^\"]*\", line \d+"
+TRACEBACK_START = "Traceback (most recent call last)"
+_SECONDS_PER_DAY = 86_400
+_HALF_DAY = _SECONDS_PER_DAY // 2
+
+_PARSERS = {
+    Kind.BATCH: parse_batches,
+    Kind.DEBUG: parse_debug,
+    Kind.LIFECYCLE: parse_lifecycle,
+    Kind.HTTP: parse_http,
+    Kind.FAULT: parse_faults,
+    Kind.SPEC_METRICS: parse_spec_metrics,
+    Kind.FOREIGN: parse_foreign,
+}
+
+
+@dataclass(frozen=True)
+class ParseOptions:
+    """How to read lines. ``base_date`` dates time-only prefixes (SGLang before v0.3.4)."""
+
+    base_date: dt.date | None = None
+
+
+@dataclass(frozen=True)
+class ParseState:
+    """What the next block of the same source needs to know about the lines before it."""
+
+    run: int = 0
+    open_fault: int | None = None  # head line_no of a traceback that may continue
+    open_args: int | None = None  # head line_no of a server_args record not yet closed
+    prev_cont: bool = False  # the previous line could continue a traceback
+    last_secs: int | None = None  # time of day of the last time-only prefix
+    day_offset: int = 0  # midnights crossed so far by time-only prefixes
+
+
+def route_expr() -> pl.Expr:
+    """The kind of each line, first match in `ROUTES` order, from literal tests only."""
+    expr = pl.when(pl.col(W.CLEAN).str.strip_chars() == "").then(pl.lit(Kind.BLANK))
+    for route in ROUTES:
+        tests = [pl.col(W.BODY).str.starts_with(s) for s in route.starts]
+        tests += [pl.col(W.CLEAN).str.contains(s, literal=True) for s in route.contains]
+        test = pl.any_horizontal(*tests) if tests else pl.lit(True)
+        if route.prefixed is not None:
+            test = test & (pl.col(W.PREFIXED) == route.prefixed)
+        expr = expr.when(test).then(pl.lit(route.kind))
+    return expr.when(pl.col(C.FORMAT).is_not_null()).then(pl.lit(Kind.FOREIGN)).otherwise(pl.lit(Kind.UNPARSED))
+
+
+def parse_lines(
+    lines: pl.DataFrame, state: ParseState | None = None, options: ParseOptions | None = None
+) -> tuple[Tables, ParseState]:
+    """Parse one block of lines of one source (columns as made by `sources.block_lines`)."""
+    state = state or ParseState()
+    options = options or ParseOptions()
+    df = add_prefix_columns(lines, options.base_date)
+    df, state = _roll_days(df, state, options)
+    df = df.with_columns(
+        pl.when(~pl.col(W.PREFIXED)).then(format_expr()).alias(C.FORMAT),
+    ).with_columns(route_expr().alias(C.KIND))
+    df, state = _join_tracebacks(df, state)
+    df, state = _join_wrapped_args(df, state)
+    df, state = _number_runs(df, state)
+    return _fill_tables(df), state
+
+
+def _roll_days(df: pl.DataFrame, state: ParseState, options: ParseOptions) -> tuple[pl.DataFrame, ParseState]:
+    """Time-only prefixes have no date: each time the clock goes back by more than half a day, a
+    midnight has passed."""
+    if options.base_date is None or df.get_column(W.DATE).is_not_null().all():
+        return df, state
+    only_time = pl.col(W.DATE).is_null() & pl.col(W.TIME).is_not_null()
+    secs = pl.col(W.TIME).str.slice(0, 2).cast(pl.Int64) * 3600 + pl.col(W.TIME).str.slice(3, 2).cast(
+        pl.Int64
+    ) * 60 + pl.col(W.TIME).str.slice(6, 2).cast(pl.Int64)
+    timed = df.with_columns(pl.when(only_time).then(secs).alias("_secs"))
+    prev = pl.col("_secs").forward_fill().shift(1, fill_value=state.last_secs)
+    timed = timed.with_columns(((pl.col("_secs") < prev - _HALF_DAY).fill_null(False)).cum_sum().alias("_days"))
+    days = timed.get_column("_days")
+    shifted = timed.with_columns(
+        pl.when(only_time)
+        .then(pl.col(C.TS) + pl.duration(days=pl.col("_days") + state.day_offset))
+        .otherwise(pl.col(C.TS))
+        .alias(C.TS)
+    )
+    last = timed.get_column("_secs").drop_nulls()
+    new_state = replace(
+        state,
+        last_secs=int(last[-1]) if len(last) else state.last_secs,
+        day_offset=state.day_offset + (int(days[-1]) if len(days) else 0),
+    )
+    return shifted.drop("_secs", "_days"), new_state
+
+
+def _join_tracebacks(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFrame, ParseState]:
+    """Give traceback continuation lines the kind and record of the fault line they follow."""
+    clean = pl.col(W.CLEAN)
+    blank = pl.col(C.KIND) == Kind.BLANK
+    after_frame = clean.str.contains(FRAME_PATTERN).shift(1, fill_value=False)
+    shape = ~pl.col(W.PREFIXED) & (pl.col(C.FORMAT).is_null()) & (clean.str.contains(CONTINUATION_PATTERN) | after_frame)
+    df = df.with_columns(shape.alias(W.CONT))
+    # A blank line inside a chained traceback keeps the record open when a continuation follows it.
+    df = df.with_columns(
+        (pl.col(W.CONT) | (blank & pl.col(W.CONT).shift(-1, fill_value=False))).alias(W.CONT)
+    )
+    prev_cont = pl.col(W.CONT).shift(1, fill_value=state.prev_cont)
+    starts_new = clean.str.strip_chars_start().str.starts_with(TRACEBACK_START) & ~prev_cont
+    breaker = ~pl.col(W.CONT) | starts_new
+    df = df.with_columns(breaker.cum_sum().alias("_seg"))
+    head_kind = pl.col(C.KIND).first().over("_seg")
+    head_line = pl.col(C.LINE_NO).first().over("_seg")
+    first_breaker_seen = pl.col("_seg") > 0
+    # Lines before the block's first breaker continue whatever the previous block left open.
+    record = (
+        pl.when(first_breaker_seen & (head_kind == Kind.FAULT) & pl.col(W.CONT))
+        .then(head_line)
+        .when(~first_breaker_seen & pl.lit(state.open_fault is not None))
+        .then(pl.lit(state.open_fault, dtype=pl.Int64))
+        .otherwise(pl.col(C.LINE_NO))
+    )
+    df = df.with_columns(record.alias(C.RECORD))
+    df = df.with_columns(
+        pl.when(pl.col(C.RECORD) != pl.col(C.LINE_NO)).then(pl.lit(Kind.FAULT)).otherwise(pl.col(C.KIND)).alias(C.KIND)
+    )
+    if df.height == 0:
+        return df.drop("_seg"), state
+    last = df.row(-1, named=True)
+    if last["_seg"] == 0:  # the whole block continued the previous one
+        open_fault = state.open_fault
+    else:
+        seg = df.filter(pl.col("_seg") == last["_seg"])
+        open_fault = seg.item(0, C.LINE_NO) if seg.item(0, C.KIND) == Kind.FAULT else None
+    return df.drop("_seg"), replace(state, open_fault=open_fault, prev_cont=bool(last[W.CONT]))
+
+
+def _join_wrapped_args(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFrame, ParseState]:
+    """A terminal can hard-wrap the one-line `server_args=...`: unprefixed lines that follow an unclosed
+    one belong to it until the closing bracket. There is one such line per server start, so a short
+    Python scan over those few heads is cheap."""
+    is_args = (pl.col(C.KIND) == Kind.LIFECYCLE) & pl.col(W.BODY).str.starts_with("server_args=")
+    heads = df.with_row_index("_i").filter(
+        is_args & ~pl.col(W.BODY).str.strip_chars_end().str.ends_with(")")
+        & ~pl.col(W.BODY).str.strip_chars_end().str.ends_with("}")
+    ).get_column("_i").to_list()
+    starts: list[tuple[int, int | None]] = [(i + 1, None) for i in heads]
+    if state.open_args is not None:
+        starts.insert(0, (0, state.open_args))
+    if not starts:
+        return df, state
+    prefixed = df.get_column(W.PREFIXED).to_list()
+    text = df.get_column(W.CLEAN).to_list()
+    line_nos = df.get_column(C.LINE_NO).to_list()
+    joined_rows: list[int] = []
+    joined_heads: list[int] = []
+    open_args = None
+    for start, carried in starts:
+        head = carried if carried is not None else line_nos[start - 1]
+        i = start
+        closed = False
+        while i < len(text) and not prefixed[i] and not closed:
+            joined_rows.append(i)
+            joined_heads.append(head)
+            closed = text[i].rstrip().endswith((")", "}"))
+            i += 1
+        if i == len(text) and not closed:
+            open_args = head
+    if joined_rows:
+        members = pl.DataFrame({"_i": joined_rows, "_head": joined_heads}, schema={"_i": pl.UInt32, "_head": pl.Int64})
+        df = (
+            df.with_row_index("_i")
+            .join(members, on="_i", how="left")
+            .with_columns(
+                pl.coalesce(pl.col("_head"), pl.col(C.RECORD)).alias(C.RECORD),
+                pl.when(pl.col("_head").is_not_null()).then(pl.lit(Kind.LIFECYCLE)).otherwise(pl.col(C.KIND)).alias(C.KIND),
+            )
+            .drop("_i", "_head")
+        )
+    return df, replace(state, open_args=open_args)
+
+
+def _number_runs(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFrame, ParseState]:
+    """Each `server_args=` line starts a new run; lines before the first one are run 0."""
+    starts = (
+        (pl.col(C.KIND) == Kind.LIFECYCLE)
+        & (pl.col(C.RECORD) == pl.col(C.LINE_NO))
+        & pl.col(W.BODY).str.starts_with("server_args=")
+    )
+    df = df.with_columns((starts.cum_sum() + state.run).cast(pl.Int32).alias(C.RUN))
+    last_run = int(df.item(-1, C.RUN)) if df.height else state.run
+    return df, replace(state, run=last_run)
+
+
+def _fill_tables(df: pl.DataFrame) -> Tables:
+    """Run each kind's parser on its heads; a line its parser cannot read becomes a message (prefixed)
+    or unparsed, so that every line lands in exactly one table."""
+    heads = pl.col(C.RECORD) == pl.col(C.LINE_NO)
+    tables: dict[str, pl.DataFrame] = {}
+    parsed_lines: list[pl.DataFrame] = []
+    for kind, parse in _PARSERS.items():
+        rows = df.filter((pl.col(C.KIND) == kind) & heads)
+        table = parse(rows)
+        tables[_table_of(kind)] = table
+        parsed_lines.append(table.select(C.SOURCE, C.LINE_NO))
+    parsed = pl.concat(parsed_lines)
+    routed = pl.col(C.KIND).is_in(list(_PARSERS))
+    failed = df.filter(routed & heads).join(parsed, on=[C.SOURCE, C.LINE_NO], how="anti").get_column(C.LINE_NO)
+    fallback = pl.when(pl.col(W.PREFIXED)).then(pl.lit(Kind.MESSAGE)).otherwise(pl.lit(Kind.UNPARSED))
+    df = df.with_columns(
+        pl.when(pl.col(C.LINE_NO).is_in(failed.implode()) & heads).then(fallback).otherwise(pl.col(C.KIND)).alias(C.KIND)
+    )
+    messages = df.filter((pl.col(C.KIND) == Kind.MESSAGE) & heads).with_columns(pl.col(W.BODY).alias(C.MESSAGE))
+    tables[T.MESSAGES] = conform(T.MESSAGES, messages.select(*COMMON_COLUMNS, C.LEVEL, C.LOGGER, C.MESSAGE))
+    tables[T.UNPARSED] = conform(T.UNPARSED, df.filter(pl.col(C.KIND) == Kind.UNPARSED).select(C.SOURCE, C.LINE_NO, C.TEXT))
+    tables[T.LINES] = conform(T.LINES, df)
+    # Record pieces (server_args heads and every continuation line) are joined by `Tables.finalize`,
+    # after all blocks are in, because a record can straddle blocks.
+    is_args = heads & (pl.col(C.KIND) == Kind.LIFECYCLE) & pl.col(W.BODY).str.starts_with("server_args=")
+    tables[PARTS] = df.filter(~heads | is_args).select(
+        C.SOURCE, C.RUN, C.RECORD, C.LINE_NO, C.KIND,
+        pl.when(heads).then(pl.col(W.BODY)).otherwise(pl.col(W.CLEAN)).alias(C.TEXT),
+    )
+    return Tables(tables)
+
+
+def _table_of(kind: str) -> str:
+    return KIND_TABLE[kind]

@@ -1,0 +1,109 @@
+"""Peel what surrounds an SGLang message: colour codes, tqdm carriage returns, users' wrappers, and
+SGLang's own prefix (timestamp, rank tags, level). Every step is one vectorized polars expression.
+
+The prefix reader is one pluggable piece (`PREFIX_PATTERN`), because `SGLANG_LOGGING_CONFIG_PATH` lets
+a user install any format. All patterns run on Rust's `regex` engine: linear time, no backtracking.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import polars as pl
+
+from tracelens.schema import RANK_COLUMNS, C, W
+
+# ANSI SGR codes, also when the ESC byte was lost in a copy-paste (bare `[36m`).
+ANSI_PATTERN = r"\x1b?\[[0-9;]{0,12}m"
+
+# A tqdm bar rewrites its line with `\r`; the next record can share the physical line. The record
+# starts at its `[T ...]` bracket, else the last non-empty segment is what a terminal would show.
+_CR_RECORD = r"\r(\[\d\d[^\r]*)"
+_CR_LAST = r"([^\r]*[^\r\s][^\r]*)\r*$"
+
+# Wrappers added by users' tooling, in any order and number, at the start of a line.
+WRAPPER_PATTERN = (
+    r"^(?:"
+    r"> ?"  # markdown quote
+    r"|[A-Za-z0-9][\w.-]*\s+\| "  # docker-compose `service  | `
+    r"|(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL) \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z "  # cloud
+    r"|\((?:[\w.]+ )?pid=\d+(?:, ip=[0-9a-fA-F.:]+)?\) "  # Ray actor, vLLM `(APIServer pid=N)`
+    r")+"
+)
+# A log collector's outer timestamp in front of SGLang's own: `[T] [T TP0] ...` keeps the inner one.
+OUTER_TS_PATTERN = r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?\] (\[\d)"
+
+RANK_TAGS: dict[str, str] = {
+    C.DP: "DP",
+    C.PP: "PP",
+    C.ATTN_CP: "ATTN_CP",
+    C.MOE_DP: "MOE_DP",
+    C.TP: "TP",
+    C.EP: "EP",
+}
+
+# `[YYYY-MM-DD HH:MM:SS(.mmm) TAGS] message`; the date is missing before v0.3.4; tags in any order.
+PREFIX_PATTERN = (
+    r"^\[(?:(?P<_date>\d{4}-\d\d-\d\d) )?(?P<_time>\d\d:\d\d:\d\d)(?:[.,](?P<_frac>\d{1,6}))?"
+    r"(?P<_tags>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)\] ?(?P<_body>.*)$"
+)
+# 2024 eras: `[gpu_id=N] `, `[gpu=N] `, `Rank N: `.
+GPU_PREFIX_PATTERN = r"^(?:\[gpu(?:_id)?=(?P<_gpu>\d+)\] ?|Rank (?P<_rank>\d+): )(?P<_body>.*)$"
+# After the prefix: the 2026 logger form `INFO file.py:N: msg`, or uvicorn's `INFO:     msg`.
+LEVEL_PATTERN = r"^(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)(?:: +| (?P<logger>[\w.]+:\d+): )(?P<_rest>.*)$"
+
+
+def clean(text: pl.Expr) -> pl.Expr:
+    """Line text without colour codes, tqdm carriage-return segments and wrappers."""
+    no_ansi = text.str.replace_all(ANSI_PATTERN, "")
+    has_cr = no_ansi.str.contains("\r", literal=True)
+    from_cr = pl.coalesce(no_ansi.str.extract(_CR_RECORD, 1), no_ansi.str.extract(_CR_LAST, 1), pl.lit(""))
+    one_record = pl.when(has_cr).then(from_cr).otherwise(no_ansi)
+    unwrapped = one_record.str.replace(WRAPPER_PATTERN, "")
+    return unwrapped.str.replace(OUTER_TS_PATTERN, "$1")
+
+
+def add_prefix_columns(df: pl.DataFrame, base_date: dt.date | None) -> pl.DataFrame:
+    """Add CLEAN, BODY, PREFIXED, rank tags, LEVEL, LOGGER and TS (before day roll-over) to a line frame."""
+    df = df.with_columns(clean(pl.col(C.TEXT)).alias(W.CLEAN))
+    bracket = pl.col(W.CLEAN).str.extract_groups(PREFIX_PATTERN)
+    gpu = pl.col(W.CLEAN).str.extract_groups(GPU_PREFIX_PATTERN)
+    df = df.with_columns(bracket.alias("_b"), gpu.alias("_g")).with_columns(
+        pl.col("_b").struct.field(W.DATE),
+        pl.col("_b").struct.field(W.TIME),
+        pl.col("_b").struct.field(W.FRAC),
+        pl.col("_b").struct.field(W.TAGS),
+        pl.coalesce(pl.col("_g").struct.field(W.GPU), pl.col("_g").struct.field("_rank")).cast(pl.Int32).alias(W.GPU),
+        pl.coalesce(
+            pl.col("_b").struct.field(W.BODY), pl.col("_g").struct.field(W.BODY), pl.col(W.CLEAN)
+        ).alias(W.BODY),
+    )
+    df = df.with_columns(
+        (pl.col(W.TIME).is_not_null() | pl.col(W.GPU).is_not_null()).alias(W.PREFIXED),
+        *(
+            pl.col(W.TAGS).str.extract(rf"(?:^| ){tag}(\d+)", 1).cast(pl.Int32).alias(col)
+            for col, tag in RANK_TAGS.items()
+        ),
+    ).with_columns(pl.coalesce(pl.col(C.TP), pl.col(W.GPU)).alias(C.TP))
+    level = pl.col(W.BODY).str.extract_groups(LEVEL_PATTERN)
+    df = df.with_columns(level.alias("_l")).with_columns(
+        pl.col("_l").struct.field(C.LEVEL),
+        pl.col("_l").struct.field(C.LOGGER),
+        pl.coalesce(pl.col("_l").struct.field("_rest"), pl.col(W.BODY)).alias(W.BODY),
+    )
+    return df.with_columns(timestamp_expr(base_date).alias(C.TS)).drop("_b", "_g", "_l")
+
+
+def timestamp_expr(base_date: dt.date | None) -> pl.Expr:
+    """Timestamp from the prefix; time-only prefixes take ``base_date`` (roll-over is fixed later)."""
+    date = pl.col(W.DATE)
+    if base_date is not None:
+        date = pl.coalesce(date, pl.when(pl.col(W.TIME).is_not_null()).then(pl.lit(base_date.isoformat())))
+    frac_us = pl.col(W.FRAC).str.pad_end(6, "0").cast(pl.Int64).fill_null(0)
+    whole = pl.concat_str([date, pl.lit(" "), pl.col(W.TIME)]).str.to_datetime(
+        "%Y-%m-%d %H:%M:%S", time_unit="us", strict=False
+    )
+    return whole + pl.duration(microseconds=frac_us)
+
+
+RANK_COLUMN_ORDER = RANK_COLUMNS

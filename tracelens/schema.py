@@ -1,0 +1,451 @@
+"""The one place that names every table, column and Arrow type.
+
+Everything else imports the constants below (``C.ACCEPT_LEN``, ``T.BATCHES``) instead of spelling a
+column name as a string literal, so that renaming a column is a one-line change and a typo is an
+``AttributeError`` rather than a silently empty column.
+
+Why Arrow types and not polars dtypes: the tables are the contract between the parsers and everyone
+else (Parquet files, DuckDB, Spark, notebooks). ``polars_schema()`` derives the polars view.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+import pyarrow as pa
+
+
+class T:
+    """Table names."""
+
+    LINES = "lines"
+    BATCHES = "batches"
+    DEBUG = "debug"
+    LIFECYCLE = "lifecycle"
+    SERVER_ARGS = "server_args"
+    RUNS = "runs"
+    HTTP = "http"
+    FAULTS = "faults"
+    SPEC_METRICS = "spec_metrics"
+    FOREIGN = "foreign"
+    MESSAGES = "messages"
+    UNPARSED = "unparsed"
+
+
+class C:
+    """Column names. Grouped by the table that introduces them; shared columns are defined once."""
+
+    # identity and prefix, shared by every line-level table
+    SOURCE = "source"
+    LINE_NO = "line_no"
+    RUN = "run"
+    TS = "ts"
+    DP = "dp"
+    PP = "pp"
+    TP = "tp"
+    EP = "ep"
+    ATTN_CP = "attn_cp"
+    MOE_DP = "moe_dp"
+
+    # lines
+    BYTE_OFFSET = "byte_offset"
+    BYTE_LEN = "byte_len"
+    KIND = "kind"
+    RECORD = "record"
+
+    # batches
+    PHASE = "phase"
+    FORWARD_ITER = "forward_iter"
+    NEW_SEQ = "new_seq"
+    NEW_TOKEN = "new_token"
+    CACHED_TOKEN = "cached_token"
+    CACHE_HIT_RATE = "cache_hit_rate"
+    TOKEN = "token"
+    TOKEN_USAGE = "token_usage"
+    RUNNING_REQ = "running_req"
+    QUEUE_REQ = "queue_req"
+    REMAINING_REQ = "remaining_req"
+    PENDING_TOKEN = "pending_token"
+    ACCEPT_LEN = "accept_len"
+    ACCEPT_RATE = "accept_rate"
+    CAP_LEN = "cap_len"
+    BLOCK_ACCEPT_LEN = "block_accept_len"
+    GRAPH = "graph"
+    GEN_THROUGHPUT = "gen_throughput"
+    INPUT_THROUGHPUT = "input_throughput"
+    LARGEST_LEN = "largest_len"
+    BATCH_TIMESTAMP = "batch_timestamp"
+    FULL_TOKEN = "full_token"
+    FULL_TOKEN_USAGE = "full_token_usage"
+    SWA_TOKEN = "swa_token"
+    SWA_TOKEN_USAGE = "swa_token_usage"
+    MAMBA_NUM = "mamba_num"
+    MAMBA_USAGE = "mamba_usage"
+    GPU_TOKEN = "gpu_token"
+    PREALLOCATED_USAGE = "preallocated_usage"
+    RETRACTED_REQ = "retracted_req"
+    PREALLOC_REQ = "prealloc_req"
+    TRANSFER_REQ = "transfer_req"
+    INFLIGHT_REQ = "inflight_req"
+    BOOTSTRAP_REQ = "bootstrap_req"
+    UNBOOTSTRAPPED_REQ = "unbootstrapped_req"
+    TRANSFERRING_REQ = "transferring_req"
+    EXTRA = "extra"
+
+    # debug
+    TAG = "tag"
+    SITE = "site"
+    EVENT = "event"
+    ITEMS = "items"
+    NUM_AUX = "num_aux"
+    NUM_ITEMS = "num_items"
+    LAYER_ID = "layer_id"
+    LAYER_IDS = "layer_ids"
+    NORM = "norm"
+    SHAPES = "shapes"
+    TRUNCATED = "truncated"
+
+    # key/value structs (debug items, batch extras)
+    KEY = "key"
+    VALUE = "value"
+
+    # lifecycle
+    MODEL_TYPE = "model_type"
+    DTYPE = "dtype"
+    TARGET = "target"
+    ELAPSED_S = "elapsed_s"
+    AVAIL_MEM_GB = "avail_mem_gb"
+    MEM_USAGE_GB = "mem_usage_gb"
+    KV_SIZE_GB = "kv_size_gb"
+    TOKENS = "tokens"
+    DETAIL = "detail"
+
+    # server_args
+    FORM = "form"
+
+    # runs
+    START_LINE = "start_line"
+    START_TS = "start_ts"
+    END_TS = "end_ts"
+    LINE_COUNT = "line_count"
+    MODEL = "model"
+    TP_SIZE = "tp_size"
+    DP_SIZE = "dp_size"
+    PP_SIZE = "pp_size"
+    EP_SIZE = "ep_size"
+    SPEC_ALGORITHM = "speculative_algorithm"
+    SPEC_NUM_STEPS = "speculative_num_steps"
+    SPEC_EAGLE_TOPK = "speculative_eagle_topk"
+    SPEC_NUM_DRAFT_TOKENS = "speculative_num_draft_tokens"
+    SPEC_DRAFT_MODEL = "speculative_draft_model_path"
+    DISABLE_CUDA_GRAPH = "disable_cuda_graph"
+
+    # http
+    CLIENT = "client"
+    METHOD = "method"
+    PATH = "path"
+    PROTOCOL = "protocol"
+    STATUS = "status"
+
+    # faults
+    COMPONENT = "component"
+    FAULT_KIND = "fault_kind"
+    MESSAGE = "message"
+    EXCEPTION_TYPE = "exception_type"
+    TRACEBACK = "traceback"
+    FIRST_LINE = "first_line"
+    LAST_LINE = "last_line"
+
+    # spec_metrics
+    LAYOUT = "layout"
+    MEAN_ACCEPTANCE_LENGTH = "mean_acceptance_length"
+    ACCEPTANCE_RATE = "acceptance_rate"
+    ACCEPTED = "accepted"
+    DRAFTED = "drafted"
+    EMITTED = "emitted"
+    ACCEPTED_THROUGHPUT = "accepted_throughput"
+    DRAFTED_THROUGHPUT = "drafted_throughput"
+    SYSTEM_EFFICIENCY = "system_efficiency"
+    NUM_SPEC_TOKENS = "num_spec_tokens"
+    PER_POSITION = "per_position"
+
+    # foreign, messages
+    FORMAT = "format"
+    LEVEL = "level"
+    LOGGER = "logger"
+
+    # unparsed
+    TEXT = "text"
+
+
+class Kind:
+    """Values of ``lines.kind``: which table a line (or the record it continues) lives in."""
+
+    BATCH = "batch"
+    DEBUG = "debug"
+    LIFECYCLE = "lifecycle"
+    HTTP = "http"
+    FAULT = "fault"
+    SPEC_METRICS = "spec_metrics"
+    FOREIGN = "foreign"
+    MESSAGE = "message"
+    UNPARSED = "unparsed"
+    BLANK = "blank"
+
+
+# The table each kind's lines land in. Blank lines live only in `lines` (they carry no information
+# but are still accounted for, so counts reconcile).
+KIND_TABLE: dict[str, str] = {
+    Kind.BATCH: T.BATCHES,
+    Kind.DEBUG: T.DEBUG,
+    Kind.LIFECYCLE: T.LIFECYCLE,
+    Kind.HTTP: T.HTTP,
+    Kind.FAULT: T.FAULTS,
+    Kind.SPEC_METRICS: T.SPEC_METRICS,
+    Kind.FOREIGN: T.FOREIGN,
+    Kind.MESSAGE: T.MESSAGES,
+    Kind.UNPARSED: T.UNPARSED,
+    Kind.BLANK: T.LINES,
+}
+KINDS: tuple[str, ...] = tuple(KIND_TABLE)
+
+TIMESTAMP = pa.timestamp("us")
+KV_STRUCT = pa.struct([(C.KEY, pa.string()), (C.VALUE, pa.string())])
+KV_LIST = pa.list_(KV_STRUCT)
+
+RANK_COLUMNS: tuple[str, ...] = (C.DP, C.PP, C.ATTN_CP, C.MOE_DP, C.TP, C.EP)
+
+# Columns at the front of every line-level table: where the line is, when, which run and rank.
+_COMMON: list[tuple[str, pa.DataType]] = [
+    (C.SOURCE, pa.string()),
+    (C.LINE_NO, pa.int64()),
+    (C.RUN, pa.int32()),
+    (C.TS, TIMESTAMP),
+    *((r, pa.int32()) for r in RANK_COLUMNS),
+]
+
+
+@dataclass(frozen=True)
+class BatchField:
+    """One `key: value` item of a Prefill/Decode batch body, as SGLang spells the key."""
+
+    log_key: str
+    column: str
+    type: pa.DataType
+
+
+# Every key in the field guide. Several log keys may feed one column (eras renamed them). Keys not
+# listed here go to the `extra` map column with their raw value, so a new SGLang field is never lost.
+BATCH_FIELDS: tuple[BatchField, ...] = (
+    BatchField("#new-seq", C.NEW_SEQ, pa.int64()),
+    BatchField("#seq", C.NEW_SEQ, pa.int64()),
+    BatchField("#new-token", C.NEW_TOKEN, pa.int64()),
+    BatchField("#new_token", C.NEW_TOKEN, pa.int64()),
+    BatchField("#cached-token", C.CACHED_TOKEN, pa.int64()),
+    BatchField("#cached_token", C.CACHED_TOKEN, pa.int64()),
+    BatchField("cache hit rate", C.CACHE_HIT_RATE, pa.float64()),
+    BatchField("tree_cache_hit_rate", C.CACHE_HIT_RATE, pa.float64()),
+    BatchField("#token", C.TOKEN, pa.int64()),
+    BatchField("token usage", C.TOKEN_USAGE, pa.float64()),
+    BatchField("#running-req", C.RUNNING_REQ, pa.int64()),
+    BatchField("#running_req", C.RUNNING_REQ, pa.int64()),
+    BatchField("#queue-req", C.QUEUE_REQ, pa.int64()),
+    BatchField("#remaining_req", C.REMAINING_REQ, pa.int64()),
+    BatchField("#pending-token", C.PENDING_TOKEN, pa.int64()),
+    BatchField("accept len", C.ACCEPT_LEN, pa.float64()),
+    BatchField("accept rate", C.ACCEPT_RATE, pa.float64()),
+    BatchField("cap len", C.CAP_LEN, pa.float64()),
+    BatchField("block accept len", C.BLOCK_ACCEPT_LEN, pa.float64()),
+    BatchField("cuda graph", C.GRAPH, pa.bool_()),
+    BatchField("cpu graph", C.GRAPH, pa.bool_()),
+    BatchField("npu graph", C.GRAPH, pa.bool_()),
+    BatchField("musa graph", C.GRAPH, pa.bool_()),
+    BatchField("gen throughput (token/s)", C.GEN_THROUGHPUT, pa.float64()),
+    BatchField("input throughput (token/s)", C.INPUT_THROUGHPUT, pa.float64()),
+    BatchField("largest-len", C.LARGEST_LEN, pa.int64()),
+    BatchField("timestamp", C.BATCH_TIMESTAMP, pa.string()),
+    BatchField("#full token", C.FULL_TOKEN, pa.int64()),
+    BatchField("full token usage", C.FULL_TOKEN_USAGE, pa.float64()),
+    BatchField("#swa token", C.SWA_TOKEN, pa.int64()),
+    BatchField("swa token usage", C.SWA_TOKEN_USAGE, pa.float64()),
+    BatchField("mamba num", C.MAMBA_NUM, pa.int64()),
+    BatchField("mamba usage", C.MAMBA_USAGE, pa.float64()),
+    BatchField("#gpu token", C.GPU_TOKEN, pa.int64()),
+    BatchField("pre-allocated usage", C.PREALLOCATED_USAGE, pa.float64()),
+    BatchField("#retracted-req", C.RETRACTED_REQ, pa.int64()),
+    BatchField("#prealloc-req", C.PREALLOC_REQ, pa.int64()),
+    BatchField("#transfer-req", C.TRANSFER_REQ, pa.int64()),
+    BatchField("#inflight-req", C.INFLIGHT_REQ, pa.int64()),
+    BatchField("#bootstrap-req", C.BOOTSTRAP_REQ, pa.int64()),
+    BatchField("#unbootstrapped-req", C.UNBOOTSTRAPPED_REQ, pa.int64()),
+    BatchField("#transferring-req", C.TRANSFERRING_REQ, pa.int64()),
+)
+
+
+def _batch_columns() -> list[tuple[str, pa.DataType]]:
+    seen: dict[str, pa.DataType] = {}
+    for f in BATCH_FIELDS:
+        seen.setdefault(f.column, f.type)
+    return list(seen.items())
+
+
+SCHEMAS: dict[str, pa.Schema] = {
+    T.LINES: pa.schema(
+        [
+            *_COMMON,
+            (C.BYTE_OFFSET, pa.int64()),
+            (C.BYTE_LEN, pa.int32()),
+            (C.KIND, pa.string()),
+            (C.RECORD, pa.int64()),
+        ]
+    ),
+    T.BATCHES: pa.schema(
+        [*_COMMON, (C.PHASE, pa.string()), (C.FORWARD_ITER, pa.int64()), *_batch_columns(), (C.EXTRA, KV_LIST)]
+    ),
+    T.DEBUG: pa.schema(
+        [
+            *_COMMON,
+            (C.TAG, pa.string()),
+            (C.SITE, pa.string()),
+            (C.EVENT, pa.string()),
+            (C.ITEMS, KV_LIST),
+            (C.NUM_AUX, pa.int64()),
+            (C.NUM_ITEMS, pa.int64()),
+            (C.LAYER_ID, pa.int64()),
+            (C.LAYER_IDS, pa.list_(pa.int64())),
+            (C.NORM, pa.float64()),
+            (C.SHAPES, pa.list_(pa.list_(pa.int64()))),
+            (C.TRUNCATED, pa.bool_()),
+        ]
+    ),
+    T.LIFECYCLE: pa.schema(
+        [
+            *_COMMON,
+            (C.EVENT, pa.string()),
+            (C.TARGET, pa.string()),
+            (C.ELAPSED_S, pa.float64()),
+            (C.AVAIL_MEM_GB, pa.float64()),
+            (C.MEM_USAGE_GB, pa.float64()),
+            (C.KV_SIZE_GB, pa.float64()),
+            (C.TOKENS, pa.int64()),
+            (C.MODEL_TYPE, pa.string()),
+            (C.DTYPE, pa.string()),
+            (C.DETAIL, pa.string()),
+        ]
+    ),
+    T.SERVER_ARGS: pa.schema(
+        [
+            (C.SOURCE, pa.string()),
+            (C.RUN, pa.int32()),
+            (C.LINE_NO, pa.int64()),
+            (C.FORM, pa.string()),
+            (C.KEY, pa.string()),
+            (C.VALUE, pa.string()),
+        ]
+    ),
+    T.RUNS: pa.schema(
+        [
+            (C.SOURCE, pa.string()),
+            (C.RUN, pa.int32()),
+            (C.START_LINE, pa.int64()),
+            (C.START_TS, TIMESTAMP),
+            (C.END_TS, TIMESTAMP),
+            (C.LINE_COUNT, pa.int64()),
+            (C.MODEL, pa.string()),
+            (C.TP_SIZE, pa.int64()),
+            (C.DP_SIZE, pa.int64()),
+            (C.PP_SIZE, pa.int64()),
+            (C.EP_SIZE, pa.int64()),
+            (C.SPEC_ALGORITHM, pa.string()),
+            (C.SPEC_NUM_STEPS, pa.int64()),
+            (C.SPEC_EAGLE_TOPK, pa.int64()),
+            (C.SPEC_NUM_DRAFT_TOKENS, pa.int64()),
+            (C.SPEC_DRAFT_MODEL, pa.string()),
+            (C.DISABLE_CUDA_GRAPH, pa.bool_()),
+        ]
+    ),
+    T.HTTP: pa.schema(
+        [
+            *_COMMON,
+            (C.CLIENT, pa.string()),
+            (C.METHOD, pa.string()),
+            (C.PATH, pa.string()),
+            (C.PROTOCOL, pa.string()),
+            (C.STATUS, pa.int32()),
+        ]
+    ),
+    T.FAULTS: pa.schema(
+        [
+            *_COMMON,
+            (C.COMPONENT, pa.string()),
+            (C.FAULT_KIND, pa.string()),
+            (C.MESSAGE, pa.string()),
+            (C.EXCEPTION_TYPE, pa.string()),
+            (C.TRACEBACK, pa.string()),
+            (C.FIRST_LINE, pa.int64()),
+            (C.LAST_LINE, pa.int64()),
+        ]
+    ),
+    T.SPEC_METRICS: pa.schema(
+        [
+            *_COMMON,
+            (C.LAYOUT, pa.string()),
+            (C.MEAN_ACCEPTANCE_LENGTH, pa.float64()),
+            (C.ACCEPTANCE_RATE, pa.float64()),
+            (C.ACCEPTED, pa.int64()),
+            (C.DRAFTED, pa.int64()),
+            (C.EMITTED, pa.int64()),
+            (C.NUM_SPEC_TOKENS, pa.int64()),
+            (C.ACCEPTED_THROUGHPUT, pa.float64()),
+            (C.DRAFTED_THROUGHPUT, pa.float64()),
+            (C.SYSTEM_EFFICIENCY, pa.float64()),
+            (C.PER_POSITION, pa.list_(pa.float64())),
+        ]
+    ),
+    T.FOREIGN: pa.schema(
+        [*_COMMON, (C.FORMAT, pa.string()), (C.LEVEL, pa.string()), (C.MESSAGE, pa.string())]
+    ),
+    T.MESSAGES: pa.schema(
+        [*_COMMON, (C.LEVEL, pa.string()), (C.LOGGER, pa.string()), (C.MESSAGE, pa.string())]
+    ),
+    T.UNPARSED: pa.schema([(C.SOURCE, pa.string()), (C.LINE_NO, pa.int64()), (C.TEXT, pa.string())]),
+}
+
+TABLES: tuple[str, ...] = tuple(SCHEMAS)
+COMMON_COLUMNS: tuple[str, ...] = tuple(name for name, _ in _COMMON)
+
+
+def polars_schema(table: str) -> pl.Schema:
+    """The polars view of a table's Arrow schema."""
+    return pl.DataFrame(SCHEMAS[table].empty_table()).schema
+
+
+def empty(table: str) -> pl.DataFrame:
+    """A zero-row frame with the table's exact schema."""
+    return pl.DataFrame(SCHEMAS[table].empty_table())
+
+
+def conform(table: str, df: pl.DataFrame) -> pl.DataFrame:
+    """Select, order and cast ``df``'s columns to the table schema; missing columns become null."""
+    schema = polars_schema(table)
+    exprs = [
+        (pl.col(name) if name in df.columns else pl.lit(None)).cast(dtype).alias(name)
+        for name, dtype in schema.items()
+    ]
+    return df.select(exprs)
+
+
+class W:
+    """Working columns the parsers add to a line frame while they read it; never part of a table."""
+
+    CLEAN = "_clean"  # line text without colour codes, tqdm carriage returns and wrappers
+    BODY = "_body"  # the message after the prefix (the whole clean text when there is no prefix)
+    PREFIXED = "_prefixed"  # SGLang's own prefix was found ([T TAGS], [gpu=N], Rank N:)
+    DATE = "_date"
+    TIME = "_time"
+    FRAC = "_frac"
+    TAGS = "_tags"
+    GPU = "_gpu"
+    CONT = "_cont"  # could continue a multi-line record (traceback frame, wrapped server_args)
+    ROW = "_row"

@@ -1,0 +1,202 @@
+"""Where lines come from: files (plain or compressed), found under paths, read in line-aligned blocks.
+
+A block is raw bytes that start at a line start and end after a newline (or at end of input). Turning a
+block into a line frame (`block_lines`) is zero-copy: newline positions come from numpy, the Arrow
+array shares the block's buffer, and only lines that are not valid UTF-8 are decoded one by one (with
+replacement characters, so a binary file is accounted for instead of crashing the parser).
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import lzma
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from tracelens.errors import InputError
+from tracelens.schema import C
+
+DEFAULT_BLOCK_BYTES = 8 << 20
+
+# Names that look like logs when a directory is given (rotated `.log.1` and compressed variants too).
+_LOG_SUFFIXES = (".log", ".txt", ".out", ".err")
+_COMPRESSED_SUFFIXES = (".gz", ".zst", ".bz2", ".xz")
+
+_MAGIC: list[tuple[bytes, str]] = [
+    (b"\x1f\x8b", "gz"),
+    (b"\x28\xb5\x2f\xfd", "zst"),
+    (b"BZh", "bz2"),
+    (b"\xfd7zXZ\x00", "xz"),
+]
+
+
+@dataclass(frozen=True)
+class Block:
+    """A line-aligned slice of one source."""
+
+    source: str
+    first_line_no: int  # 1-based number of the block's first line
+    start_offset: int  # byte offset of the block in the (decompressed) source
+    data: bytes
+
+
+def compression_of(path: Path) -> str | None:
+    """The compression of a file, by its magic bytes (the suffix can lie)."""
+    with path.open("rb") as fh:
+        head = fh.read(6)
+    for magic, name in _MAGIC:
+        if head.startswith(magic):
+            return name
+    return None
+
+
+def open_source(path: Path) -> BinaryIO:
+    """Open a file for streaming reads, decompressing on the fly."""
+    kind = compression_of(path)
+    if kind == "gz":
+        return gzip.open(path, "rb")  # type: ignore[return-value]
+    if kind == "bz2":
+        return bz2.open(path, "rb")  # type: ignore[return-value]
+    if kind == "xz":
+        return lzma.open(path, "rb")  # type: ignore[return-value]
+    if kind == "zst":
+        import zstandard
+
+        return zstandard.ZstdDecompressor().stream_reader(path.open("rb"))  # type: ignore[return-value]
+    return path.open("rb")
+
+
+def _looks_like_log(path: Path) -> bool:
+    name = path.name.lower()
+    for suffix in _COMPRESSED_SUFFIXES:
+        name = name.removesuffix(suffix)
+    return name.endswith(_LOG_SUFFIXES) or ".log." in name
+
+
+def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """Resolve user paths to log files; raise InputError with one clear line when one is unusable."""
+    found: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if not path.exists():
+            raise InputError(f"no such file or directory: {path}")
+        if path.is_dir():
+            logs = sorted(p for p in path.rglob("*") if p.is_file() and _looks_like_log(p))
+            if not logs:
+                raise InputError(f"no log files (*.log, *.txt, *.out, *.err, compressed too) under {path}")
+            found.extend(logs)
+        else:
+            if not os.access(path, os.R_OK):
+                raise InputError(f"permission denied: {path}")
+            found.append(path)
+    return found
+
+
+def iter_blocks(path: Path, block_bytes: int = DEFAULT_BLOCK_BYTES, source: str | None = None) -> Iterator[Block]:
+    """Read ``path`` as line-aligned blocks of about ``block_bytes`` (a longer line makes a longer block)."""
+    name = source if source is not None else str(path)
+    try:
+        fh = open_source(path)
+    except PermissionError as exc:
+        raise InputError(f"permission denied: {path}") from exc
+    with fh:
+        yield from blocks_from_stream(fh, name, block_bytes)
+
+
+def blocks_from_stream(fh: BinaryIO, source: str, block_bytes: int = DEFAULT_BLOCK_BYTES) -> Iterator[Block]:
+    """Cut a byte stream into line-aligned blocks, carrying the partial last line forward."""
+    carry = b""
+    offset = 0
+    line_no = 1
+    while True:
+        try:
+            chunk = fh.read(block_bytes)
+        except (EOFError, OSError) as exc:
+            raise InputError(f"{source}: unreadable after {offset + len(carry)} bytes ({exc})") from exc
+        if not chunk:
+            break
+        data = carry + chunk
+        cut = data.rfind(b"\n") + 1
+        if cut == 0:  # no newline yet: one very long line, keep reading
+            carry = data
+            continue
+        block, carry = data[:cut], data[cut:]
+        yield Block(source, line_no, offset, block)
+        offset += len(block)
+        line_no += block.count(b"\n")
+    if carry:
+        yield Block(source, line_no, offset, carry)
+
+
+def block_lines(block: Block) -> pl.DataFrame:
+    """The lines of a block: source, line_no, byte_offset, byte_len and text (line ends stripped)."""
+    buf = block.data
+    arr = np.frombuffer(buf, dtype=np.uint8)
+    newlines = np.flatnonzero(arr == 0x0A)
+    starts = np.concatenate(([0], newlines + 1))
+    ends = np.concatenate((newlines, [len(buf)]))
+    if not buf or buf.endswith(b"\n"):  # nothing follows the last newline
+        starts, ends = starts[:-1], ends[:-1]
+    # A CRLF line keeps its text without the CR; offsets still point at the real bytes.
+    has_cr = (ends > starts) & (arr[np.maximum(ends - 1, 0)] == 0x0D) if len(arr) else ends > starts
+    text_ends = ends - has_cr.astype(np.int64)
+    n = len(starts)
+    offsets = np.empty(2 * n, dtype=np.int64)
+    offsets[0::2], offsets[1::2] = starts, text_ends
+    # Arrow wants contiguous offsets; take [start, end) slices via a large binary array of pairs.
+    pairs = pa.LargeBinaryArray.from_buffers(
+        pa.large_binary(), 2 * n - 1 if n else 0, [None, pa.py_buffer(offsets), pa.py_buffer(buf)]
+    )
+    text = _decode(buf, pairs).gather_every(2) if n else pl.Series(C.TEXT, [], dtype=pl.String)
+    return pl.DataFrame(
+        {
+            C.SOURCE: pl.Series([block.source], dtype=pl.String).new_from_index(0, n),
+            C.LINE_NO: pl.int_range(block.first_line_no, block.first_line_no + n, eager=True, dtype=pl.Int64),
+            C.BYTE_OFFSET: pl.Series(starts + block.start_offset, dtype=pl.Int64),
+            C.BYTE_LEN: pl.Series(ends - starts, dtype=pl.Int32),
+            C.TEXT: text,
+        }
+    )
+
+
+def _decode(buf: bytes, pairs: pa.LargeBinaryArray) -> pl.Series:
+    """Bytes to text; lines that are not valid UTF-8 get replacement characters instead of failing."""
+    try:
+        buf.decode("utf-8")  # validates the whole block at C speed; the common case
+    except UnicodeDecodeError:
+        # Rare path (binary junk, a truncated multi-byte character): decode line by line.
+        fixed = [b.decode("utf-8", "replace") for b in pairs.to_pylist()]
+        return pl.Series(C.TEXT, fixed, dtype=pl.String)
+    return pl.Series(C.TEXT, pairs.view(pa.large_string()))
+
+
+def lines_of_text(text: str, source: str = "<text>") -> pl.DataFrame:
+    """Line frame of an in-memory string (for `explain --line`, tests and the live tail)."""
+    return block_lines(Block(source, 1, 0, text.encode("utf-8")))
+
+
+def read_lines(path: Path, source: str | None = None) -> Iterator[pl.DataFrame]:
+    """Line frames of a whole file, block by block."""
+    for block in iter_blocks(path, source=source):
+        yield block_lines(block)
+
+
+def read_line_at(path: Path, byte_offset: int, byte_len: int) -> str:
+    """Lazy read of one line's text from its offsets (plain files only; compressed ones are streamed)."""
+    if compression_of(path) is None:
+        with path.open("rb") as fh:
+            fh.seek(byte_offset)
+            data = fh.read(byte_len)
+    else:
+        with open_source(path) as fh:
+            fh.read(byte_offset)
+            data = fh.read(byte_len)
+    return data.decode("utf-8", "replace").rstrip("\r")
