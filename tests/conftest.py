@@ -18,5 +18,7 @@ def real_corpus_files() -> list[Path]:
 @pytest.fixture
 def real_corpus() -> Path:
     if not REAL_CORPUS.is_dir():
-        pytest.skip(f"the team's real corpus is absent ({REAL_CORPUS}): it lives in ../shared beside the checkout")
+        pytest.skip(
+            f"the team's real corpus is absent ({REAL_CORPUS}): it lives in ../shared beside the checkout"
+        )
     return REAL_CORPUS

@@ -10,8 +10,11 @@ from tracelens.ingest import parse_text
 from tracelens.parsers.kinds import SAMPLES, Sample
 from tracelens.schema import KIND_TABLE, C, T
 
-CASES = [pytest.param(kind, sample, id=f"{kind}-{i}") for kind, samples in SAMPLES.items()
-         for i, sample in enumerate(samples)]
+CASES = [
+    pytest.param(kind, sample, id=f"{kind}-{i}")
+    for kind, samples in SAMPLES.items()
+    for i, sample in enumerate(samples)
+]
 
 
 def _same(want: object, got: object) -> bool:

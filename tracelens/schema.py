@@ -301,7 +301,13 @@ SCHEMAS: dict[str, pa.Schema] = {
         ]
     ),
     T.BATCHES: pa.schema(
-        [*_COMMON, (C.PHASE, pa.string()), (C.FORWARD_ITER, pa.int64()), *_batch_columns(), (C.EXTRA, KV_LIST)]
+        [
+            *_COMMON,
+            (C.PHASE, pa.string()),
+            (C.FORWARD_ITER, pa.int64()),
+            *_batch_columns(),
+            (C.EXTRA, KV_LIST),
+        ]
     ),
     T.DEBUG: pa.schema(
         [

@@ -100,7 +100,9 @@ def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
     return found
 
 
-def iter_blocks(path: Path, block_bytes: int = DEFAULT_BLOCK_BYTES, source: str | None = None) -> Iterator[Block]:
+def iter_blocks(
+    path: Path, block_bytes: int = DEFAULT_BLOCK_BYTES, source: str | None = None
+) -> Iterator[Block]:
     """Read ``path`` as line-aligned blocks of about ``block_bytes`` (a longer line makes a longer block)."""
     name = source if source is not None else str(path)
     try:

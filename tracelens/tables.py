@@ -1,4 +1,4 @@
-"""A set of parsed tables: concatenate blocks, finalize multi-line records and runs, write Parquet."""
+"""A set of parsed tables: a name -> polars frame mapping that concatenates blocks and writes Parquet."""
 
 from __future__ import annotations
 
@@ -8,27 +8,10 @@ from pathlib import Path
 
 import polars as pl
 
-from tracelens.parsers.faults import complete_faults
-from tracelens.parsers.server_args import server_args_table
-from tracelens.schema import TABLES, C, Kind, T, conform, empty
+from tracelens.schema import TABLES, empty
 
-# Working table of multi-line record pieces (source, run, record, line_no, kind, text); finalize uses it.
+# Working table of multi-line record pieces (source, run, record, line_no, kind, text); `finalize` joins them.
 PARTS = "_parts"
-
-# Server args that become typed `runs` columns, by the name SGLang gives them.
-_RUN_ARGS: dict[str, str] = {
-    "model_path": C.MODEL,
-    "tp_size": C.TP_SIZE,
-    "dp_size": C.DP_SIZE,
-    "pp_size": C.PP_SIZE,
-    "ep_size": C.EP_SIZE,
-    C.SPEC_ALGORITHM: C.SPEC_ALGORITHM,
-    C.SPEC_NUM_STEPS: C.SPEC_NUM_STEPS,
-    C.SPEC_EAGLE_TOPK: C.SPEC_EAGLE_TOPK,
-    C.SPEC_NUM_DRAFT_TOKENS: C.SPEC_NUM_DRAFT_TOKENS,
-    C.SPEC_DRAFT_MODEL: C.SPEC_DRAFT_MODEL,
-    C.DISABLE_CUDA_GRAPH: C.DISABLE_CUDA_GRAPH,
-}
 
 
 @dataclass
@@ -48,28 +31,6 @@ class Tables:
                 collected.setdefault(name, []).append(frame)
         return Tables({name: pl.concat(frames, how="vertical_relaxed") for name, frames in collected.items()})
 
-    def finalize(self) -> Tables:
-        """Join multi-line records (tracebacks, wrapped server_args) and build `server_args` and `runs`."""
-        parts = self.frames.get(PARTS, pl.DataFrame(schema={C.SOURCE: pl.String, C.RUN: pl.Int32, C.RECORD: pl.Int64,
-                                                            C.LINE_NO: pl.Int64, C.KIND: pl.String,
-                                                            C.TEXT: pl.String}))
-        frames = {name: frame for name, frame in self.frames.items() if name != PARTS}
-        fault_parts = parts.filter(pl.col(C.KIND) == Kind.FAULT)
-        frames[T.FAULTS] = complete_faults(self[T.FAULTS], fault_parts)
-        args_records = (
-            parts.filter(pl.col(C.KIND) == Kind.LIFECYCLE)
-            .sort(C.SOURCE, C.LINE_NO)
-            .group_by(C.SOURCE, C.RECORD, maintain_order=True)
-            # Hard-wrapped pieces are glued without a separator: the terminal cut mid-token.
-            .agg(pl.col(C.RUN).first(), pl.col(C.TEXT).str.join(""))
-            .rename({C.RECORD: C.LINE_NO})
-        )
-        frames[T.SERVER_ARGS] = server_args_table(args_records)
-        frames[T.RUNS] = build_runs(self[T.LINES], frames[T.SERVER_ARGS])
-        for name in TABLES:
-            frames.setdefault(name, empty(name))
-        return Tables(frames)
-
     def write_parquet(self, out_dir: Path) -> dict[str, Path]:
         out_dir.mkdir(parents=True, exist_ok=True)
         written = {}
@@ -78,28 +39,3 @@ class Tables:
             self[name].write_parquet(path)
             written[name] = path
         return written
-
-
-def build_runs(lines: pl.DataFrame, server_args: pl.DataFrame) -> pl.DataFrame:
-    """One row per (source, run): its span and the server args that describe it."""
-    spans = lines.group_by(C.SOURCE, C.RUN, maintain_order=True).agg(
-        pl.col(C.LINE_NO).min().alias(C.START_LINE),
-        pl.col(C.TS).min().alias(C.START_TS),
-        pl.col(C.TS).max().alias(C.END_TS),
-        pl.len().alias(C.LINE_COUNT),
-    )
-    wanted = server_args.filter(pl.col(C.KEY).is_in(list(_RUN_ARGS)))
-    if wanted.height:
-        wide = (
-            wanted.with_columns(pl.col(C.KEY).replace_strict(_RUN_ARGS).alias(C.KEY))
-            .pivot(on=C.KEY, index=[C.SOURCE, C.RUN], values=C.VALUE, aggregate_function="first")
-        )
-        spans = spans.join(wide, on=[C.SOURCE, C.RUN], how="left")
-    text_null = {col: pl.when(pl.col(col) == "None").then(None).otherwise(pl.col(col)).alias(col)
-                 for col in _RUN_ARGS.values() if col in spans.columns}
-    spans = spans.with_columns(*text_null.values())
-    if C.DISABLE_CUDA_GRAPH in spans.columns:
-        spans = spans.with_columns(pl.col(C.DISABLE_CUDA_GRAPH) == "True")
-    ints = [C.TP_SIZE, C.DP_SIZE, C.PP_SIZE, C.EP_SIZE, C.SPEC_NUM_STEPS, C.SPEC_EAGLE_TOPK, C.SPEC_NUM_DRAFT_TOKENS]
-    spans = spans.with_columns(pl.col(c).cast(pl.Int64, strict=False) for c in ints if c in spans.columns)
-    return conform(T.RUNS, spans).sort(C.SOURCE, C.RUN)

@@ -78,7 +78,9 @@ def _typed_values(present: list[str]) -> list[pl.Expr]:
         raw = pl.col(column)
         dtype = schema[column]
         if dtype == pl.Boolean:
-            exprs.append(raw.replace_strict({"True": True, "False": False}, default=None, return_dtype=pl.Boolean))
+            exprs.append(
+                raw.replace_strict({"True": True, "False": False}, default=None, return_dtype=pl.Boolean)
+            )
         elif dtype == pl.Float64:
             number = raw.str.strip_chars_end("%").cast(pl.Float64, strict=False)
             exprs.append(pl.when(raw.str.ends_with("%")).then(number / 100).otherwise(number).alias(column))

@@ -54,5 +54,20 @@ def parse_debug(df: pl.DataFrame) -> pl.DataFrame:
         .alias(C.SHAPES),
         (pl.col("_close").is_null() | unbalanced).alias(C.TRUNCATED),
     )
-    return conform(T.DEBUG, out.select(*COMMON_COLUMNS, C.TAG, C.SITE, C.EVENT, C.ITEMS, C.NUM_AUX, C.NUM_ITEMS,
-                                       C.LAYER_ID, C.LAYER_IDS, C.NORM, C.SHAPES, C.TRUNCATED))
+    return conform(
+        T.DEBUG,
+        out.select(
+            *COMMON_COLUMNS,
+            C.TAG,
+            C.SITE,
+            C.EVENT,
+            C.ITEMS,
+            C.NUM_AUX,
+            C.NUM_ITEMS,
+            C.LAYER_ID,
+            C.LAYER_IDS,
+            C.NORM,
+            C.SHAPES,
+            C.TRUNCATED,
+        ),
+    )

@@ -12,7 +12,9 @@ from tracelens.parsers.kinds import FAULT_PHRASES
 from tracelens.schema import COMMON_COLUMNS, C, T, W, conform
 
 # `torch.OutOfMemoryError: CUDA out of memory...`, `RuntimeError: NCCL error`, `KeyError: 'x'`.
-EXCEPTION_LINE_PATTERN = r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Timeout|Warning)\w*)(?::\s*(?P<msg>.*))?$"
+EXCEPTION_LINE_PATTERN = (
+    r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Timeout|Warning)\w*)(?::\s*(?P<msg>.*))?$"
+)
 
 
 def fault_kind_expr() -> pl.Expr:
@@ -36,8 +38,19 @@ def parse_faults(df: pl.DataFrame) -> pl.DataFrame:
         pl.col(C.LINE_NO).alias(C.FIRST_LINE),
         pl.col(C.LINE_NO).alias(C.LAST_LINE),
     )
-    return conform(T.FAULTS, out.select(*COMMON_COLUMNS, C.COMPONENT, C.FAULT_KIND, C.MESSAGE, C.EXCEPTION_TYPE,
-                                        C.TRACEBACK, C.FIRST_LINE, C.LAST_LINE))
+    return conform(
+        T.FAULTS,
+        out.select(
+            *COMMON_COLUMNS,
+            C.COMPONENT,
+            C.FAULT_KIND,
+            C.MESSAGE,
+            C.EXCEPTION_TYPE,
+            C.TRACEBACK,
+            C.FIRST_LINE,
+            C.LAST_LINE,
+        ),
+    )
 
 
 def complete_faults(faults: pl.DataFrame, parts: pl.DataFrame) -> pl.DataFrame:
@@ -53,7 +66,11 @@ def complete_faults(faults: pl.DataFrame, parts: pl.DataFrame) -> pl.DataFrame:
             pl.col(C.TEXT).str.join("\n").alias("_tb"),
             pl.col(C.LINE_NO).max().alias("_last"),
             pl.col("_e").struct.field("type").drop_nulls().last().alias("_type"),
-            pl.col(C.TEXT).filter(pl.col("_e").struct.field("type").is_not_null()).last().str.strip_chars().alias("_msg"),
+            pl.col(C.TEXT)
+            .filter(pl.col("_e").struct.field("type").is_not_null())
+            .last()
+            .str.strip_chars()
+            .alias("_msg"),
         )
         .rename({C.RECORD: C.LINE_NO})
     )
@@ -70,7 +87,9 @@ def complete_faults(faults: pl.DataFrame, parts: pl.DataFrame) -> pl.DataFrame:
         .otherwise(pl.col(C.MESSAGE))
         .alias(C.MESSAGE),
     )
-    kind = pl.when(
-        (pl.col(C.FAULT_KIND) == "exception") & pl.col(C.EXCEPTION_TYPE).str.contains("OutOfMemory")
-    ).then(pl.lit("oom")).otherwise(pl.col(C.FAULT_KIND))
+    kind = (
+        pl.when((pl.col(C.FAULT_KIND) == "exception") & pl.col(C.EXCEPTION_TYPE).str.contains("OutOfMemory"))
+        .then(pl.lit("oom"))
+        .otherwise(pl.col(C.FAULT_KIND))
+    )
     return conform(T.FAULTS, out.with_columns(kind.alias(C.FAULT_KIND)))

@@ -22,12 +22,20 @@ class ForeignFormat:
 
 
 FOREIGN_FORMATS: tuple[ForeignFormat, ...] = (
-    ForeignFormat("vllm", rf"^(?P<level>{_LEVELS}) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[\w.]+:\d+\] (?P<msg>.*)$"),
+    ForeignFormat(
+        "vllm", rf"^(?P<level>{_LEVELS}) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[\w.]+:\d+\] (?P<msg>.*)$"
+    ),
     ForeignFormat("glog", r"^(?P<level>[IWEF])\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [\w./-]+:\d+\] (?P<msg>.*)$"),
-    ForeignFormat("python", rf"^(?P<ts>\d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d),\d{{3}} - (?P<level>{_LEVELS}) - (?P<msg>.*)$"),
-    ForeignFormat("ray", r"^(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),\d{3} (?P<level>[A-Z]+) [\w.]+:\d+ -- (?P<msg>.*)$"),
+    ForeignFormat(
+        "python", rf"^(?P<ts>\d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d),\d{{3}} - (?P<level>{_LEVELS}) - (?P<msg>.*)$"
+    ),
+    ForeignFormat(
+        "ray", r"^(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),\d{3} (?P<level>[A-Z]+) [\w.]+:\d+ -- (?P<msg>.*)$"
+    ),
     ForeignFormat("nccl", r"^\S+:\d+:\d+ \[\d+\] NCCL (?P<level>INFO|WARN|ERROR|TRACE) ?(?P<msg>.*)$"),
-    ForeignFormat("c10d", r"^(?:\[rank\d+\]:)?\[?(?P<level>[IWEF])\d{3,4} [\d:.]+ (?:\d+ )?[^\]\s]+\] ?(?P<msg>.*)$"),
+    ForeignFormat(
+        "c10d", r"^(?:\[rank\d+\]:)?\[?(?P<level>[IWEF])\d{3,4} [\d:.]+ (?:\d+ )?[^\]\s]+\] ?(?P<msg>.*)$"
+    ),
     ForeignFormat("pywarning", r"^\S+\.py:\d+: (?P<level>\w*Warning): (?P<msg>.*)$"),
     ForeignFormat("cuda_assert", r"^(?P<msg>\S+\.cu:\d+: .*Assertion .* failed\.?)$"),
     ForeignFormat("gloo", r"^\[Gloo\] (?P<msg>.*)$"),
@@ -65,5 +73,7 @@ def parse_foreign(df: pl.DataFrame) -> pl.DataFrame:
         parts.append(sub.with_columns(level.alias(C.LEVEL), pl.col("_msg").alias(C.MESSAGE), ts.alias(C.TS)))
     if not parts:
         return conform(T.FOREIGN, df.select(*COMMON_COLUMNS))
-    out = pl.concat([p.select(*COMMON_COLUMNS, C.FORMAT, C.LEVEL, C.MESSAGE) for p in parts], how="vertical_relaxed")
+    out = pl.concat(
+        [p.select(*COMMON_COLUMNS, C.FORMAT, C.LEVEL, C.MESSAGE) for p in parts], how="vertical_relaxed"
+    )
     return conform(T.FOREIGN, out.sort(C.LINE_NO))

@@ -37,7 +37,9 @@ def parse_lifecycle(df: pl.DataFrame) -> pl.DataFrame:
             .otherwise(pl.lit("target"))
         )
         .alias(C.TARGET),
-        pl.coalesce(_number(r"\belapsed=([\d.]+) s"), _number(r"Time elapsed: ([\d.]+) s")).alias(C.ELAPSED_S),
+        pl.coalesce(_number(r"\belapsed=([\d.]+) s"), _number(r"Time elapsed: ([\d.]+) s")).alias(
+            C.ELAPSED_S
+        ),
         pl.coalesce(_number(r"avail mem=([\d.]+)" + _GB), _number(r"available_gpu_mem=([\d.]+)" + _GB)).alias(
             C.AVAIL_MEM_GB
         ),
@@ -45,7 +47,9 @@ def parse_lifecycle(df: pl.DataFrame) -> pl.DataFrame:
         pl.coalesce(_number(r"\bKV size: ([\d.]+)" + _GB), k_plus_v).alias(C.KV_SIZE_GB),
         pl.coalesce(
             body.str.extract(r"#tokens: (\d+)", 1), body.str.extract(r"^max_total_num_tokens?=(\d+)", 1)
-        ).cast(pl.Int64).alias(C.TOKENS),
+        )
+        .cast(pl.Int64)
+        .alias(C.TOKENS),
         body.str.extract(r"\btype=([\w.]+)", 1).alias(C.MODEL_TYPE),
         body.str.extract(r"\bdtype=([\w.]+)", 1).alias(C.DTYPE),
         pl.coalesce(
@@ -53,6 +57,19 @@ def parse_lifecycle(df: pl.DataFrame) -> pl.DataFrame:
             body.str.extract(r"^Uvicorn running on (\S+)", 1),
         ).alias(C.DETAIL),
     )
-    return conform(T.LIFECYCLE, out.filter(pl.col(C.EVENT).is_not_null()).select(
-        *COMMON_COLUMNS, C.EVENT, C.TARGET, C.ELAPSED_S, C.AVAIL_MEM_GB, C.MEM_USAGE_GB, C.KV_SIZE_GB, C.TOKENS,
-        C.MODEL_TYPE, C.DTYPE, C.DETAIL))
+    return conform(
+        T.LIFECYCLE,
+        out.filter(pl.col(C.EVENT).is_not_null()).select(
+            *COMMON_COLUMNS,
+            C.EVENT,
+            C.TARGET,
+            C.ELAPSED_S,
+            C.AVAIL_MEM_GB,
+            C.MEM_USAGE_GB,
+            C.KV_SIZE_GB,
+            C.TOKENS,
+            C.MODEL_TYPE,
+            C.DTYPE,
+            C.DETAIL,
+        ),
+    )

@@ -81,7 +81,9 @@ def route_expr() -> pl.Expr:
         if route.prefixed is not None:
             test = test & (pl.col(W.PREFIXED) == route.prefixed)
         expr = expr.when(test).then(pl.lit(route.kind))
-    return expr.when(pl.col(C.FORMAT).is_not_null()).then(pl.lit(Kind.FOREIGN)).otherwise(pl.lit(Kind.UNPARSED))
+    return (
+        expr.when(pl.col(C.FORMAT).is_not_null()).then(pl.lit(Kind.FOREIGN)).otherwise(pl.lit(Kind.UNPARSED))
+    )
 
 
 def parse_lines(
@@ -107,12 +109,16 @@ def _roll_days(df: pl.DataFrame, state: ParseState, options: ParseOptions) -> tu
     if options.base_date is None or df.get_column(W.DATE).is_not_null().all():
         return df, state
     only_time = pl.col(W.DATE).is_null() & pl.col(W.TIME).is_not_null()
-    secs = pl.col(W.TIME).str.slice(0, 2).cast(pl.Int64) * 3600 + pl.col(W.TIME).str.slice(3, 2).cast(
-        pl.Int64
-    ) * 60 + pl.col(W.TIME).str.slice(6, 2).cast(pl.Int64)
+    secs = (
+        pl.col(W.TIME).str.slice(0, 2).cast(pl.Int64) * 3600
+        + pl.col(W.TIME).str.slice(3, 2).cast(pl.Int64) * 60
+        + pl.col(W.TIME).str.slice(6, 2).cast(pl.Int64)
+    )
     timed = df.with_columns(pl.when(only_time).then(secs).alias("_secs"))
     prev = pl.col("_secs").forward_fill().shift(1, fill_value=state.last_secs)
-    timed = timed.with_columns(((pl.col("_secs") < prev - _HALF_DAY).fill_null(False)).cum_sum().alias("_days"))
+    timed = timed.with_columns(
+        ((pl.col("_secs") < prev - _HALF_DAY).fill_null(False)).cum_sum().alias("_days")
+    )
     days = timed.get_column("_days")
     shifted = timed.with_columns(
         pl.when(only_time)
@@ -134,7 +140,11 @@ def _join_tracebacks(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFrame,
     clean = pl.col(W.CLEAN)
     blank = pl.col(C.KIND) == Kind.BLANK
     after_frame = clean.str.contains(FRAME_PATTERN).shift(1, fill_value=False)
-    shape = ~pl.col(W.PREFIXED) & (pl.col(C.FORMAT).is_null()) & (clean.str.contains(CONTINUATION_PATTERN) | after_frame)
+    shape = (
+        ~pl.col(W.PREFIXED)
+        & (pl.col(C.FORMAT).is_null())
+        & (clean.str.contains(CONTINUATION_PATTERN) | after_frame)
+    )
     df = df.with_columns(shape.alias(W.CONT))
     # A blank line inside a chained traceback keeps the record open when a continuation follows it.
     df = df.with_columns(
@@ -157,7 +167,10 @@ def _join_tracebacks(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFrame,
     )
     df = df.with_columns(record.alias(C.RECORD))
     df = df.with_columns(
-        pl.when(pl.col(C.RECORD) != pl.col(C.LINE_NO)).then(pl.lit(Kind.FAULT)).otherwise(pl.col(C.KIND)).alias(C.KIND)
+        pl.when(pl.col(C.RECORD) != pl.col(C.LINE_NO))
+        .then(pl.lit(Kind.FAULT))
+        .otherwise(pl.col(C.KIND))
+        .alias(C.KIND)
     )
     if df.height == 0:
         return df.drop("_seg"), state
@@ -175,10 +188,16 @@ def _join_wrapped_args(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFram
     one belong to it until the closing bracket. There is one such line per server start, so a short
     Python scan over those few heads is cheap."""
     is_args = (pl.col(C.KIND) == Kind.LIFECYCLE) & pl.col(W.BODY).str.starts_with("server_args=")
-    heads = df.with_row_index("_i").filter(
-        is_args & ~pl.col(W.BODY).str.strip_chars_end().str.ends_with(")")
-        & ~pl.col(W.BODY).str.strip_chars_end().str.ends_with("}")
-    ).get_column("_i").to_list()
+    heads = (
+        df.with_row_index("_i")
+        .filter(
+            is_args
+            & ~pl.col(W.BODY).str.strip_chars_end().str.ends_with(")")
+            & ~pl.col(W.BODY).str.strip_chars_end().str.ends_with("}")
+        )
+        .get_column("_i")
+        .to_list()
+    )
     starts: list[tuple[int, int | None]] = [(i + 1, None) for i in heads]
     if state.open_args is not None:
         starts.insert(0, (0, state.open_args))
@@ -202,13 +221,18 @@ def _join_wrapped_args(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFram
         if i == len(text) and not closed:
             open_args = head
     if joined_rows:
-        members = pl.DataFrame({"_i": joined_rows, "_head": joined_heads}, schema={"_i": pl.UInt32, "_head": pl.Int64})
+        members = pl.DataFrame(
+            {"_i": joined_rows, "_head": joined_heads}, schema={"_i": pl.UInt32, "_head": pl.Int64}
+        )
         df = (
             df.with_row_index("_i")
             .join(members, on="_i", how="left")
             .with_columns(
                 pl.coalesce(pl.col("_head"), pl.col(C.RECORD)).alias(C.RECORD),
-                pl.when(pl.col("_head").is_not_null()).then(pl.lit(Kind.LIFECYCLE)).otherwise(pl.col(C.KIND)).alias(C.KIND),
+                pl.when(pl.col("_head").is_not_null())
+                .then(pl.lit(Kind.LIFECYCLE))
+                .otherwise(pl.col(C.KIND))
+                .alias(C.KIND),
             )
             .drop("_i", "_head")
         )
@@ -240,20 +264,33 @@ def _fill_tables(df: pl.DataFrame) -> Tables:
         parsed_lines.append(table.select(C.SOURCE, C.LINE_NO))
     parsed = pl.concat(parsed_lines)
     routed = pl.col(C.KIND).is_in(list(_PARSERS))
-    failed = df.filter(routed & heads).join(parsed, on=[C.SOURCE, C.LINE_NO], how="anti").get_column(C.LINE_NO)
+    failed = (
+        df.filter(routed & heads).join(parsed, on=[C.SOURCE, C.LINE_NO], how="anti").get_column(C.LINE_NO)
+    )
     fallback = pl.when(pl.col(W.PREFIXED)).then(pl.lit(Kind.MESSAGE)).otherwise(pl.lit(Kind.UNPARSED))
     df = df.with_columns(
-        pl.when(pl.col(C.LINE_NO).is_in(failed.implode()) & heads).then(fallback).otherwise(pl.col(C.KIND)).alias(C.KIND)
+        pl.when(pl.col(C.LINE_NO).is_in(failed.implode()) & heads)
+        .then(fallback)
+        .otherwise(pl.col(C.KIND))
+        .alias(C.KIND)
     )
-    messages = df.filter((pl.col(C.KIND) == Kind.MESSAGE) & heads).with_columns(pl.col(W.BODY).alias(C.MESSAGE))
+    messages = df.filter((pl.col(C.KIND) == Kind.MESSAGE) & heads).with_columns(
+        pl.col(W.BODY).alias(C.MESSAGE)
+    )
     tables[T.MESSAGES] = conform(T.MESSAGES, messages.select(*COMMON_COLUMNS, C.LEVEL, C.LOGGER, C.MESSAGE))
-    tables[T.UNPARSED] = conform(T.UNPARSED, df.filter(pl.col(C.KIND) == Kind.UNPARSED).select(C.SOURCE, C.LINE_NO, C.TEXT))
+    tables[T.UNPARSED] = conform(
+        T.UNPARSED, df.filter(pl.col(C.KIND) == Kind.UNPARSED).select(C.SOURCE, C.LINE_NO, C.TEXT)
+    )
     tables[T.LINES] = conform(T.LINES, df)
     # Record pieces (server_args heads and every continuation line) are joined by `Tables.finalize`,
     # after all blocks are in, because a record can straddle blocks.
     is_args = heads & (pl.col(C.KIND) == Kind.LIFECYCLE) & pl.col(W.BODY).str.starts_with("server_args=")
     tables[PARTS] = df.filter(~heads | is_args).select(
-        C.SOURCE, C.RUN, C.RECORD, C.LINE_NO, C.KIND,
+        C.SOURCE,
+        C.RUN,
+        C.RECORD,
+        C.LINE_NO,
+        C.KIND,
         pl.when(heads).then(pl.col(W.BODY)).otherwise(pl.col(W.CLEAN)).alias(C.TEXT),
     )
     return Tables(tables)

@@ -50,7 +50,9 @@ PREFIX_PATTERN = (
 # 2024 eras: `[gpu_id=N] `, `[gpu=N] `, `Rank N: `.
 GPU_PREFIX_PATTERN = r"^(?:\[gpu(?:_id)?=(?P<_gpu>\d+)\] ?|Rank (?P<_rank>\d+): )(?P<_body>.*)$"
 # After the prefix: the 2026 logger form `INFO file.py:N: msg`, or uvicorn's `INFO:     msg`.
-LEVEL_PATTERN = r"^(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)(?:: +| (?P<logger>[\w.]+:\d+): )(?P<_rest>.*)$"
+LEVEL_PATTERN = (
+    r"^(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)(?:: +| (?P<logger>[\w.]+:\d+): )(?P<_rest>.*)$"
+)
 
 
 def clean(text: pl.Expr) -> pl.Expr:
@@ -73,7 +75,9 @@ def add_prefix_columns(df: pl.DataFrame, base_date: dt.date | None) -> pl.DataFr
         pl.col("_b").struct.field(W.TIME),
         pl.col("_b").struct.field(W.FRAC),
         pl.col("_b").struct.field(W.TAGS),
-        pl.coalesce(pl.col("_g").struct.field(W.GPU), pl.col("_g").struct.field("_rank")).cast(pl.Int32).alias(W.GPU),
+        pl.coalesce(pl.col("_g").struct.field(W.GPU), pl.col("_g").struct.field("_rank"))
+        .cast(pl.Int32)
+        .alias(W.GPU),
         pl.coalesce(
             pl.col("_b").struct.field(W.BODY), pl.col("_g").struct.field(W.BODY), pl.col(W.CLEAN)
         ).alias(W.BODY),

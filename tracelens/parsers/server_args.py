@@ -52,7 +52,7 @@ def parse_server_args_text(text: str) -> tuple[str, list[tuple[str, str]]]:
     as it goes (a record cut off mid-way keeps the keys it has)."""
     text = text.strip()
     if text.startswith("ServerArgs("):
-        form, inner, sep = "repr", text[len("ServerArgs("):], "="
+        form, inner, sep = "repr", text[len("ServerArgs(") :], "="
         inner = inner[:-1] if inner.endswith(")") else inner
     elif text.startswith("{"):
         form, inner, sep = "dict", text[1:-1] if text.endswith("}") else text[1:], ":"

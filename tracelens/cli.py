@@ -1,0 +1,182 @@
+"""The `tracelens` command line. A view: it reads parsed tables and analysis results and renders them;
+it never parses a line itself. Errors a user can fix print one line on stderr and exit 2."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from tracelens import __version__
+from tracelens.errors import InputError
+from tracelens.ingest import parse_paths
+from tracelens.parsers import ParseOptions
+from tracelens.progress import byte_progress
+from tracelens.render import render_explanation, render_summary, render_written
+from tracelens.sources import expand_paths
+
+app = typer.Typer(
+    name="tracelens",
+    help="Turn SGLang (and vLLM) server logs into typed tables and answers about speculative decoding.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+# Piped output is not cut to 80 columns: tables stay one row per run for grep and less.
+out = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+SAMPLE_LOGS = Path(__file__).resolve().parent.parent / "sample_logs"
+
+Paths = Annotated[
+    list[Path],
+    typer.Argument(
+        help="Log files or directories (searched recursively); .gz/.zst/.bz2/.xz read as they are.",
+        show_default=False,
+    ),
+]
+DateOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--date",
+        help="Date (YYYY-MM-DD) of the first line for logs whose prefix has only a time (SGLang before v0.3.4). Default: each file's modification date.",
+    ),
+]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")]
+
+
+def _options(date: str | None) -> ParseOptions | None:
+    if date is None:
+        return None
+    try:
+        return ParseOptions(base_date=dt.date.fromisoformat(date))
+    except ValueError as exc:
+        raise InputError(f"--date wants YYYY-MM-DD, got {date!r}") from exc
+
+
+def _parse(paths: list[Path], date: str | None, quiet: bool):
+    files = expand_paths(paths)
+    with byte_progress(files, enabled=not quiet) as progress:
+        return parse_paths(files, _options(date), progress=progress)
+
+
+def _version(value: bool) -> None:
+    if value:
+        out.print(f"tracelens {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """Turn SGLang (and vLLM) server logs into typed tables and answers about speculative decoding."""
+
+
+@app.command()
+def parse(
+    paths: Paths,
+    output: Annotated[
+        Path, typer.Option("-o", "--output", help="Folder to write one Parquet file per table into.")
+    ],
+    date: DateOpt = None,
+    quiet: QuietOpt = False,
+) -> None:
+    """Parse logs into Parquet tables (one file per table in OUTPUT) and print a short summary."""
+    started = time.perf_counter()
+    tables = _parse(paths, date, quiet)
+    written = tables.write_parquet(output)
+    render_written(out, tables, written, time.perf_counter() - started)
+
+
+@app.command()
+def summary(
+    paths: Paths,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the stable JSON layout (see README).")
+    ] = False,
+    date: DateOpt = None,
+    quiet: QuietOpt = False,
+) -> None:
+    """Per source and run: time span, lines by kind, speculative config, accept len and throughput, faults."""
+    from tracelens.summary import summarize
+
+    result = summarize(_parse(paths, date, quiet or as_json))
+    if as_json:
+        sys.stdout.write(json.dumps(result, indent=2) + "\n")
+    else:
+        render_summary(out, result)
+
+
+@app.command()
+def explain(
+    where: Annotated[
+        str | None,
+        typer.Argument(help="PATH:LINE of the line to explain (LINE is 1-based).", show_default=False),
+    ] = None,
+    line: Annotated[
+        str | None, typer.Option("--line", help="Explain this text instead of a line of a file.")
+    ] = None,
+    date: DateOpt = None,
+) -> None:
+    """Show how one line is read: wrappers and prefix, kind, parsed fields; for an unread line, the closest
+    kind and where the line stopped matching it."""
+    from tracelens.ingest import explain_file_line, explain_text
+
+    if (where is None) == (line is None):
+        raise InputError("give either PATH:LINE or --line TEXT")
+    if line is not None:
+        result = explain_text(line, _options(date))
+    else:
+        path_text, _, number = (where or "").rpartition(":")
+        if not path_text or not number.isdigit() or int(number) < 1:
+            raise InputError(f"expected PATH:LINE with LINE a number from 1, got {where!r}")
+        result = explain_file_line(Path(path_text), int(number), _options(date))
+    render_explanation(out, result)
+
+
+@app.command()
+def demo(
+    logs: Annotated[Path, typer.Option(help="Folder of logs to use.")] = SAMPLE_LOGS,
+    quiet: QuietOpt = False,
+) -> None:
+    """Parse the bundled sample logs (an EAGLE-3 tuning story) and print their summary."""
+    from tracelens.summary import summarize
+
+    if not logs.is_dir():
+        raise InputError(f"sample logs not found at {logs} (run from a checkout of tracelens)")
+    render_summary(out, summarize(_parse([logs], None, quiet)))
+
+
+def main() -> None:
+    """Entry point: one clear line and exit 2 for input errors; 130 on Ctrl-C; never a traceback."""
+    try:
+        app()
+    except InputError as exc:
+        err.print(f"tracelens: error: {exc}", markup=False)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        err.print("tracelens: interrupted", markup=False)
+        sys.exit(130)
+    except Exception as exc:
+        if os.environ.get("TRACELENS_DEBUG"):
+            raise
+        err.print(
+            f"tracelens: internal error: {type(exc).__name__}: {exc} (set TRACELENS_DEBUG=1 for the traceback)",
+            markup=False,
+        )
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
