@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SAMPLE_LOGS, real_corpus_files
 from tracelens.accounting import reconcile
 from tracelens.ingest import parse_paths
 from tracelens.schema import C, Kind, T
 from tracelens.sources import compression_of, open_source
+
+from conftest import SAMPLE_LOGS, real_corpus_files
 
 
 def physical_lines(path: Path) -> int:

@@ -35,13 +35,17 @@ def reconcile(tables: Tables, expected_lines: dict[str, int] | None = None) -> R
     lines = tables[T.LINES]
     result = Reconciliation(lines.height, dict(lines.group_by(C.KIND).len().iter_rows()))
     per_source = lines.group_by(C.SOURCE).agg(
-        pl.len().alias("n"), pl.col(C.LINE_NO).n_unique().alias("unique"), pl.col(C.LINE_NO).max().alias("last")
+        pl.len().alias("n"),
+        pl.col(C.LINE_NO).n_unique().alias("unique"),
+        pl.col(C.LINE_NO).max().alias("last"),
     )
     for source, n, unique, last in per_source.iter_rows():
         if not (n == unique == last):
             result.problems.append(f"{source}: {n} rows for {unique} distinct line numbers up to {last}")
         if expected_lines is not None and expected_lines.get(source, n) != n:
-            result.problems.append(f"{source}: {n} rows in `lines` but the input has {expected_lines[source]} lines")
+            result.problems.append(
+                f"{source}: {n} rows in `lines` but the input has {expected_lines[source]} lines"
+            )
     for kind, table in KIND_TABLE.items():
         if table == T.LINES:
             continue

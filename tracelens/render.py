@@ -45,7 +45,8 @@ def render_summary(console: Console, summary: dict[str, Any]) -> None:
         ("faults", "right"),
         ("unparsed", "right"),
     ):
-        table.add_column(header, justify=justify, overflow="fold")  # type: ignore[arg-type]
+        # File names stay whole (users grep for them); other columns fold when the terminal is narrow.
+        table.add_column(header, justify=justify, overflow="fold", no_wrap=header == "source")  # type: ignore[arg-type]
     for run in summary["runs"]:
         acc = run["accept_len"]
         tput = run["gen_throughput"]

@@ -11,10 +11,14 @@ import polars as pl
 from tracelens.parsers.kinds import FAULT_PHRASES
 from tracelens.schema import COMMON_COLUMNS, C, T, W, conform
 
-# `torch.OutOfMemoryError: CUDA out of memory...`, `RuntimeError: NCCL error`, `KeyError: 'x'`.
-EXCEPTION_LINE_PATTERN = (
-    r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Timeout|Warning)\w*)(?::\s*(?P<msg>.*))?$"
+# An exception's name: `...Error`, `...Exception`, bare `Exception`, or a dotted module path ending in a
+# class name (`triton.runtime.errors.OutOfResources`).
+EXCEPTION_NAME = (
+    r"(?:[A-Za-z_][\w.]*)?(?:Error|Exception|Exit|Interrupt|Timeout|Warning)\w*"
+    r"|[a-z_]\w*(?:\.[a-z_]\w*)*\.[A-Z]\w*"
 )
+# `torch.OutOfMemoryError: CUDA out of memory...`, `RuntimeError: NCCL error`, `KeyError: 'x'`.
+EXCEPTION_LINE_PATTERN = rf"^(?P<type>{EXCEPTION_NAME})(?::\s*(?P<msg>.*))?$"
 
 
 def fault_kind_expr() -> pl.Expr:

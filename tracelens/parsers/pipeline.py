@@ -10,13 +10,14 @@ source at once; `Tables.finalize` then joins what straddled blocks.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass, replace
 
 import polars as pl
 
 from tracelens.parsers.batch import parse_batches
 from tracelens.parsers.debug import parse_debug
-from tracelens.parsers.faults import parse_faults
+from tracelens.parsers.faults import EXCEPTION_NAME, parse_faults
 from tracelens.parsers.foreign import format_expr, parse_foreign
 from tracelens.parsers.http import parse_http
 from tracelens.parsers.kinds import ROUTES
@@ -30,7 +31,7 @@ from tracelens.tables import PARTS, Tables
 # chained-exception banners, the final `SomeError: message`, and caret markers.
 CONTINUATION_PATTERN = (
     r"^(?:\s+\S|File \"|Traceback \(most recent call last\)|During handling of the above exception"
-    r"|The above exception was the direct cause|[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)\b|[\^~]+\s*$"
+    rf"|The above exception was the direct cause|(?:{EXCEPTION_NAME})(?::|$)|[\^~]+\s*$"
     # multi-line exception messages: CUDA's advice, c10d's C++ frames, SGLang's numbered hints
     r"|CUDA kernel errors might be|For debugging consider passing|Compile with `TORCH_USE_CUDA_DSA`"
     r"|Exception raised from |frame #\d+: |Possible solutions:|\d+\. |Open an issue on GitHub)"
@@ -67,23 +68,45 @@ class ParseState:
     open_fault: int | None = None  # head line_no of a traceback that may continue
     open_args: int | None = None  # head line_no of a server_args record not yet closed
     prev_cont: bool = False  # the previous line could continue a traceback
+    prev_frame: bool = False  # the previous line was a `File "...", line N` frame
     last_secs: int | None = None  # time of day of the last time-only prefix
     day_offset: int = 0  # midnights crossed so far by time-only prefixes
 
 
+def _alternation(literals: tuple[str, ...], anchored: bool) -> str:
+    """One regex for many literals: a single pass over the text instead of one per literal."""
+    body = "|".join(re.escape(lit) for lit in literals)
+    return f"^(?:{body})" if anchored else body
+
+
 def route_expr() -> pl.Expr:
-    """The kind of each line, first match in `ROUTES` order, from literal tests only."""
+    """The kind of each line, first match in `ROUTES` order, from literal tests only (foreign formats
+    are recognised afterwards, on the few lines no route took)."""
     expr = pl.when(pl.col(W.CLEAN).str.strip_chars() == "").then(pl.lit(Kind.BLANK))
     for route in ROUTES:
-        tests = [pl.col(W.BODY).str.starts_with(s) for s in route.starts]
-        tests += [pl.col(W.CLEAN).str.contains(s, literal=True) for s in route.contains]
+        tests = []
+        if route.starts:
+            tests.append(pl.col(W.BODY).str.contains(_alternation(route.starts, anchored=True)))
+        if route.contains:
+            tests.append(pl.col(W.CLEAN).str.contains(_alternation(route.contains, anchored=False)))
         test = pl.any_horizontal(*tests) if tests else pl.lit(True)
         if route.prefixed is not None:
             test = test & (pl.col(W.PREFIXED) == route.prefixed)
         expr = expr.when(test).then(pl.lit(route.kind))
-    return (
-        expr.when(pl.col(C.FORMAT).is_not_null()).then(pl.lit(Kind.FOREIGN)).otherwise(pl.lit(Kind.UNPARSED))
-    )
+    return expr.otherwise(pl.lit(Kind.UNPARSED))
+
+
+def _add_foreign(df: pl.DataFrame) -> pl.DataFrame:
+    """Add FORMAT for unprefixed lines no route took, and make them `foreign` when a format matches.
+    Only those rows are tested: the nine format patterns never run on the bulk of SGLang lines."""
+    candidates = (df.get_column(C.KIND) == Kind.UNPARSED) & ~df.get_column(W.PREFIXED)
+    formats = pl.repeat(None, df.height, dtype=pl.String, eager=True).alias(C.FORMAT)
+    if candidates.any():
+        idx = candidates.arg_true()
+        found = df.select(pl.col(W.CLEAN).gather(idx)).select(format_expr()).to_series()
+        formats = formats.scatter(idx, found)
+    kind = pl.when(pl.col(C.FORMAT).is_not_null()).then(pl.lit(Kind.FOREIGN)).otherwise(pl.col(C.KIND))
+    return df.with_columns(formats).with_columns(kind.alias(C.KIND))
 
 
 def parse_lines(
@@ -94,9 +117,7 @@ def parse_lines(
     options = options or ParseOptions()
     df = add_prefix_columns(lines, options.base_date)
     df, state = _roll_days(df, state, options)
-    df = df.with_columns(
-        pl.when(~pl.col(W.PREFIXED)).then(format_expr()).alias(C.FORMAT),
-    ).with_columns(route_expr().alias(C.KIND))
+    df = _add_foreign(df.with_columns(route_expr().alias(C.KIND)))
     df, state = _join_tracebacks(df, state)
     df, state = _join_wrapped_args(df, state)
     df, state = _number_runs(df, state)
@@ -139,11 +160,12 @@ def _join_tracebacks(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFrame,
     """Give traceback continuation lines the kind and record of the fault line they follow."""
     clean = pl.col(W.CLEAN)
     blank = pl.col(C.KIND) == Kind.BLANK
-    after_frame = clean.str.contains(FRAME_PATTERN).shift(1, fill_value=False)
+    is_frame = clean.str.contains(FRAME_PATTERN)
+    df = df.with_columns(is_frame.shift(1, fill_value=state.prev_frame).alias("_after_frame"))
     shape = (
         ~pl.col(W.PREFIXED)
         & (pl.col(C.FORMAT).is_null())
-        & (clean.str.contains(CONTINUATION_PATTERN) | after_frame)
+        & (clean.str.contains(CONTINUATION_PATTERN) | pl.col("_after_frame"))
     )
     df = df.with_columns(shape.alias(W.CONT))
     # A blank line inside a chained traceback keeps the record open when a continuation follows it.
@@ -166,21 +188,28 @@ def _join_tracebacks(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFrame,
         .otherwise(pl.col(C.LINE_NO))
     )
     df = df.with_columns(record.alias(C.RECORD))
+    # A frame's source line (`raise RuntimeError(f"NCCL error: ...")`) is code, never a fault of its
+    # own, even in a traceback whose head was not in the log.
     df = df.with_columns(
         pl.when(pl.col(C.RECORD) != pl.col(C.LINE_NO))
         .then(pl.lit(Kind.FAULT))
+        .when(pl.col("_after_frame") & ~pl.col(W.PREFIXED) & (pl.col(C.KIND) == Kind.FAULT))
+        .then(pl.lit(Kind.UNPARSED))
         .otherwise(pl.col(C.KIND))
         .alias(C.KIND)
     )
     if df.height == 0:
-        return df.drop("_seg"), state
+        return df.drop("_seg", "_after_frame"), state
+    last_frame = bool(df.select(is_frame.last()).item())
     last = df.row(-1, named=True)
     if last["_seg"] == 0:  # the whole block continued the previous one
         open_fault = state.open_fault
     else:
         seg = df.filter(pl.col("_seg") == last["_seg"])
         open_fault = seg.item(0, C.LINE_NO) if seg.item(0, C.KIND) == Kind.FAULT else None
-    return df.drop("_seg"), replace(state, open_fault=open_fault, prev_cont=bool(last[W.CONT]))
+    return df.drop("_seg", "_after_frame"), replace(
+        state, open_fault=open_fault, prev_cont=bool(last[W.CONT]), prev_frame=last_frame
+    )
 
 
 def _join_wrapped_args(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFrame, ParseState]:
@@ -257,9 +286,9 @@ def _fill_tables(df: pl.DataFrame) -> Tables:
     heads = pl.col(C.RECORD) == pl.col(C.LINE_NO)
     tables: dict[str, pl.DataFrame] = {}
     parsed_lines: list[pl.DataFrame] = []
+    by_kind = df.filter(heads).partition_by(C.KIND, as_dict=True)
     for kind, parse in _PARSERS.items():
-        rows = df.filter((pl.col(C.KIND) == kind) & heads)
-        table = parse(rows)
+        table = parse(by_kind.get((kind,), df.clear()))
         tables[_table_of(kind)] = table
         parsed_lines.append(table.select(C.SOURCE, C.LINE_NO))
     parsed = pl.concat(parsed_lines)

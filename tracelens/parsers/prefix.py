@@ -11,10 +11,11 @@ import datetime as dt
 
 import polars as pl
 
-from tracelens.schema import RANK_COLUMNS, C, W
+from tracelens.schema import C, W
 
-# ANSI SGR codes, also when the ESC byte was lost in a copy-paste (bare `[36m`).
-ANSI_PATTERN = r"\x1b?\[[0-9;]{0,12}m"
+# ANSI SGR codes, also when the ESC byte was lost in a copy-paste (bare `[36m`). Without the ESC a
+# code needs a number: a bare `[m` is real text (`[module_aiter_enum]`, `[metrics.py:53]`).
+ANSI_PATTERN = r"\x1b\[[0-9;]{0,12}m|\[[0-9]{1,3}(?:;[0-9]{1,3}){0,3}m"
 
 # A tqdm bar rewrites its line with `\r`; the next record can share the physical line. The record
 # starts at its `[T ...]` bracket, else the last non-empty segment is what a terminal would show.
@@ -30,6 +31,9 @@ WRAPPER_PATTERN = (
     r"|\((?:[\w.]+ )?pid=\d+(?:, ip=[0-9a-fA-F.:]+)?\) "  # Ray actor, vLLM `(APIServer pid=N)`
     r")+"
 )
+# Another process's output spliced in front of an SGLang record (`ml-h2[2025-06-03 20:04:36] INFO: ...`,
+# `host:1:2 [3] NCCL INFO [2025-02-08 00:25:32 TP15] ...`): the record starts at its timestamp bracket.
+SPLICED_PATTERN = r"^[^\[]*?\S.*?(\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?(?: [A-Z_]+\d+)*\] )"
 # A log collector's outer timestamp in front of SGLang's own: `[T] [T TP0] ...` keeps the inner one.
 OUTER_TS_PATTERN = r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?\] (\[\d)"
 
@@ -43,16 +47,16 @@ RANK_TAGS: dict[str, str] = {
 }
 
 # `[YYYY-MM-DD HH:MM:SS(.mmm) TAGS] message`; the date is missing before v0.3.4; tags in any order.
+# Patterns capture the prefix only and the message is sliced off after it: capturing `(.*)$` to the
+# end of every line costs four times as much.
 PREFIX_PATTERN = (
-    r"^\[(?:(?P<_date>\d{4}-\d\d-\d\d) )?(?P<_time>\d\d:\d\d:\d\d)(?:[.,](?P<_frac>\d{1,6}))?"
-    r"(?P<_tags>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)\] ?(?P<_body>.*)$"
+    r"^(?P<_prefix>\[(?:(?P<_date>\d{4}-\d\d-\d\d) )?(?P<_time>\d\d:\d\d:\d\d)(?:[.,](?P<_frac>\d{1,6}))?"
+    r"(?P<_tags>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)\] ?)"
 )
 # 2024 eras: `[gpu_id=N] `, `[gpu=N] `, `Rank N: `.
-GPU_PREFIX_PATTERN = r"^(?:\[gpu(?:_id)?=(?P<_gpu>\d+)\] ?|Rank (?P<_rank>\d+): )(?P<_body>.*)$"
+GPU_PREFIX_PATTERN = r"^(?P<_prefix>\[gpu(?:_id)?=(?P<_gpu>\d+)\] ?|Rank (?P<_rank>\d+): )"
 # After the prefix: the 2026 logger form `INFO file.py:N: msg`, or uvicorn's `INFO:     msg`.
-LEVEL_PATTERN = (
-    r"^(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)(?:: +| (?P<logger>[\w.]+:\d+): )(?P<_rest>.*)$"
-)
+LEVEL_PATTERN = r"^(?P<_prefix>(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)(?:: +| (?P<logger>[\w.]+:\d+): ))"
 
 
 def clean(text: pl.Expr) -> pl.Expr:
@@ -62,14 +66,39 @@ def clean(text: pl.Expr) -> pl.Expr:
     from_cr = pl.coalesce(no_ansi.str.extract(_CR_RECORD, 1), no_ansi.str.extract(_CR_LAST, 1), pl.lit(""))
     one_record = pl.when(has_cr).then(from_cr).otherwise(no_ansi)
     unwrapped = one_record.str.replace(WRAPPER_PATTERN, "")
-    return unwrapped.str.replace(OUTER_TS_PATTERN, "$1")
+    unspliced = (
+        pl.when(unwrapped.str.starts_with("["))
+        .then(unwrapped)
+        .otherwise(unwrapped.str.replace(SPLICED_PATTERN, "$1"))
+    )
+    return unspliced.str.replace(OUTER_TS_PATTERN, "$1")
+
+
+def clean_frame(df: pl.DataFrame) -> pl.DataFrame:
+    """Add CLEAN. It is computed only when some line of the block needs it: most blocks have no colour
+    codes, carriage returns or wrappers, and a `contains` costs a fraction of a `replace`."""
+    text = df.get_column(C.TEXT)
+    needs = (
+        text.str.contains(ANSI_PATTERN).any()
+        or text.str.contains("\r", literal=True).any()
+        or text.str.contains(WRAPPER_PATTERN).any()
+        or text.str.contains(OUTER_TS_PATTERN).any()
+        or (~text.str.starts_with("[") & text.str.contains(SPLICED_PATTERN)).any()
+    )
+    return df.with_columns((clean(pl.col(C.TEXT)) if needs else pl.col(C.TEXT)).alias(W.CLEAN))
+
+
+def _after(column: str, prefix: pl.Expr) -> pl.Expr:
+    """The text of ``column`` after ``prefix`` (no prefix: the whole text)."""
+    return pl.col(column).str.slice(prefix.str.len_chars().fill_null(0))
 
 
 def add_prefix_columns(df: pl.DataFrame, base_date: dt.date | None) -> pl.DataFrame:
     """Add CLEAN, BODY, PREFIXED, rank tags, LEVEL, LOGGER and TS (before day roll-over) to a line frame."""
-    df = df.with_columns(clean(pl.col(C.TEXT)).alias(W.CLEAN))
+    df = clean_frame(df)
     bracket = pl.col(W.CLEAN).str.extract_groups(PREFIX_PATTERN)
     gpu = pl.col(W.CLEAN).str.extract_groups(GPU_PREFIX_PATTERN)
+    prefix = pl.coalesce(pl.col("_b").struct.field("_prefix"), pl.col("_g").struct.field("_prefix"))
     df = df.with_columns(bracket.alias("_b"), gpu.alias("_g")).with_columns(
         pl.col("_b").struct.field(W.DATE),
         pl.col("_b").struct.field(W.TIME),
@@ -78,14 +107,13 @@ def add_prefix_columns(df: pl.DataFrame, base_date: dt.date | None) -> pl.DataFr
         pl.coalesce(pl.col("_g").struct.field(W.GPU), pl.col("_g").struct.field("_rank"))
         .cast(pl.Int32)
         .alias(W.GPU),
-        pl.coalesce(
-            pl.col("_b").struct.field(W.BODY), pl.col("_g").struct.field(W.BODY), pl.col(W.CLEAN)
-        ).alias(W.BODY),
+        _after(W.CLEAN, prefix).alias(W.BODY),
     )
+    tags = pl.col(W.TAGS)
     df = df.with_columns(
         (pl.col(W.TIME).is_not_null() | pl.col(W.GPU).is_not_null()).alias(W.PREFIXED),
         *(
-            pl.col(W.TAGS).str.extract(rf"(?:^| ){tag}(\d+)", 1).cast(pl.Int32).alias(col)
+            tags.str.extract(rf"(?:^| ){tag}(\d+)", 1).cast(pl.Int32).alias(col)
             for col, tag in RANK_TAGS.items()
         ),
     ).with_columns(pl.coalesce(pl.col(C.TP), pl.col(W.GPU)).alias(C.TP))
@@ -93,7 +121,7 @@ def add_prefix_columns(df: pl.DataFrame, base_date: dt.date | None) -> pl.DataFr
     df = df.with_columns(level.alias("_l")).with_columns(
         pl.col("_l").struct.field(C.LEVEL),
         pl.col("_l").struct.field(C.LOGGER),
-        pl.coalesce(pl.col("_l").struct.field("_rest"), pl.col(W.BODY)).alias(W.BODY),
+        _after(W.BODY, pl.col("_l").struct.field("_prefix")).alias(W.BODY),
     )
     return df.with_columns(timestamp_expr(base_date).alias(C.TS)).drop("_b", "_g", "_l")
 
@@ -108,6 +136,3 @@ def timestamp_expr(base_date: dt.date | None) -> pl.Expr:
         "%Y-%m-%d %H:%M:%S", time_unit="us", strict=False
     )
     return whole + pl.duration(microseconds=frac_us)
-
-
-RANK_COLUMN_ORDER = RANK_COLUMNS

@@ -1,0 +1,158 @@
+"""The `tracelens` command as a user runs it: a real subprocess, real files, real exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import SAMPLE_LOGS
+
+TRACELENS = [sys.executable, "-m", "tracelens.cli"]
+COMMANDS = ["parse", "summary", "explain", "demo"]
+
+
+def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "TRACELENS_DEBUG"}
+    return subprocess.run([*TRACELENS, *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=120)
+
+
+def test_help_lists_every_command() -> None:
+    result = run("--help")
+    assert result.returncode == 0
+    for command in COMMANDS:
+        assert command in result.stdout
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_documents_its_options(command: str) -> None:
+    result = run(command, "--help")
+    assert result.returncode == 0, result.stderr
+    assert "Usage:" in result.stdout
+    assert len(result.stdout.splitlines()) > 4
+
+
+def test_version() -> None:
+    result = run("--version")
+    assert result.returncode == 0
+    assert result.stdout.startswith("tracelens ")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["summary", "/no/such/log"], "no such file or directory"),
+        (["parse", "/no/such/log", "-o", "/tmp/x"], "no such file or directory"),
+        (["explain", "nocolon"], "expected PATH:LINE"),
+        (["explain"], "give either PATH:LINE or --line TEXT"),
+        (
+            ["summary", "--date", "yesterday", str(SAMPLE_LOGS / "era_2024_timeonly.log")],
+            "--date wants YYYY-MM-DD",
+        ),
+    ],
+)
+def test_bad_input_is_one_clear_line_and_exit_2(args: list[str], message: str) -> None:
+    result = run(*args)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_directory_without_logs_is_exit_2(tmp_path: Path) -> None:
+    (tmp_path / "notes.md").write_text("not a log")
+    result = run("summary", str(tmp_path))
+    assert result.returncode == 2
+    assert "no log files" in result.stderr
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their permissions")
+def test_permission_denied_is_exit_2(tmp_path: Path) -> None:
+    path = tmp_path / "secret.log"
+    path.write_text("x\n")
+    path.chmod(0)
+    result = run("summary", str(path))
+    assert result.returncode == 2
+    assert "permission denied" in result.stderr
+
+
+def test_unreadable_file_as_root_is_still_reported(tmp_path: Path) -> None:
+    # A directory named like a log inside a directory scan is skipped, a FIFO-free way to check that
+    # odd entries do not crash the scan.
+    (tmp_path / "dir.log").mkdir()
+    (tmp_path / "real.log").write_text("[2025-01-01 00:00:00 TP0] Decode batch. #running-req: 1\n")
+    result = run("summary", "--json", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["runs"][0]["decode_lines"] == 1
+
+
+def test_parse_writes_one_parquet_file_per_table(tmp_path: Path) -> None:
+    import polars as pl
+
+    from tracelens.schema import TABLES, C, T
+
+    out = tmp_path / "out"
+    result = run("parse", str(SAMPLE_LOGS / "eagle3_fixed.log"), "-o", str(out), "-q")
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.stem for p in out.glob("*.parquet")) == sorted(TABLES)
+    batches = pl.read_parquet(out / f"{T.BATCHES}.parquet")
+    assert batches.filter(pl.col(C.PHASE) == "decode").height > 100
+    assert "lines" in result.stdout and "batches" in result.stdout
+
+
+def test_summary_json_has_the_documented_layout() -> None:
+    result = run("summary", "--json", str(SAMPLE_LOGS / "eagle3_embed_capture.log"))
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["version"] == 1
+    (run_,) = [r for r in data["runs"] if r["decode_lines"]]
+    assert set(run_) >= {
+        "source",
+        "run",
+        "start",
+        "end",
+        "model",
+        "speculative",
+        "lines_by_kind",
+        "decode_lines",
+        "accept_len",
+        "gen_throughput",
+        "faults",
+        "unparsed",
+    }
+    assert run_["speculative"]["algorithm"] == "EAGLE3"
+    assert set(run_["accept_len"]) == {"mean", "median", "p10", "p90"}
+    assert 1.6 <= run_["accept_len"]["mean"] <= 1.8
+
+
+def test_explain_a_file_line_and_a_text_line() -> None:
+    log = SAMPLE_LOGS / "eagle3_embed_capture.log"
+    number = next(i for i, line in enumerate(log.read_text().splitlines(), 1) if "embed capture" in line)
+    result = run("explain", f"{log}:{number}")
+    assert result.returncode == 0, result.stderr
+    assert "kind   debug" in result.stdout
+    assert "layer_id = -1" in result.stdout
+
+    result = run(
+        "explain", "--line", "INFO 02-21 21:52:48 __init__.py:190 Automatically detected platform cuda."
+    )
+    assert result.returncode == 0, result.stderr
+    assert "closest kind: foreign (vllm)" in result.stdout
+    assert "__init__.py:190⟨stops here⟩" in result.stdout
+
+
+def test_explain_line_past_the_end_is_exit_2() -> None:
+    result = run("explain", f"{SAMPLE_LOGS / 'era_2024_rank.log'}:999999")
+    assert result.returncode == 2
+    assert "there is no line 999999" in result.stderr
+
+
+def test_demo_prints_the_sample_story() -> None:
+    result = run("demo", "-q")
+    assert result.returncode == 0, result.stderr
+    for name in ("baseline_tp8.log", "eagle3_embed_capture.log", "eagle3_fixed.log", "sweep_and_crash.log"):
+        assert name in result.stdout
