@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -70,14 +72,32 @@ def test_directory_without_logs_is_exit_2(tmp_path: Path) -> None:
     assert "no log files" in result.stderr
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their permissions")
-def test_permission_denied_is_exit_2(tmp_path: Path) -> None:
-    path = tmp_path / "secret.log"
-    path.write_text("x\n")
-    path.chmod(0)
-    result = run("summary", str(path))
-    assert result.returncode == 2
-    assert "permission denied" in result.stderr
+def test_permission_denied_is_exit_2() -> None:
+    """As root (CI) every file is readable, so the command runs as `nobody` through setpriv."""
+    folder = Path(tempfile.mkdtemp(prefix="tracelens-perm-"))
+    try:
+        folder.chmod(0o755)
+        path = folder / "secret.log"
+        path.write_text("x\n")
+        path.chmod(0o600 if os.geteuid() == 0 else 0)
+        prefix: list[str] = []
+        if os.geteuid() == 0:
+            setpriv = shutil.which("setpriv")
+            if setpriv is None:
+                pytest.skip("running as root without setpriv: cannot make a file unreadable")
+            prefix = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
+            probe = subprocess.run(
+                [*prefix, sys.executable, "-c", "import tracelens"], capture_output=True, cwd="/"
+            )
+            if probe.returncode != 0:
+                pytest.skip("user nobody cannot read this checkout's virtualenv (a private home folder)")
+        result = subprocess.run(
+            [*prefix, *TRACELENS, "summary", str(path)], capture_output=True, text=True, cwd="/", timeout=120
+        )
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.strip() == f"tracelens: error: permission denied: {path}"
+    finally:
+        shutil.rmtree(folder)
 
 
 def test_unreadable_file_as_root_is_still_reported(tmp_path: Path) -> None:

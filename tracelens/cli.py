@@ -39,8 +39,10 @@ SAMPLE_LOGS = Path(__file__).resolve().parent.parent / "sample_logs"
 Paths = Annotated[
     list[Path],
     typer.Argument(
-        help="Log files or directories (searched recursively); .gz/.zst/.bz2/.xz read as they are.",
+        help="Log files or directories (searched recursively); .gz/.zst/.bz2/.xz are read as they are.",
         show_default=False,
+        # tracelens checks paths itself, to report a bad one in one line.
+        readable=False,
     ),
 ]
 DateOpt = Annotated[

@@ -91,9 +91,28 @@ def complete_faults(faults: pl.DataFrame, parts: pl.DataFrame) -> pl.DataFrame:
         .otherwise(pl.col(C.MESSAGE))
         .alias(C.MESSAGE),
     )
+    out = _share_within_interleaved_group(out)
     kind = (
         pl.when((pl.col(C.FAULT_KIND) == "exception") & pl.col(C.EXCEPTION_TYPE).str.contains("OutOfMemory"))
         .then(pl.lit("oom"))
         .otherwise(pl.col(C.FAULT_KIND))
     )
     return conform(T.FAULTS, out.with_columns(kind.alias(C.FAULT_KIND)))
+
+
+def _share_within_interleaved_group(faults: pl.DataFrame) -> pl.DataFrame:
+    """When ranks crash together their tracebacks interleave line by line, and unprefixed frames cannot
+    be told apart: they all join the last head. Heads of the same component in the same second of the
+    same run are one such group, and a head left without an exception line takes the group's."""
+    group = [C.SOURCE, C.RUN, C.COMPONENT, C.TS]
+    has_component = pl.col(C.COMPONENT).is_not_null()
+    shared_type = pl.col(C.EXCEPTION_TYPE).drop_nulls().last().over(group)
+    shared_msg = pl.col(C.MESSAGE).filter(pl.col(C.EXCEPTION_TYPE).is_not_null()).last().over(group)
+    missing = has_component & pl.col(C.EXCEPTION_TYPE).is_null()
+    return faults.with_columns(
+        pl.when(missing).then(shared_type).otherwise(pl.col(C.EXCEPTION_TYPE)).alias(C.EXCEPTION_TYPE),
+        pl.when(missing & shared_type.is_not_null())
+        .then(shared_msg)
+        .otherwise(pl.col(C.MESSAGE))
+        .alias(C.MESSAGE),
+    )

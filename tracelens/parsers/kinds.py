@@ -40,6 +40,11 @@ class LifecycleEvent:
     starts: tuple[str, ...]
 
 
+def _graph_phrases(edge: str) -> tuple[str, ...]:
+    graphs = ("", "draft ", "target verify ", "draft extend ")
+    return tuple(f"Capture {g}{cuda} graph {edge}" for g in graphs for cuda in ("cuda", "CUDA"))
+
+
 LIFECYCLE_EVENTS: tuple[LifecycleEvent, ...] = (
     LifecycleEvent("server_args", ("server_args=",)),
     LifecycleEvent("dist_init_begin", ("Init torch distributed begin",)),
@@ -48,24 +53,9 @@ LIFECYCLE_EVENTS: tuple[LifecycleEvent, ...] = (
     LifecycleEvent("weight_load_end", ("Load weight end", "load weight end")),
     LifecycleEvent("kv_cache_allocated", ("KV Cache is allocated",)),
     LifecycleEvent("memory_pool_end", ("Memory pool end",)),
-    LifecycleEvent(
-        "graph_capture_begin",
-        (
-            "Capture cuda graph begin",
-            "Capture draft cuda graph begin",
-            "Capture target verify CUDA graph begin",
-            "Capture draft extend cuda graph begin",
-        ),
-    ),
-    LifecycleEvent(
-        "graph_capture_end",
-        (
-            "Capture cuda graph end",
-            "Capture draft cuda graph end",
-            "Capture target verify CUDA graph end",
-            "Capture draft extend cuda graph end",
-        ),
-    ),
+    # SGLang wrote `cuda` until 2025 and `CUDA` in the 2026 wording; both, for target, draft and verify.
+    LifecycleEvent("graph_capture_begin", _graph_phrases("begin")),
+    LifecycleEvent("graph_capture_end", _graph_phrases("end")),
     LifecycleEvent("capacity", ("max_total_num_tokens=", "max_total_num_token=")),
     LifecycleEvent("server_process_started", ("Started server process",)),
     LifecycleEvent("app_startup", ("Waiting for application startup", "Application startup complete")),
@@ -265,6 +255,11 @@ SAMPLES: dict[str, tuple[Sample, ...]] = {
             "[2025-03-06 06:15:02 TP0] Capture cuda graph begin. This can take up to several minutes. "
             "avail mem=9.12 GB",
             {C.EVENT: "graph_capture_begin", C.TARGET: "target"},
+        ),
+        Sample(
+            "[2026-05-24 00:53:01.200 TP1] Capture draft CUDA graph begin. This can take up to several minutes. "
+            "avail mem=20.10 GB",
+            {C.EVENT: "graph_capture_begin", C.TARGET: "draft", C.AVAIL_MEM_GB: 20.1, C.TP: 1},
         ),
         Sample(
             "[2025-03-06 06:15:30 TP0] Capture cuda graph end. Time elapsed: 27.91 s. mem usage=1.2 GB. "
