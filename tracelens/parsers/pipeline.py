@@ -168,10 +168,10 @@ def _join_tracebacks(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFrame,
         & (clean.str.contains(CONTINUATION_PATTERN) | pl.col("_after_frame"))
     )
     df = df.with_columns(shape.alias(W.CONT))
-    # A blank line inside a chained traceback keeps the record open when a continuation follows it.
-    df = df.with_columns(
-        (pl.col(W.CONT) | (blank & pl.col(W.CONT).shift(-1, fill_value=False))).alias(W.CONT)
-    )
+    # Blank lines inside a traceback (chained exceptions, interleaved ranks) keep the record open when
+    # the next non-blank line continues it.
+    next_is_cont = pl.when(~blank).then(pl.col(W.CONT)).backward_fill().fill_null(False)
+    df = df.with_columns((pl.col(W.CONT) | (blank & next_is_cont)).alias(W.CONT))
     prev_cont = pl.col(W.CONT).shift(1, fill_value=state.prev_cont)
     starts_new = clean.str.strip_chars_start().str.starts_with(TRACEBACK_START) & ~prev_cont
     breaker = ~pl.col(W.CONT) | starts_new
