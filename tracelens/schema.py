@@ -455,3 +455,65 @@ class W:
     GPU = "_gpu"
     CONT = "_cont"  # could continue a multi-line record (traceback frame, wrapped server_args)
     ROW = "_row"
+
+
+class A:
+    """Columns of the analysis frames (`tracelens.analysis.Analysis`); table columns are in `C`."""
+
+    LABEL = "label"  # a run's display name: `<file name>#<run>`
+    IS_BASELINE = "is_baseline"
+    T_SINCE_START = "t_since_start_s"
+    DP_RANKS = "dp_ranks"
+    ACCEPTANCE_RATE = "acceptance_rate"  # recomputed, one definition across versions (README)
+    ACCEPT_RATE_LOGGED = "accept_rate_logged"  # the `accept rate` SGLang printed, as printed
+    ACCEPT_RATE_DEFINITION = "accept_rate_definition"  # which formula the logged value follows
+    STAGE = "stage"  # warmup | steady
+    ROLLING_MEDIAN = "accept_len_rolling_median"
+    ROLLING_P10 = "accept_len_rolling_p10"
+    ROLLING_P90 = "accept_len_rolling_p90"
+    TPUT_ROLLING_MEDIAN = "gen_throughput_rolling_median"
+    BATCH_SIZE = "batch_size"
+    METRIC = "metric"
+    BEFORE = "before"
+    AFTER = "after"
+    # run overview
+    DURATION_S = "duration_s"
+    TIME_TO_READY_S = "time_to_ready_s"
+    EXPECTED_TIME_TO_READY_S = "expected_time_to_ready_s"
+    MEAN_ACCEPT_LEN = "mean_accept_len"
+    MEAN_ACCEPTANCE_RATE = "mean_acceptance_rate"
+    MEAN_GEN_THROUGHPUT = "mean_gen_throughput"
+    SPEEDUP = "speedup"
+    SPEEDUP_LOW = "speedup_ci_low"
+    SPEEDUP_HIGH = "speedup_ci_high"
+    BASELINE = "baseline"
+    MATCHED_BATCH_SIZES = "matched_batch_sizes"
+    SAMPLES = "samples"
+    FINDINGS = "findings"
+    ERRORS = "errors"
+    ENDED_CLEANLY = "ended_cleanly"
+    CAPTURED_LAYERS = "captured_layers"  # in words
+    # startup
+    PHASE_NAME = "phase"
+    START = "start"
+    END = "end"
+    # config diff
+    RUN_A = "run_a"
+    RUN_B = "run_b"
+    VALUE_A = "value_a"
+    VALUE_B = "value_b"
+    # capture
+    COUNT = "count"
+    NORM_MEAN = "norm_mean"
+    NORM_MIN = "norm_min"
+    NORM_MAX = "norm_max"
+    EMBED_STATE = "embed_state"  # seen | missing | unexpected | as expected | unknown
+    # incidents
+    INCIDENT = "incident"
+    RANKS = "ranks"
+    LAST_FRAMES = "last_frames"
+    FIRST_TS = "first_ts"
+    LAST_TS = "last_ts"
+    # spec curves
+    POSITION = "position"
+    RATE = "rate"

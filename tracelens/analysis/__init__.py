@@ -1,0 +1,221 @@
+"""The analysis: parsed tables in, polars frames and findings out. Headless: no Textual, no Plotly.
+
+    from tracelens.analysis import analyze
+    result = analyze(["sample_logs/"])
+    result.runs, result.series, result.findings
+
+The CLI, the HTML report and the TUI all read an `Analysis`; none of them computes anything itself.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+from tracelens.analysis import acceptance, capture, compare, incidents, startup
+from tracelens.analysis.detectors import DETECTORS, Context
+from tracelens.analysis.expectations import Expectations, describe_capture
+from tracelens.analysis.findings import Evidence, Finding, sort_findings
+from tracelens.analysis.runs import RUN_KEY, interesting_runs, label_expr, with_labels
+from tracelens.parsers import ParseOptions
+from tracelens.schema import A, C, T
+from tracelens.sources import read_line_at
+from tracelens.tables import Tables
+
+__all__ = ["Analysis", "Evidence", "Expectations", "Finding", "analyze", "analyze_tables"]
+
+
+@dataclass
+class Analysis:
+    """Everything the views show. Frames are keyed by (source, run) and carry the run `label`."""
+
+    tables: Tables
+    expectations: Expectations
+    runs: (
+        pl.DataFrame
+    )  # one row per run: config, duration, time to ready, acceptance, tok/s, speedup, findings
+    series: pl.DataFrame  # decode time series per run (DP-combined, recomputed acceptance, rolling stats)
+    startup: pl.DataFrame  # phases per run: phase, start, end, duration_s
+    incidents: pl.DataFrame  # folded faults
+    capture: pl.DataFrame  # per run and debug site: counts, num_aux, shapes, norms
+    embed: pl.DataFrame  # per speculative run: embed_state
+    comparison: pl.DataFrame  # per run with a baseline: speedup and interval
+    config_diff: (
+        pl.DataFrame
+    )  # server-args differences of each run from its baseline (run_a = run, run_b = baseline)
+    changes: pl.DataFrame  # change points in accept len and throughput
+    spec_curves: pl.DataFrame  # vLLM per-position acceptance: source, run, position, rate
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "error"]
+
+    def diff(self, a: str, b: str) -> pl.DataFrame:
+        """Server-args differences between any two runs, by label."""
+        return compare.args_diff(self.tables[T.SERVER_ARGS], self.runs, a, b)
+
+
+def analyze(
+    paths_or_dataset: Iterable[str | os.PathLike[str]] | Tables,
+    expectations: Expectations | None = None,
+    *,
+    baseline: str | None = None,
+    stall_seconds: float = startup.DEFAULT_STALL_SECONDS,
+    options: ParseOptions | None = None,
+) -> Analysis:
+    """Parse (unless given tables) and analyse logs. ``baseline``: a run label such as `baseline.log#1`."""
+    if isinstance(paths_or_dataset, Tables):
+        tables = paths_or_dataset
+    else:
+        from tracelens.ingest import parse_paths
+
+        tables = parse_paths(list(paths_or_dataset), options)
+    return analyze_tables(tables, expectations, baseline=baseline, stall_seconds=stall_seconds)
+
+
+def analyze_tables(
+    tables: Tables,
+    expectations: Expectations | None = None,
+    *,
+    baseline: str | None = None,
+    stall_seconds: float = startup.DEFAULT_STALL_SECONDS,
+) -> Analysis:
+    expect = (expectations or Expectations()).derived()
+    runs = interesting_runs(tables[T.RUNS].with_columns(label_expr()), tables[T.LINES])
+    lifecycle = tables[T.LIFECYCLE]
+    ready = startup.ready_times(lifecycle)
+    series = with_labels(acceptance.decode_series(tables[T.BATCHES], runs, ready), runs).filter(
+        pl.col(A.LABEL).is_not_null()
+    )
+    readiness = startup.time_to_ready(runs, lifecycle)
+    baselines = compare.pick_baselines(runs, series, baseline)
+    speedups = with_labels(compare.speedups(series, runs, baselines), runs)
+    folded = with_labels(incidents.fold(tables[T.FAULTS]), runs)
+    # Throughput rises with batch size, so its steps are looked for at each run's usual batch size only.
+    usual = pl.col(A.BATCH_SIZE) == pl.col(A.BATCH_SIZE).mode().first().over(RUN_KEY)
+    changes = pl.concat(
+        [
+            acceptance.change_points(series, C.ACCEPT_LEN),
+            acceptance.change_points(series.filter(usual), C.GEN_THROUGHPUT),
+        ]
+    )
+    runs = _overview(runs, series, readiness, speedups, folded, expect)
+    curves = acceptance.position_curves(tables[T.SPEC_METRICS])
+    ctx = Context(
+        tables=tables,
+        runs=runs,
+        series=series,
+        expect=expect,
+        incidents=folded,
+        stalls=with_labels(startup.stalls(tables[T.LINES], runs, lifecycle, stall_seconds), runs),
+        readiness=readiness,
+        changes=changes,
+        speedups=speedups,
+        curves=curves,
+    )
+    findings = sort_findings([f for detect in DETECTORS for f in detect(ctx)])
+    _fill_evidence(findings, tables)
+    counts = (
+        pl.DataFrame(
+            {
+                C.SOURCE: [f.source for f in findings],
+                C.RUN: [f.run for f in findings],
+                "_error": [f.severity == "error" for f in findings],
+            },
+            schema={C.SOURCE: pl.String, C.RUN: pl.Int32, "_error": pl.Boolean},
+        )
+        .group_by(RUN_KEY)
+        .agg(pl.len().alias(A.FINDINGS), pl.col("_error").sum().alias(A.ERRORS))
+    )
+    runs = runs.join(counts, on=RUN_KEY, how="left").with_columns(
+        pl.col(A.FINDINGS).fill_null(0), pl.col(A.ERRORS).fill_null(0)
+    )
+    diffs = [
+        compare.args_diff(tables[T.SERVER_ARGS], runs, a, b)
+        for a, b in speedups.select(A.LABEL, A.BASELINE).iter_rows()
+    ]
+    return Analysis(
+        tables=tables,
+        expectations=expect,
+        runs=runs,
+        series=series,
+        startup=with_labels(startup.phases(lifecycle), runs).filter(pl.col(A.LABEL).is_not_null()),
+        incidents=folded,
+        capture=with_labels(capture.sites(tables[T.DEBUG]), runs),
+        embed=with_labels(capture.embed_states(runs, tables[T.DEBUG], expect), runs),
+        comparison=speedups,
+        config_diff=pl.concat(diffs) if diffs else compare.args_diff(tables[T.SERVER_ARGS], runs, "", ""),
+        changes=with_labels(changes, runs),
+        spec_curves=with_labels(curves, runs),
+        findings=findings,
+    )
+
+
+def _overview(
+    runs: pl.DataFrame,
+    series: pl.DataFrame,
+    readiness: pl.DataFrame,
+    speedups: pl.DataFrame,
+    folded: pl.DataFrame,
+    expect: Expectations,
+) -> pl.DataFrame:
+    steady = series.filter(pl.col(A.STAGE) == "steady")
+    stats = steady.group_by(RUN_KEY).agg(
+        pl.col(C.ACCEPT_LEN).mean().alias(A.MEAN_ACCEPT_LEN),
+        pl.col(A.ACCEPTANCE_RATE).mean().alias(A.MEAN_ACCEPTANCE_RATE),
+        pl.col(C.GEN_THROUGHPUT).mean().alias(A.MEAN_GEN_THROUGHPUT),
+    )
+    crashed = folded.filter(pl.col(C.FAULT_KIND).is_in(["exception", "oom", "nccl", "watchdog", "sigquit"]))
+    crashed = crashed.select(RUN_KEY).unique().with_columns(pl.lit(False).alias(A.ENDED_CLEANLY))
+    definitions = acceptance.logged_definition(series)
+    out = (
+        runs.join(stats, on=RUN_KEY, how="left")
+        .join(readiness, on=RUN_KEY, how="left")
+        .join(
+            speedups.select(*RUN_KEY, A.BASELINE, A.SPEEDUP, A.SPEEDUP_LOW, A.SPEEDUP_HIGH),
+            on=RUN_KEY,
+            how="left",
+        )
+        .join(crashed, on=RUN_KEY, how="left")
+        .join(definitions, on=RUN_KEY, how="left")
+        .with_columns(
+            ((pl.col(C.END_TS) - pl.col(C.START_TS)).dt.total_microseconds() / 1e6).alias(A.DURATION_S),
+            pl.col(A.ENDED_CLEANLY).fill_null(True),
+        )
+    )
+    words = (
+        describe_capture(expect.aux_layer_ids, expect.num_layers, expect.architecture)
+        if expect.aux_layer_ids is not None or expect.num_layers is not None
+        else None
+    )
+    return out.with_columns(
+        pl.when(pl.col(C.SPEC_ALGORITHM).is_not_null())
+        .then(pl.lit(words, pl.String))
+        .alias(A.CAPTURED_LAYERS)
+    )
+
+
+def _fill_evidence(findings: list[Finding], tables: Tables) -> None:
+    """Read each evidence line's text from its file (lazily: only the few lines findings cite)."""
+    wanted = {(e.source, e.line_no) for f in findings for e in f.evidence}
+    if not wanted:
+        return
+    keys = pl.DataFrame(list(wanted), schema={C.SOURCE: pl.String, C.LINE_NO: pl.Int64}, orient="row")
+    where = (
+        tables[T.LINES]
+        .join(keys, on=[C.SOURCE, C.LINE_NO])
+        .select(C.SOURCE, C.LINE_NO, C.BYTE_OFFSET, C.BYTE_LEN)
+    )
+    texts: dict[tuple[str, int], str] = {}
+    for source, line_no, offset, length in where.iter_rows():
+        path = Path(source)
+        texts[(source, line_no)] = read_line_at(path, offset, length) if path.is_file() else ""
+    for finding in findings:
+        finding.evidence = [
+            Evidence(e.source, e.line_no, texts.get((e.source, e.line_no), "")) for e in finding.evidence
+        ]

@@ -1,0 +1,201 @@
+"""Acceptance and throughput over time, one series per run.
+
+Attention data parallelism prints one decode line per DP rank with local counts: per round (the k-th
+line of every DP rank), accept len is the mean over DP ranks and throughput, running and queued
+requests are their sum; nothing is ever summed over TP (only the first rank of each attention group
+prints).
+
+The acceptance rate is recomputed with one definition for every SGLang version:
+    acceptance_rate = (accept_len - 1) / speculative_num_steps
+the share of drafted positions accepted per verify step, the bonus token excluded (0 = the draft never
+helps, 1 = every step accepts the whole chain). With topk 1, num_steps = num_draft_tokens - 1, so it
+equals SGLang's 2026 `accept rate`. The logged `accept rate` is kept beside it, with the definition
+that era used (found by which formula reproduces it).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from tracelens.analysis.runs import RUN_KEY
+from tracelens.schema import A, C
+
+ROLLING_WINDOW = 21
+WARMUP_SECONDS = 60.0
+WARMUP_LINES = 10
+
+# The definitions `accept rate` has had (field guide, section 2), by name.
+LOGGED_DEFINITIONS: dict[str, pl.Expr] = {
+    "accept_len/(num_steps+1)": pl.col(C.ACCEPT_LEN) / (pl.col(C.SPEC_NUM_STEPS) + 1),
+    "accept_len/num_draft_tokens": pl.col(C.ACCEPT_LEN) / pl.col(C.SPEC_NUM_DRAFT_TOKENS),
+    "(accept_len-1)/(num_draft_tokens-1)": (pl.col(C.ACCEPT_LEN) - 1) / (pl.col(C.SPEC_NUM_DRAFT_TOKENS) - 1),
+}
+
+
+def decode_series(batches: pl.DataFrame, runs: pl.DataFrame, ready: pl.DataFrame) -> pl.DataFrame:
+    """One row per (run, decode timestamp): DP-combined values, recomputed acceptance, stage, rolling
+    median and spread. ``ready``: source, run, ts of the run's `fired up` line (may be missing)."""
+    decode = batches.filter(pl.col(C.PHASE) == "decode")
+    # With attention DP each DP rank prints its own line per interval: the k-th line of every rank is
+    # one round. Without DP tags each line is its own round (several lines may share a second).
+    dp_run = pl.col(C.DP).is_not_null().any().over(RUN_KEY)
+    nth = pl.int_range(pl.len()).over(*RUN_KEY, C.DP)
+    rounds = decode.sort(*RUN_KEY, C.LINE_NO).with_columns(
+        pl.when(dp_run).then(nth).otherwise(pl.int_range(pl.len()).over(RUN_KEY)).alias("_round")
+    )
+    combined = (
+        rounds.group_by(*RUN_KEY, "_round")
+        .agg(
+            pl.col(C.TS).max(),
+            pl.col(C.LINE_NO).min(),
+            pl.col(C.ACCEPT_LEN).mean(),
+            pl.col(C.ACCEPT_RATE).mean().alias(A.ACCEPT_RATE_LOGGED),
+            _sum_or_null(C.GEN_THROUGHPUT),
+            _sum_or_null(C.RUNNING_REQ),
+            pl.col(C.TOKEN_USAGE).mean(),
+            _sum_or_null(C.QUEUE_REQ),
+            pl.col(C.DP).n_unique().alias(A.DP_RANKS),
+        )
+        .drop("_round")
+        .sort(*RUN_KEY, C.LINE_NO)
+    )
+    config = runs.select(*RUN_KEY, C.START_TS, C.SPEC_NUM_STEPS, C.SPEC_NUM_DRAFT_TOKENS)
+    out = combined.join(config, on=RUN_KEY, how="left").join(
+        ready.select(*RUN_KEY, pl.col(C.TS).alias("_ready")), on=RUN_KEY, how="left"
+    )
+    first_ts = pl.coalesce(pl.col(C.START_TS), pl.col(C.TS).min().over(RUN_KEY))
+    index = pl.int_range(pl.len()).over(RUN_KEY)
+    warm = (
+        pl.when(pl.col("_ready").is_not_null())
+        .then((pl.col(C.TS) - pl.col("_ready")).dt.total_seconds() < WARMUP_SECONDS)
+        .otherwise(index < WARMUP_LINES)
+    )
+    out = out.with_columns(
+        ((pl.col(C.TS) - first_ts).dt.total_microseconds() / 1e6).alias(A.T_SINCE_START),
+        ((pl.col(C.ACCEPT_LEN) - 1) / pl.col(C.SPEC_NUM_STEPS)).alias(A.ACCEPTANCE_RATE),
+        pl.when(warm.fill_null(True)).then(pl.lit("warmup")).otherwise(pl.lit("steady")).alias(A.STAGE),
+        pl.col(C.RUNNING_REQ).alias(A.BATCH_SIZE),
+        *_rolling(C.ACCEPT_LEN, {A.ROLLING_MEDIAN: 0.5, A.ROLLING_P10: 0.1, A.ROLLING_P90: 0.9}),
+        *_rolling(C.GEN_THROUGHPUT, {A.TPUT_ROLLING_MEDIAN: 0.5}),
+    )
+    return out.drop("_ready", C.START_TS)
+
+
+def _sum_or_null(column: str) -> pl.Expr:
+    """Sum over DP ranks; null (not 0) when no rank printed the field."""
+    return pl.when(pl.col(column).is_not_null().any()).then(pl.col(column).sum()).alias(column)
+
+
+def _rolling(column: str, quantiles: dict[str, float]) -> list[pl.Expr]:
+    return [
+        pl.col(column)
+        .rolling_quantile(q, window_size=ROLLING_WINDOW, min_samples=1, center=True)
+        .over(RUN_KEY)
+        .alias(name)
+        for name, q in quantiles.items()
+    ]
+
+
+def logged_definition(series: pl.DataFrame) -> pl.DataFrame:
+    """Per run: which known formula reproduces the logged `accept rate` (null when none logged)."""
+    logged = series.filter(pl.col(A.ACCEPT_RATE_LOGGED).is_not_null() & pl.col(C.ACCEPT_LEN).is_not_null())
+    if not logged.height:
+        return pl.DataFrame(
+            schema={C.SOURCE: pl.String, C.RUN: pl.Int32, A.ACCEPT_RATE_DEFINITION: pl.String}
+        )
+    errors = logged.group_by(RUN_KEY).agg(
+        (formula - pl.col(A.ACCEPT_RATE_LOGGED)).abs().mean().alias(name)
+        for name, formula in LOGGED_DEFINITIONS.items()
+    )
+    names = list(LOGGED_DEFINITIONS)
+    best = pl.concat_list(pl.col(names)).list.arg_min()
+    close = pl.min_horizontal(pl.col(names)) < 0.02
+    return errors.select(
+        *RUN_KEY,
+        pl.when(close)
+        .then(best.replace_strict(dict(enumerate(names)), return_dtype=pl.String))
+        .otherwise(pl.lit("unknown"))
+        .alias(A.ACCEPT_RATE_DEFINITION),
+    )
+
+
+def change_points(
+    series: pl.DataFrame, column: str, min_segment: int = 15, min_shift: float = 0.1
+) -> pl.DataFrame:
+    """Steps inside one run: binary segmentation on the mean, up to three points per run. A split is
+    kept when both sides have ``min_segment`` samples, the means differ by ``min_shift`` of the run's
+    mean, and the shift is at least six standard errors."""
+    rows = []
+    for (source, run), part in series.filter(pl.col(column).is_not_null()).group_by(
+        RUN_KEY, maintain_order=True
+    ):
+        values = part.get_column(column).to_numpy()
+        ts = part.get_column(C.TS).to_list()
+        lines = part.get_column(C.LINE_NO).to_list()
+        for at, before, after in _segment(values, 0, len(values), min_segment, min_shift, depth=3):
+            rows.append(
+                {
+                    C.SOURCE: source,
+                    C.RUN: run,
+                    A.METRIC: column,
+                    C.TS: ts[at],
+                    C.LINE_NO: lines[at],
+                    A.BEFORE: before,
+                    A.AFTER: after,
+                }
+            )
+    schema = {
+        C.SOURCE: pl.String,
+        C.RUN: pl.Int32,
+        A.METRIC: pl.String,
+        C.TS: pl.Datetime("us"),
+        C.LINE_NO: pl.Int64,
+        A.BEFORE: pl.Float64,
+        A.AFTER: pl.Float64,
+    }
+    return pl.DataFrame(rows, schema=schema)
+
+
+def _segment(
+    values, lo: int, hi: int, min_segment: int, min_shift: float, depth: int
+) -> list[tuple[int, float, float]]:
+    import numpy as np
+
+    n = hi - lo
+    if depth == 0 or n < 2 * min_segment:
+        return []
+    seg = values[lo:hi]
+    cums = np.cumsum(seg)
+    total = cums[-1]
+    k = np.arange(min_segment, n - min_segment + 1)
+    left = cums[k - 1] / k
+    right = (total - cums[k - 1]) / (n - k)
+    gain = np.abs(left - right) * np.sqrt(k * (n - k) / n)
+    best = int(np.argmax(gain))
+    split = int(k[best])
+    before, after = float(left[best]), float(right[best])
+    noise = float(np.std(np.concatenate([seg[:split] - before, seg[split:] - after]))) or 1e-12
+    stderr = noise * np.sqrt(1 / split + 1 / (n - split))
+    mean = abs(float(np.mean(seg))) or 1e-12
+    if abs(after - before) < min_shift * mean or abs(after - before) < 6 * stderr:
+        return []
+    at = lo + split
+    return sorted(
+        [
+            *_segment(values, lo, at, min_segment, min_shift, depth - 1),
+            (at, before, after),
+            *_segment(values, at, hi, min_segment, min_shift, depth - 1),
+        ]
+    )
+
+
+def position_curves(metrics: pl.DataFrame) -> pl.DataFrame:
+    """vLLM per-position acceptance, averaged per run: source, run, position (0-based), rate."""
+    rows = metrics.filter(pl.col(C.PER_POSITION).list.len() > 0).select(
+        *RUN_KEY,
+        pl.col(C.PER_POSITION).list.eval(
+            pl.struct(pl.int_range(pl.len()).alias(A.POSITION), pl.element().alias(A.RATE))
+        ),
+    )
+    flat = rows.explode(C.PER_POSITION).unnest(C.PER_POSITION)
+    return flat.group_by(*RUN_KEY, A.POSITION).agg(pl.col(A.RATE).mean()).sort(*RUN_KEY, A.POSITION)

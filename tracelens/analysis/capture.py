@@ -1,0 +1,72 @@
+"""EAGLE-3 hidden-state capture as the debug lines show it: per run and debug site, what was captured.
+
+An embedding capture is a debug line with `layer_id=-1` or an event that names the embedding. The
+run's aux layer ids come from the expectations (the draft's config) or, failing that, from a debug
+line that prints `layer_ids=[...]`.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from tracelens.analysis.expectations import Expectations
+from tracelens.analysis.runs import RUN_KEY
+from tracelens.schema import A, C
+
+SITE_KEY = [*RUN_KEY, C.TAG, C.SITE, C.EVENT]
+
+
+def is_embed() -> pl.Expr:
+    return (pl.col(C.LAYER_ID) == -1).fill_null(False) | pl.col(C.EVENT).str.to_lowercase().str.contains(
+        "embed", literal=True
+    ).fill_null(False)
+
+
+def sites(debug: pl.DataFrame) -> pl.DataFrame:
+    """Per (run, tag, site, event): count, last num_aux / num_items / shapes, norm mean/min/max."""
+    finite = pl.col(C.NORM).filter(pl.col(C.NORM).is_finite())
+    return (
+        debug.filter(pl.col(C.EVENT).is_not_null())
+        .group_by(SITE_KEY, maintain_order=True)
+        .agg(
+            pl.len().alias(A.COUNT),
+            pl.col(C.NUM_AUX).drop_nulls().last(),
+            pl.col(C.NUM_ITEMS).drop_nulls().last(),
+            pl.col(C.SHAPES).filter(pl.col(C.SHAPES).list.len() > 0).last(),
+            finite.mean().alias(A.NORM_MEAN),
+            finite.min().alias(A.NORM_MIN),
+            finite.max().alias(A.NORM_MAX),
+            pl.col(C.TS).max(),
+        )
+    )
+
+
+def run_layer_ids(debug: pl.DataFrame) -> pl.DataFrame:
+    """source, run, layer_ids: the first `layer_ids=[...]` a run's debug lines print."""
+    return (
+        debug.filter(pl.col(C.LAYER_IDS).is_not_null() & (pl.col(C.LAYER_IDS).list.len() > 0))
+        .group_by(RUN_KEY, maintain_order=True)
+        .agg(pl.col(C.LAYER_IDS).first())
+    )
+
+
+def embed_states(runs: pl.DataFrame, debug: pl.DataFrame, expect: Expectations) -> pl.DataFrame:
+    """source, run, embed_state for every speculative run: `seen` / `not seen` when nothing is expected,
+    `as expected` / `missing` / `unexpected` against the expectation, `no debug lines` otherwise."""
+    stats = debug.group_by(RUN_KEY).agg(pl.len().alias("_n"), is_embed().any().alias("_seen"))
+    out = (
+        runs.filter(pl.col(C.SPEC_ALGORITHM).is_not_null())
+        .select(RUN_KEY)
+        .join(stats, on=RUN_KEY, how="left")
+    )
+    seen = pl.col("_seen").fill_null(False)
+    if expect.embed_capture is None:
+        state = pl.when(seen).then(pl.lit("seen")).otherwise(pl.lit("not seen"))
+    elif expect.embed_capture:
+        state = pl.when(seen).then(pl.lit("as expected")).otherwise(pl.lit("missing"))
+    else:
+        state = pl.when(seen).then(pl.lit("unexpected")).otherwise(pl.lit("as expected"))
+    no_lines = pl.col("_n").fill_null(0) == 0
+    return out.select(
+        *RUN_KEY, pl.when(no_lines).then(pl.lit("no debug lines")).otherwise(state).alias(A.EMBED_STATE)
+    )

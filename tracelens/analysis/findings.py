@@ -1,0 +1,51 @@
+"""Findings: what a user can act on, with its severity, run, time and the evidence lines."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+SEVERITIES = ("error", "warning", "info")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One log line that supports a finding (its text is read lazily from the source file)."""
+
+    source: str
+    line_no: int
+    text: str = ""
+
+    @property
+    def where(self) -> str:
+        return f"{self.source}:{self.line_no}"
+
+
+@dataclass
+class Finding:
+    severity: str  # error | warning | info
+    code: str  # stable identifier, e.g. "embed-capture-unexpected"
+    source: str
+    run: int
+    label: str  # the run's display name
+    ts: dt.datetime | None
+    message: str  # plain words
+    evidence: list[Evidence] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["ts"] = self.ts.isoformat(sep=" ") if self.ts else None
+        data["evidence"] = [{"where": e.where, "text": e.text} for e in self.evidence]
+        return data
+
+
+def severity_rank(severity: str) -> int:
+    """0 for the most severe."""
+    return SEVERITIES.index(severity)
+
+
+def sort_findings(findings: list[Finding]) -> list[Finding]:
+    """Grouped by run, the most severe first, then in time order."""
+    far = dt.datetime.max
+    return sorted(findings, key=lambda f: (f.source, f.run, severity_rank(f.severity), f.ts or far, f.code))
