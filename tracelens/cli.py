@@ -15,11 +15,32 @@ import typer
 from rich.console import Console
 
 from tracelens import __version__
+from tracelens.analysis import Analysis
+from tracelens.analysis.expectations import Expectations
+from tracelens.cli_options import (
+    DEFAULT_STALL,
+    BaselineOpt,
+    DraftConfigOpt,
+    EmbedCaptureOpt,
+    ExpectAuxOpt,
+    ExpectFileOpt,
+    HiddenSizeOpt,
+    StallOpt,
+    TargetConfigOpt,
+    expectations_from,
+)
 from tracelens.errors import InputError
 from tracelens.ingest import parse_paths
 from tracelens.parsers import ParseOptions
 from tracelens.progress import byte_progress
-from tracelens.render import render_explanation, render_summary, render_written
+from tracelens.render import (
+    render_comparison,
+    render_explanation,
+    render_findings,
+    render_frame,
+    render_summary,
+    render_written,
+)
 from tracelens.sources import expand_paths
 
 app = typer.Typer(
@@ -145,6 +166,87 @@ def explain(
             raise InputError(f"expected PATH:LINE with LINE a number from 1, got {where!r}")
         result = explain_file_line(Path(path_text), int(number), _options(date))
     render_explanation(out, result)
+
+
+def _analysis(
+    paths: list[Path],
+    date: str | None,
+    quiet: bool,
+    expectations: Expectations | None = None,
+    baseline: str | None = None,
+    stall_seconds: float = DEFAULT_STALL,
+) -> Analysis:
+    from tracelens.analysis import analyze_tables
+
+    return analyze_tables(
+        _parse(paths, date, quiet), expectations, baseline=baseline, stall_seconds=stall_seconds
+    )
+
+
+@app.command()
+def check(
+    paths: Paths,
+    draft_config: DraftConfigOpt = None,
+    target_config: TargetConfigOpt = None,
+    expectations_file: ExpectFileOpt = None,
+    expect_aux: ExpectAuxOpt = None,
+    hidden_size: HiddenSizeOpt = None,
+    embed_capture: EmbedCaptureOpt = None,
+    baseline: BaselineOpt = None,
+    stall_seconds: StallOpt = DEFAULT_STALL,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the findings as JSON.")] = False,
+    date: DateOpt = None,
+    quiet: QuietOpt = False,
+) -> None:
+    """Print findings grouped by run, the most severe first. Exit 1 when any error-level finding exists,
+    0 otherwise (2 on bad usage): made to gate CI."""
+    expect = expectations_from(
+        draft_config, target_config, expectations_file, expect_aux, hidden_size, embed_capture
+    )
+    result = _analysis(paths, date, quiet or as_json, expect, baseline, stall_seconds)
+    if as_json:
+        payload = {"errors": len(result.errors), "findings": [f.to_json() for f in result.findings]}
+        sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+    else:
+        render_findings(out, result)
+    if result.errors:
+        raise typer.Exit(1)
+
+
+@app.command()
+def compare(
+    paths: Paths,
+    baseline: BaselineOpt = None,
+    date: DateOpt = None,
+    quiet: QuietOpt = False,
+) -> None:
+    """The run comparison: acceptance, throughput and speedup over the baseline (95% interval) at matched
+    batch sizes, with what changed in the server args."""
+    render_comparison(out, _analysis(paths, date, quiet, baseline=baseline))
+
+
+@app.command()
+def sql(
+    query: Annotated[
+        str,
+        typer.Argument(
+            help="A SQL query over the tables (lines, batches, debug, lifecycle, server_args, runs, http, faults, spec_metrics, foreign, messages, unparsed).",
+            show_default=False,
+        ),
+    ],
+    paths: Paths,
+    csv: Annotated[bool, typer.Option("--csv", help="Print CSV instead of a table.")] = False,
+    date: DateOpt = None,
+    quiet: QuietOpt = False,
+) -> None:
+    """Run SQL (polars SQL) over every table of the parsed logs."""
+    from tracelens.query import run_sql
+
+    frame = run_sql(_parse(paths, date, quiet or csv), query)
+    if csv:
+        sys.stdout.write(frame.write_csv())
+    else:
+        render_frame(out, frame)
 
 
 @app.command()

@@ -6,12 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from tracelens.analysis import Analysis
 from tracelens.parsers.explain import Explanation
-from tracelens.schema import TABLES, T
+from tracelens.schema import TABLES, A, C, T
 from tracelens.tables import Tables
 
 
@@ -106,3 +108,84 @@ def render_explanation(console: Console, ex: Explanation) -> None:
             Text(f"  closest kind: {miss.kind}; it matched {miss.matched} of {len(miss.text)} characters:")
         )
         console.print(Text("    ") + Text(miss.pointer()))
+
+
+_SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+def render_findings(console: Console, analysis: Analysis) -> None:
+    """`check`: findings grouped by run, most severe first, each with its evidence lines."""
+    if not analysis.findings:
+        console.print(f"no findings in {analysis.runs.height} run(s)")
+        return
+    current = None
+    for finding in analysis.findings:
+        if finding.label != current:
+            current = finding.label
+            console.print(Text(f"\n{finding.label}", style="bold"))
+        when = f" {finding.ts:%Y-%m-%d %H:%M:%S}" if finding.ts else ""
+        line = Text("  ")
+        line.append(f"{finding.severity.upper():7}", style=_SEVERITY_STYLE[finding.severity])
+        line.append(f" {finding.code}{when}: ")
+        line.append(finding.message)
+        console.print(line)
+        for ev in finding.evidence:
+            console.print(Text(f"      {ev.where}: ", style="dim") + Text(ev.text[:300]))
+    errors = len(analysis.errors)
+    console.print(f"\n{len(analysis.findings)} finding(s), {errors} error(s)")
+
+
+def render_comparison(console: Console, analysis: Analysis) -> None:
+    """`compare`: one row per run, then the server-args differences from each baseline."""
+    table = Table(title="runs compared", title_justify="left")
+    for header in (
+        "run",
+        "speculative",
+        "accept len",
+        "acceptance",
+        "tok/s",
+        "baseline",
+        "speedup [95%]",
+        "ready in",
+    ):
+        table.add_column(header, no_wrap=header == "run")
+    for run in analysis.runs.to_dicts():
+        spec = run[C.SPEC_ALGORITHM]
+        if spec and run[C.SPEC_NUM_STEPS] is not None:
+            spec = f"{spec} steps={run[C.SPEC_NUM_STEPS]} topk={run[C.SPEC_EAGLE_TOPK]} draft={run[C.SPEC_NUM_DRAFT_TOKENS]}"
+        speedup = "-"
+        if run[A.SPEEDUP] is not None:
+            speedup = f"{run[A.SPEEDUP]:.2f}x [{run[A.SPEEDUP_LOW]:.2f}-{run[A.SPEEDUP_HIGH]:.2f}]"
+        rate = run[A.MEAN_ACCEPTANCE_RATE]
+        ready = run[A.TIME_TO_READY_S]
+        table.add_row(
+            Text(run[A.LABEL]),
+            Text(spec or "none"),
+            _fmt(run[A.MEAN_ACCEPT_LEN]),
+            "-" if rate is None else f"{rate:.0%}",
+            _fmt(run[A.MEAN_GEN_THROUGHPUT], 1),
+            Text(run[A.BASELINE] or "-"),
+            speedup,
+            "-" if ready is None else f"{ready:.0f} s",
+        )
+    console.print(table)
+    for (run_a, run_b), diff in analysis.config_diff.group_by([A.RUN_A, A.RUN_B], maintain_order=True):
+        sub = Table(title=f"{run_a} vs {run_b}: server args that differ", title_justify="left")
+        sub.add_column("key")
+        sub.add_column(run_a, overflow="fold")
+        sub.add_column(run_b, overflow="fold")
+        for key, a, b in diff.select(C.KEY, A.VALUE_A, A.VALUE_B).iter_rows():
+            sub.add_row(Text(key), Text(str(a)), Text(str(b)))
+        console.print(sub)
+
+
+def render_frame(console: Console, frame: pl.DataFrame, limit: int = 200) -> None:
+    """Any frame as a table (the first ``limit`` rows)."""
+    table = Table(show_header=True, header_style="bold")
+    for name in frame.columns:
+        table.add_column(name, overflow="fold")
+    for row in frame.head(limit).iter_rows():
+        table.add_row(*(Text("" if v is None else str(v)) for v in row))
+    console.print(table)
+    if frame.height > limit:
+        console.print(f"({frame.height - limit} more rows; use --csv for all)")
