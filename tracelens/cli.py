@@ -134,7 +134,7 @@ def summary(
     """Per source and run: time span, lines by kind, speculative config, accept len and throughput, faults."""
     from tracelens.summary import summarize
 
-    result = summarize(_parse(paths, date, quiet or as_json))
+    result = summarize(_analysis(paths, date, quiet or as_json))
     if as_json:
         sys.stdout.write(json.dumps(result, indent=2) + "\n")
     else:
@@ -259,7 +259,7 @@ def demo(
 
     if not logs.is_dir():
         raise InputError(f"sample logs not found at {logs} (run from a checkout of tracelens)")
-    render_summary(out, summarize(_parse([logs], None, quiet)))
+    render_summary(out, summarize(_analysis([logs], None, quiet)))
 
 
 def main() -> None:

@@ -44,7 +44,9 @@ def render_summary(console: Console, summary: dict[str, Any]) -> None:
         ("decode", "right"),
         ("accept len mean/med [p10-p90]", "right"),
         ("tok/s mean/med", "right"),
+        ("acceptance", "right"),
         ("faults", "right"),
+        ("findings", "right"),
         ("unparsed", "right"),
     ):
         # File names stay whole (users grep for them); other columns fold when the terminal is narrow.
@@ -67,7 +69,9 @@ def render_summary(console: Console, summary: dict[str, Any]) -> None:
             str(run["decode_lines"]),
             accept,
             "-" if tput["mean"] is None else f"{_fmt(tput['mean'], 1)}/{_fmt(tput['median'], 1)}",
+            "-" if run["acceptance_rate"]["mean"] is None else f"{run['acceptance_rate']['mean']:.0%}",
             str(run["faults"]),
+            str(run["findings"]),
             str(run["unparsed"]),
         )
     console.print(table)

@@ -7,8 +7,8 @@ from typing import Any
 
 import polars as pl
 
-from tracelens.schema import KINDS, C, T
-from tracelens.tables import Tables
+from tracelens.analysis import Analysis
+from tracelens.schema import KINDS, A, C, T
 
 SUMMARY_VERSION = 1
 
@@ -31,9 +31,14 @@ def _iso(value: Any) -> str | None:
     return value.isoformat(sep=" ") if value is not None else None
 
 
-def summarize(tables: Tables) -> dict[str, Any]:
+def summarize(analysis: Analysis) -> dict[str, Any]:
     """The summary of every run of every source."""
+    tables = analysis.tables
     runs = tables[T.RUNS]
+    series = analysis.series
+    findings: dict[tuple[str, int], int] = {}
+    for finding in analysis.findings:
+        findings[(finding.source, finding.run)] = findings.get((finding.source, finding.run), 0) + 1
     lines = tables[T.LINES]
     kind_counts = lines.group_by(C.SOURCE, C.RUN, C.KIND).len()
     decode = tables[T.BATCHES].filter(pl.col(C.PHASE) == "decode")
@@ -66,8 +71,10 @@ def summarize(tables: Tables) -> dict[str, Any]:
                 "decode_lines": run_decode.height,
                 "accept_len": _stats(run_decode.get_column(C.ACCEPT_LEN), quantiles=True),
                 "gen_throughput": _stats(run_decode.get_column(C.GEN_THROUGHPUT), quantiles=False),
+                "acceptance_rate": _stats(series.filter(key).get_column(A.ACCEPTANCE_RATE), quantiles=False),
                 "faults": tables[T.FAULTS].filter(key).height,
                 "unparsed": counts.get("unparsed", 0),
+                "findings": findings.get((run[C.SOURCE], run[C.RUN]), 0),
             }
         )
     return {"version": SUMMARY_VERSION, "sources": sorted(set(runs.get_column(C.SOURCE))), "runs": out_runs}

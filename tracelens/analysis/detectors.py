@@ -290,15 +290,18 @@ def layer_ids(ctx: Context) -> list[Finding]:
             )
         if n is not None and tuple(ids) == default_layer_ids(n):
             out.append(
+                # Info, not a warning: [2, N//2, N-3] is also what a draft trained on those layers' outputs
+                # should list; only the user knows which convention the training used.
                 ctx.finding(
-                    "warning",
+                    "info",
                     "layer-ids-convention",
                     run[C.SOURCE],
                     run[C.RUN],
                     run[C.START_TS],
-                    f"aux layer ids {_fmt_ids(ids)} equal SGLang's default list, but explicit ids are shifted by one: "
-                    f"the draft gets {describe_capture(tuple(ids), n, ctx.expect.architecture)}, the default gives "
-                    f"{describe_capture(None, n, ctx.expect.architecture)}",
+                    f"aux layer ids {_fmt_ids(ids)} equal SGLang's default list; explicit ids are shifted by one, so "
+                    f"the draft gets {describe_capture(tuple(ids), n, ctx.expect.architecture)}, while leaving them "
+                    f"unset gives {describe_capture(None, n, ctx.expect.architecture)}: check which convention the "
+                    "draft was trained with",
                     line,
                 )
             )
