@@ -1,5 +1,14 @@
 """Prefill/Decode batch statistics: the header, then the body read as `key: value` pairs, never by
-position (fields were inserted, removed and reordered across SGLang versions)."""
+position (fields were inserted, removed and reordered across SGLang versions).
+
+Fast path, by shape. A block holds thousands of batch lines but only a handful of distinct key
+sequences. Each body's values (numbers, `nan`, `True`, ...) are replaced by a placeholder: what is left
+is the line's *shape*. The few distinct shapes are read once in Python (which key sits at which value
+position), and every line then takes its values by position from one `extract_all`, with no per-key
+regex. A shape whose keys do not all map to plain values (an unknown key, an odd value such as
+`#token: full=N, swa=M`) sends its lines to the slow path, which reads each line key by key and keeps
+unknown keys in `extra`. Both paths give the same rows (tests/test_batch_shapes.py checks it).
+"""
 
 from __future__ import annotations
 
@@ -17,11 +26,18 @@ HEADER_PATTERN = r"^(?P<_head>(?P<_phase>Prefill|Decode|new fill) batch(?: \[(?P
 PAIR_PATTERN = r"#?[A-Za-z][\w\-#]*(?: [\w\-#()/]+)*: [^,\s]+(?:, [a-z_]+=[^,\s]+)*"
 # A value a typed column can hold; anything else (`full=N, swa=M`) is kept raw in `extra`.
 SCALAR_PATTERN = r"^(?:-?[\d.]+%?|nan|inf|True|False|\d{4}-\d\d-\d\dT[\d:.]+)$"
+# A plain value as the shape reader sees it. It never holds `,`, `:` followed by a space, or
+# whitespace, and never ends with `.` or `:`, so cutting values out cannot create or remove a separator
+# or a key: two bodies of one shape read the same way. Every match is a SCALAR_PATTERN value.
+VALUE_PATTERN = r"\d{4}-\d\d-\d\dT\d[\d:.]*\d|-?\d+(?:\.\d+)*%?|\bnan\b|\binf\b|\bTrue\b|\bFalse\b"
+_SLOT = "\x00"  # where a value was cut out of a shape (a NUL never survives in a log line's body)
 
 _KEY_MAP = pl.DataFrame(
     {C.KEY: [f.log_key for f in BATCH_FIELDS], "_column": [f.column for f in BATCH_FIELDS]}
 )
 _PHASES = {"Prefill": "prefill", "Decode": "decode", "new fill": "prefill"}
+_COLUMNS: tuple[str, ...] = tuple(dict.fromkeys(f.column for f in BATCH_FIELDS))
+_SHAPE = "_shape"
 
 
 def _value_of(log_key: str) -> pl.Expr:
@@ -33,16 +49,45 @@ def _value_of(log_key: str) -> pl.Expr:
     return pl.when(raw.str.contains(SCALAR_PATTERN)).then(raw)
 
 
-def parse_batches(df: pl.DataFrame) -> pl.DataFrame:
-    """Rows routed to `batch` -> the `batches` table (lines whose header does not match are dropped).
+def _first_key_at(shape: str, key: str) -> int | None:
+    """Where `_value_of(key)`'s pattern `(?:^|, |\\. )key: ` first matches in ``shape``, or None."""
+    needle = f"{key}: "
+    start = shape.find(needle)
+    while start != -1:
+        if start == 0 or shape[start - 2 : start] in (", ", ". "):
+            return start + len(needle)
+        start = shape.find(needle, start + 1)
+    return None
 
-    Fast path: one literal-led extract per known key. Lines with more `key: value` items than known
-    scalar values found (a new SGLang field, an odd value) also take the slow path, which splits the
-    body into all its pairs and keeps the unknown ones in `extra`."""
+
+def read_shape(shape: str) -> dict[str, int] | None:
+    """{column: value position} for a shape whose every `key: value` item is a known key with a plain
+    value; None when its lines need the slow path."""
+    positions: dict[str, int] = {}
+    found = 0
+    for field in BATCH_FIELDS:
+        at = _first_key_at(shape, field.log_key)
+        if at is None:
+            continue
+        end = at
+        while end < len(shape) and shape[end] not in ", \t\n\r\x0b\x0c":
+            end += 1
+        if shape[at:end] != _SLOT:  # the value is not exactly one plain value
+            return None
+        found += 1
+        positions.setdefault(field.column, shape.count(_SLOT, 0, at))
+    # Same test as the slow path: every item must have been read by a known key.
+    if shape.count(": ") != found:
+        return None
+    return positions
+
+
+def parse_batches(df: pl.DataFrame) -> pl.DataFrame:
+    """Rows routed to `batch` -> the `batches` table (lines whose header does not match are dropped)."""
     head = pl.col(W.BODY).str.extract_groups(HEADER_PATTERN)
     unlabelled = pl.col(W.BODY).str.starts_with("#running-req: ")
     base = (
-        df.with_columns(head.alias("_h"))
+        df.select(*COMMON_COLUMNS, W.BODY, head.alias("_h"))
         .with_columns(
             pl.when(unlabelled)
             .then(pl.lit("decode"))
@@ -54,8 +99,47 @@ def parse_batches(df: pl.DataFrame) -> pl.DataFrame:
             .alias("_kv"),
         )
         .filter(pl.col(C.PHASE).is_not_null())
+        .drop("_h", W.BODY)
         .with_row_index(W.ROW)
     )
+    if not base.height:
+        return conform(T.BATCHES, base)
+    base = base.with_columns(pl.col("_kv").str.replace_all(VALUE_PATTERN, _SLOT).alias(_SHAPE))
+    shapes = {shape: read_shape(shape) for shape in base.get_column(_SHAPE).unique().to_list()}
+    simple = {shape: pos for shape, pos in shapes.items() if pos is not None}
+    parts = []
+    if simple:
+        parts.append(_by_shape(base.filter(pl.col(_SHAPE).is_in(list(simple))), simple))
+    if len(simple) < len(shapes):
+        parts.append(_by_key(base.filter(~pl.col(_SHAPE).is_in(list(simple)))))
+    out = parts[0] if len(parts) == 1 else pl.concat(parts, how="diagonal_relaxed").sort(W.ROW)
+    return conform(T.BATCHES, out.with_columns(_typed_values(out.columns)))
+
+
+def _by_shape(rows: pl.DataFrame, shapes: dict[str, dict[str, int]]) -> pl.DataFrame:
+    """Fast path: values by position, the position of each column looked up by the line's shape."""
+    present = [c for c in _COLUMNS if any(c in pos for pos in shapes.values())]
+    table = pl.DataFrame(
+        {
+            _SHAPE: list(shapes),
+            **{f"_i_{c}": [pos.get(c) for pos in shapes.values()] for c in present},
+        },
+        schema={_SHAPE: pl.String, **{f"_i_{c}": pl.Int64 for c in present}},
+    )
+    # Materialised once: an eager `select` does not share a subexpression between columns.
+    values = pl.col("_kv").str.extract_all(VALUE_PATTERN).alias("_values")
+    with_pos = rows.with_columns(values).join(table, on=_SHAPE, how="left", maintain_order="left")
+    return with_pos.select(
+        W.ROW,
+        *COMMON_COLUMNS,
+        C.PHASE,
+        C.FORWARD_ITER,
+        *(pl.col("_values").list.get(pl.col(f"_i_{c}"), null_on_oob=True).alias(c) for c in present),
+    )
+
+
+def _by_key(base: pl.DataFrame) -> pl.DataFrame:
+    """Slow path: one literal-led extract per known key, and every pair of the body for `extra`."""
     keys = [f.log_key for f in BATCH_FIELDS]
     raw = base.select(W.ROW, "_kv", *(_value_of(k).alias(f"_v{i}") for i, k in enumerate(keys)))
     columns: dict[str, list[str]] = {}
@@ -73,12 +157,11 @@ def parse_batches(df: pl.DataFrame) -> pl.DataFrame:
     )
     odd_rows = base.filter(wide.get_column("_odd"))
     out = base.select(W.ROW, *COMMON_COLUMNS, C.PHASE, C.FORWARD_ITER).join(wide.drop("_odd"), on=W.ROW)
-    out = out.join(_extras(odd_rows), on=W.ROW, how="left")
-    return conform(T.BATCHES, out.with_columns(_typed_values(out.columns)))
+    return out.join(_extras(odd_rows), on=W.ROW, how="left")
 
 
 def _extras(rows: pl.DataFrame) -> pl.DataFrame:
-    """Slow path: every pair of the body; the ones no typed column took, as a key/value list."""
+    """Every pair of the body; the ones no typed column took, as a key/value list."""
     pairs = (
         rows.select(W.ROW, pl.col("_kv").str.extract_all(PAIR_PATTERN).alias("_pair"))
         .explode("_pair")
@@ -105,7 +188,7 @@ def _typed_values(present: list[str]) -> list[pl.Expr]:
     """Cast raw value strings to each column's type: `%` -> fraction, `True/False` -> bool, `nan` kept."""
     schema = polars_schema(T.BATCHES)
     exprs = []
-    for column in dict.fromkeys(f.column for f in BATCH_FIELDS):
+    for column in _COLUMNS:
         if column not in present:
             continue
         raw = pl.col(column)

@@ -2,6 +2,10 @@
 
 Parsed generically, so a new debug print needs no new code: every `key=value` item is kept as text in
 `items`, and the keys EAGLE-3 debugging relies on get typed columns.
+
+Speed notes: an eager polars `select` recomputes a subexpression for every column that uses it, so
+intermediate values (`_rest`, the item list) are materialised once as columns; no pattern captures
+`.*` to the end of the line (the rest is sliced off after the header instead).
 """
 
 from __future__ import annotations
@@ -10,6 +14,10 @@ import polars as pl
 
 from tracelens.schema import COMMON_COLUMNS, C, T, W, conform
 
+# The header, wherever it starts in the body (`_pre` is what comes before it, usually nothing). The
+# items follow one space after it; a header not followed by a space has no items.
+HEADER_PATTERN = r"^(?P<_pre>.*?)(?P<tag>[A-Z][A-Z0-9_]*_DEBUG)\[(?P<site>[^\]\s]*)(?P<_close>\])?(?P<_sp> )?"
+# The whole line as `explain` matches it (parsing slices the rest off after HEADER_PATTERN instead).
 DEBUG_PATTERN = r"(?P<tag>[A-Z][A-Z0-9_]*_DEBUG)\[(?P<site>[^\]\s]*)(?P<_close>\])?(?: (?P<_rest>.*))?"
 EVENT_PATTERN = r"^([^:=]*?):"
 EVENT_BEFORE_ITEMS_PATTERN = r"^([^=]*?)\s*(?:[\w.]+=.*)?$"
@@ -17,6 +25,7 @@ EVENT_BEFORE_ITEMS_PATTERN = r"^([^=]*?)\s*(?:[\w.]+=.*)?$"
 # line was cut off, an unclosed list running to the end of the line.
 ITEM_PATTERN = r"[\w.]+=(?:torch\.Size\(\[[^\]]*\]\)|\[(?:[^\[\]]|\[[^\[\]]*\])*\]|[^\s,\[\]]+|\[.*$)"
 SIZE_PATTERN = r"torch\.Size\(\[[\d, ]*\]\)"
+_REST = "_rest"
 
 
 def _int_list(expr: pl.Expr) -> pl.Expr:
@@ -24,34 +33,54 @@ def _int_list(expr: pl.Expr) -> pl.Expr:
     return expr.str.split(",").list.eval(pl.element().str.strip_chars().cast(pl.Int64, strict=False))
 
 
+def _event(found: pl.DataFrame) -> pl.Series:
+    """The event phrase: the text before the first `:` (when no `=` comes first), else the text before
+    the first `key=` item. The second, costlier pattern runs only on the rows the first did not read."""
+    rest = pl.col(_REST)
+    event = found.select(rest.str.extract(EVENT_PATTERN, 1)).to_series()
+    missing = event.is_null() & found.get_column("_close").is_not_null()
+    if missing.any():
+        idx = missing.arg_true()
+        other = found[idx].select(rest.str.extract(EVENT_BEFORE_ITEMS_PATTERN, 1)).to_series()
+        event = event.scatter(idx, other)
+    closed = found.get_column("_close").is_not_null()
+    return pl.select(pl.when(closed).then(event.str.strip_chars())).to_series().alias(C.EVENT)
+
+
 def parse_debug(df: pl.DataFrame) -> pl.DataFrame:
     """Rows routed to `debug` -> the `debug` table."""
-    found = df.with_columns(pl.col(W.BODY).str.extract_groups(DEBUG_PATTERN).alias("_d")).unnest("_d")
-    found = found.filter(pl.col(C.TAG).is_not_null())
-    rest = pl.col("_rest").fill_null("")
-    items_text = pl.col("_rest").fill_null("")
-    event = pl.coalesce(rest.str.extract(EVENT_PATTERN, 1), rest.str.extract(EVENT_BEFORE_ITEMS_PATTERN, 1))
+    head = pl.col(W.BODY).str.extract_groups(HEADER_PATTERN)
+    found = (
+        df.select(*COMMON_COLUMNS, W.BODY, head.alias("_d")).unnest("_d").filter(pl.col(C.TAG).is_not_null())
+    )
+    header_len = pl.sum_horizontal(
+        pl.col(c).str.len_chars().fill_null(0) for c in ("_pre", C.TAG, C.SITE, "_close", "_sp")
+    )
+    found = found.with_columns(
+        pl.when(pl.col("_sp").is_not_null())
+        .then(pl.col(W.BODY).str.slice(header_len + 1))  # + 1: the `[` after the tag
+        .otherwise(pl.lit(""))
+        .alias(_REST)
+    ).drop(W.BODY)
+    rest = pl.col(_REST)
+    items = rest.str.extract_all(ITEM_PATTERN).list.eval(
+        pl.element().str.splitn("=", 2).struct.rename_fields([C.KEY, C.VALUE])
+    )
+    sizes = rest.str.extract_all(SIZE_PATTERN).list.eval(
+        _int_list(pl.element().str.strip_prefix("torch.Size([").str.strip_suffix("])"))
+    )
     unbalanced = (rest.str.count_matches("[", literal=True) != rest.str.count_matches("]", literal=True)) | (
         rest.str.count_matches("(", literal=True) != rest.str.count_matches(")", literal=True)
     )
     out = found.with_columns(
-        pl.when(pl.col("_close").is_null()).then(None).otherwise(event.str.strip_chars()).alias(C.EVENT),
-        items_text.str.extract_all(ITEM_PATTERN)
-        .list.eval(
-            pl.struct(
-                pl.element().str.extract(r"^([^=]*)=", 1).alias(C.KEY),
-                pl.element().str.extract(r"^[^=]*=(.*)$", 1).alias(C.VALUE),
-            )
-        )
-        .alias(C.ITEMS),
-        items_text.str.extract(r"\bnum_aux=(-?\d+)", 1).cast(pl.Int64).alias(C.NUM_AUX),
-        items_text.str.extract(r"\bnum_items=(-?\d+)", 1).cast(pl.Int64).alias(C.NUM_ITEMS),
-        items_text.str.extract(r"\blayer_id=(-?\d+)", 1).cast(pl.Int64).alias(C.LAYER_ID),
-        _int_list(items_text.str.extract(r"\blayer_ids=\[([-\d, ]*)\]", 1)).alias(C.LAYER_IDS),
-        items_text.str.extract(r"\bnorm=([^\s,]+)", 1).cast(pl.Float64, strict=False).alias(C.NORM),
-        items_text.str.extract_all(SIZE_PATTERN)
-        .list.eval(_int_list(pl.element().str.extract(r"\[([\d, ]*)\]", 1)))
-        .alias(C.SHAPES),
+        _event(found),
+        items.alias(C.ITEMS),
+        rest.str.extract(r"\bnum_aux=(-?\d+)", 1).cast(pl.Int64).alias(C.NUM_AUX),
+        rest.str.extract(r"\bnum_items=(-?\d+)", 1).cast(pl.Int64).alias(C.NUM_ITEMS),
+        rest.str.extract(r"\blayer_id=(-?\d+)", 1).cast(pl.Int64).alias(C.LAYER_ID),
+        _int_list(rest.str.extract(r"\blayer_ids=\[([-\d, ]*)\]", 1)).alias(C.LAYER_IDS),
+        rest.str.extract(r"\bnorm=([^\s,]+)", 1).cast(pl.Float64, strict=False).alias(C.NORM),
+        sizes.alias(C.SHAPES),
         (pl.col("_close").is_null() | unbalanced).alias(C.TRUNCATED),
     )
     return conform(

@@ -8,6 +8,7 @@ a user install any format. All patterns run on Rust's `regex` engine: linear tim
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 import polars as pl
 
@@ -49,14 +50,24 @@ RANK_TAGS: dict[str, str] = {
 # `[YYYY-MM-DD HH:MM:SS(.mmm) TAGS] message`; the date is missing before v0.3.4; tags in any order.
 # Patterns capture the prefix only and the message is sliced off after it: capturing `(.*)$` to the
 # end of every line costs four times as much.
-PREFIX_PATTERN = (
-    r"^(?P<_prefix>\[(?:(?P<_date>\d{4}-\d\d-\d\d) )?(?P<_time>\d\d:\d\d:\d\d)(?:[.,](?P<_frac>\d{1,6}))?"
-    r"(?P<_tags>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)\] ?)"
+_BRACKET = (
+    r"\[(?:(?P<_date>\d{4}-\d\d-\d\d) )?(?P<_time>\d\d:\d\d:\d\d)(?:[.,](?P<_frac>\d{1,6}))?"
+    r"(?P<_tags>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)\] ?"
 )
+PREFIX_PATTERN = rf"^(?P<_prefix>{_BRACKET})"
 # 2024 eras: `[gpu_id=N] `, `[gpu=N] `, `Rank N: `.
-GPU_PREFIX_PATTERN = r"^(?P<_prefix>\[gpu(?:_id)?=(?P<_gpu>\d+)\] ?|Rank (?P<_rank>\d+): )"
+_GPU = r"\[gpu(?:_id)?=(?P<_gpu>\d+)\] ?|Rank (?P<_rank>\d+): "
+GPU_PREFIX_PATTERN = rf"^(?P<_prefix>{_GPU})"
 # After the prefix: the 2026 logger form `INFO file.py:N: msg`, or uvicorn's `INFO:     msg`.
-LEVEL_PATTERN = r"^(?P<_prefix>(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)(?:: +| (?P<logger>[\w.]+:\d+): ))"
+_LEVEL = r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)(?:: +| (?P<logger>[\w.]+:\d+): )"
+LEVEL_PATTERN = rf"^(?P<_prefix>{_LEVEL})"
+# A line's whole lead, before its message: SGLang's prefix (the bracketed form first, else the gpu or
+# rank form), then the level. Both parts are optional: a line without them has an empty lead.
+_LEAD_FIELDS = rf"^(?:{_BRACKET}|{_GPU})?(?:{_LEVEL})?"
+_LEAD = re.sub(r"\(\?P<\w+>", "(?:", _LEAD_FIELDS)  # the same pattern without captures
+_LEAD_COL = "_lead"
+# Any line that `clean` would change, except spliced records (tested apart, on few lines).
+_NEEDS_CLEANING = rf"{ANSI_PATTERN}|\r|^(?:{WRAPPER_PATTERN[1:]})|{OUTER_TS_PATTERN}"
 
 
 def clean(text: pl.Expr) -> pl.Expr:
@@ -78,52 +89,48 @@ def clean_frame(df: pl.DataFrame) -> pl.DataFrame:
     """Add CLEAN. It is computed only when some line of the block needs it: most blocks have no colour
     codes, carriage returns or wrappers, and a `contains` costs a fraction of a `replace`."""
     text = df.get_column(C.TEXT)
+    unbracketed = ~text.str.starts_with("[")
     needs = (
-        text.str.contains(ANSI_PATTERN).any()
-        or text.str.contains("\r", literal=True).any()
-        or text.str.contains(WRAPPER_PATTERN).any()
-        or text.str.contains(OUTER_TS_PATTERN).any()
-        or (~text.str.starts_with("[") & text.str.contains(SPLICED_PATTERN)).any()
+        text.str.contains(_NEEDS_CLEANING).any()
+        # the spliced-record pattern scans a whole line: only lines that do not start a record need it
+        or (unbracketed.any() and text.filter(unbracketed).str.contains(SPLICED_PATTERN).any())
     )
     return df.with_columns((clean(pl.col(C.TEXT)) if needs else pl.col(C.TEXT)).alias(W.CLEAN))
 
 
-def _after(column: str, prefix: pl.Expr) -> pl.Expr:
-    """The text of ``column`` after ``prefix`` (no prefix: the whole text)."""
-    return pl.col(column).str.slice(prefix.str.len_chars().fill_null(0))
-
-
 def add_prefix_columns(df: pl.DataFrame, base_date: dt.date | None) -> pl.DataFrame:
-    """Add CLEAN, BODY, PREFIXED, rank tags, LEVEL, LOGGER and TS (before day roll-over) to a line frame."""
+    """Add CLEAN, BODY, PREFIXED, rank tags, LEVEL, LOGGER and TS (before day roll-over) to a line frame.
+
+    One capture-free anchored match finds each line's whole lead (SGLang prefix and level): without
+    capture groups the regex engine runs its fast automaton. A block has few distinct leads (one per
+    second and rank), so their fields are read once per distinct lead and joined back."""
     df = clean_frame(df)
-    bracket = pl.col(W.CLEAN).str.extract_groups(PREFIX_PATTERN)
-    gpu = pl.col(W.CLEAN).str.extract_groups(GPU_PREFIX_PATTERN)
-    prefix = pl.coalesce(pl.col("_b").struct.field("_prefix"), pl.col("_g").struct.field("_prefix"))
-    df = df.with_columns(bracket.alias("_b"), gpu.alias("_g")).with_columns(
-        pl.col("_b").struct.field(W.DATE),
-        pl.col("_b").struct.field(W.TIME),
-        pl.col("_b").struct.field(W.FRAC),
-        pl.col("_b").struct.field(W.TAGS),
-        pl.coalesce(pl.col("_g").struct.field(W.GPU), pl.col("_g").struct.field("_rank"))
-        .cast(pl.Int32)
-        .alias(W.GPU),
-        _after(W.CLEAN, prefix).alias(W.BODY),
-    )
+    lead = pl.col(W.CLEAN).str.extract(_LEAD, 0).alias(_LEAD_COL)
+    df = df.with_columns(lead)
+    fields = _lead_fields(df.get_column(_LEAD_COL).unique(), base_date)
+    df = df.join(fields, on=_LEAD_COL, how="left", maintain_order="left")
+    body = pl.col(W.CLEAN).str.slice(pl.col("_lead_len"))
+    return df.with_columns(body.alias(W.BODY)).drop(_LEAD_COL, "_lead_len")
+
+
+def _lead_fields(leads: pl.Series, base_date: dt.date | None) -> pl.DataFrame:
+    """Prefix fields of each distinct lead: date, time, rank tags, level, logger, timestamp."""
+    frame = leads.to_frame(_LEAD_COL)
+    groups = pl.col(_LEAD_COL).str.extract_groups(_LEAD_FIELDS)
+    frame = frame.with_columns(groups.alias("_f")).unnest("_f")
     tags = pl.col(W.TAGS)
-    df = df.with_columns(
-        (pl.col(W.TIME).is_not_null() | pl.col(W.GPU).is_not_null()).alias(W.PREFIXED),
+    frame = frame.with_columns(
+        pl.col(_LEAD_COL).str.len_chars().alias("_lead_len"),
+        pl.coalesce(pl.col(W.GPU), pl.col("_rank")).cast(pl.Int32).alias(W.GPU),
         *(
             tags.str.extract(rf"(?:^| ){tag}(\d+)", 1).cast(pl.Int32).alias(col)
             for col, tag in RANK_TAGS.items()
         ),
-    ).with_columns(pl.coalesce(pl.col(C.TP), pl.col(W.GPU)).alias(C.TP))
-    level = pl.col(W.BODY).str.extract_groups(LEVEL_PATTERN)
-    df = df.with_columns(level.alias("_l")).with_columns(
-        pl.col("_l").struct.field(C.LEVEL),
-        pl.col("_l").struct.field(C.LOGGER),
-        _after(W.BODY, pl.col("_l").struct.field("_prefix")).alias(W.BODY),
+    ).with_columns(
+        pl.coalesce(pl.col(C.TP), pl.col(W.GPU)).alias(C.TP),
+        (pl.col(W.TIME).is_not_null() | pl.col(W.GPU).is_not_null()).alias(W.PREFIXED),
     )
-    return df.with_columns(timestamp_expr(base_date).alias(C.TS)).drop("_b", "_g", "_l")
+    return frame.with_columns(timestamp_expr(base_date).alias(C.TS)).drop("_rank")
 
 
 def timestamp_expr(base_date: dt.date | None) -> pl.Expr:
