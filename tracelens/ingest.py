@@ -15,12 +15,12 @@ from tracelens.parsers.finalize import finalize
 from tracelens.schema import C, T
 from tracelens.sources import (
     DEFAULT_BLOCK_BYTES,
-    block_lines,
     expand_paths,
     iter_blocks,
     lines_of_text,
     read_line_at,
 )
+from tracelens.stream import parse_blocks
 from tracelens.tables import Tables
 
 # Called with (source, bytes just read) after each block, for progress bars.
@@ -43,13 +43,11 @@ def parse_source(
 ) -> Tables:
     """All tables of one file (not yet finalized)."""
     opts = _options_for(path, options)
-    state = ParseState()
     parts = []
-    for block in iter_blocks(path, block_bytes):
-        tables, state = parse_lines(block_lines(block), state, opts)
-        parts.append(tables)
+    for parsed in parse_blocks(iter_blocks(path, block_bytes), opts):
+        parts.append(parsed.tables)
         if progress is not None:
-            progress(block.source, len(block.data))
+            progress(str(path), parsed.bytes_read)
     return Tables.concat(parts)
 
 

@@ -21,7 +21,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from tracelens.errors import InputError
+from tracelens.errors import InputError, SourceReadError
 from tracelens.schema import C
 
 DEFAULT_BLOCK_BYTES = 8 << 20
@@ -113,18 +113,34 @@ def iter_blocks(
         yield from blocks_from_stream(fh, name, block_bytes)
 
 
-def blocks_from_stream(fh: BinaryIO, source: str, block_bytes: int = DEFAULT_BLOCK_BYTES) -> Iterator[Block]:
-    """Cut a byte stream into line-aligned blocks, carrying the partial last line forward."""
+def blocks_from_stream(
+    fh: BinaryIO,
+    source: str,
+    block_bytes: int = DEFAULT_BLOCK_BYTES,
+    start_offset: int = 0,
+    first_line_no: int = 1,
+    limit: int | None = None,
+) -> Iterator[Block]:
+    """Cut a byte stream into line-aligned blocks, carrying the partial last line forward. The stream is
+    positioned at ``start_offset`` of its source, whose line there is number ``first_line_no``; at most
+    ``limit`` bytes are read. A stream that breaks (truncated or corrupt compressed data) raises
+    `SourceReadError` after the blocks read before the break."""
     carry = b""
-    offset = 0
-    line_no = 1
+    offset = start_offset
+    line_no = first_line_no
+    left = limit
     while True:
+        want = block_bytes if left is None else min(block_bytes, left)
         try:
-            chunk = fh.read(block_bytes)
-        except (EOFError, OSError) as exc:
-            raise InputError(f"{source}: unreadable after {offset + len(carry)} bytes ({exc})") from exc
+            chunk = fh.read(want) if want > 0 else b""
+        except Exception as exc:  # gzip, zlib, bz2, lzma, zstd, tar and zip each raise their own kind
+            if not _is_read_error(exc):
+                raise
+            raise SourceReadError(source, offset + len(carry), _describe(exc)) from exc
         if not chunk:
             break
+        if left is not None:
+            left -= len(chunk)
         data = carry + chunk
         cut = data.rfind(b"\n") + 1
         if cut == 0:  # no newline yet: one very long line, keep reading
@@ -136,6 +152,34 @@ def blocks_from_stream(fh: BinaryIO, source: str, block_bytes: int = DEFAULT_BLO
         line_no += block.count(b"\n")
     if carry:
         yield Block(source, line_no, offset, carry)
+
+
+def _is_read_error(exc: Exception) -> bool:
+    """Whether an exception from reading a stream means broken input rather than a bug."""
+    import tarfile
+    import zipfile
+    import zlib
+
+    kinds: tuple[type[BaseException], ...] = (
+        EOFError,
+        OSError,
+        zlib.error,
+        lzma.LZMAError,
+        tarfile.TarError,
+        zipfile.BadZipFile,
+    )
+    try:
+        import zstandard
+
+        kinds += (zstandard.ZstdError,)
+    except ImportError:  # pragma: no cover - zstandard is a dependency
+        pass
+    return isinstance(exc, kinds)
+
+
+def _describe(exc: Exception) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0][:200]
 
 
 def block_lines(block: Block) -> pl.DataFrame:

@@ -58,8 +58,15 @@ def parse_faults(df: pl.DataFrame) -> pl.DataFrame:
 
 
 def complete_faults(faults: pl.DataFrame, parts: pl.DataFrame) -> pl.DataFrame:
+    """Join each fault's continuation lines into its traceback, then let interleaved crash groups share
+    their exception (see `share_within_groups`)."""
+    return share_within_groups(join_tracebacks(faults, parts))
+
+
+def join_tracebacks(faults: pl.DataFrame, parts: pl.DataFrame) -> pl.DataFrame:
     """Join each fault's continuation lines (`parts`: source, record, line_no, text) into its traceback;
-    the last exception line gives the exception type and, for a bare head, the message."""
+    the last exception line gives the exception type and, for a bare head, the message. Needs only the
+    fault's own lines, so it can run as soon as a record is closed."""
     if not parts.height:
         return faults
     joined = (
@@ -91,7 +98,16 @@ def complete_faults(faults: pl.DataFrame, parts: pl.DataFrame) -> pl.DataFrame:
         .otherwise(pl.col(C.MESSAGE))
         .alias(C.MESSAGE),
     )
-    out = _share_within_interleaved_group(out)
+    return conform(T.FAULTS, out)
+
+
+def share_within_groups(faults: pl.DataFrame) -> pl.DataFrame:
+    """Interleaved crash groups share their exception, and an exception that is an out-of-memory error
+    makes the fault an `oom`. Groups never cross a source, but may cross blocks and byte ranges: this
+    runs once all of a source's faults are in (rows in file order)."""
+    if not faults.height:
+        return faults
+    out = _share_within_interleaved_group(faults)
     kind = (
         pl.when((pl.col(C.FAULT_KIND) == "exception") & pl.col(C.EXCEPTION_TYPE).str.contains("OutOfMemory"))
         .then(pl.lit("oom"))

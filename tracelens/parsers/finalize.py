@@ -59,14 +59,34 @@ def finalize(tables: Tables) -> Tables:
     return Tables(frames)
 
 
-def build_runs(lines: pl.DataFrame, server_args: pl.DataFrame) -> pl.DataFrame:
-    """One row per (source, run): its span and the server args that describe it."""
-    spans = lines.group_by(C.SOURCE, C.RUN, maintain_order=True).agg(
+def run_spans(lines: pl.DataFrame) -> pl.DataFrame:
+    """Per (source, run) of some lines: first line, first and last time, line count. Spans of pieces of a
+    source combine with `merge_run_spans`, so runs can be built without holding every line."""
+    return lines.group_by(C.SOURCE, C.RUN, maintain_order=True).agg(
         pl.col(C.LINE_NO).min().alias(C.START_LINE),
         pl.col(C.TS).min().alias(C.START_TS),
         pl.col(C.TS).max().alias(C.END_TS),
-        pl.len().alias(C.LINE_COUNT),
+        pl.len().cast(pl.Int64).alias(C.LINE_COUNT),
     )
+
+
+def merge_run_spans(spans: pl.DataFrame) -> pl.DataFrame:
+    """Combine spans of the same (source, run) computed on different pieces of a source."""
+    return spans.group_by(C.SOURCE, C.RUN, maintain_order=True).agg(
+        pl.col(C.START_LINE).min(),
+        pl.col(C.START_TS).min(),
+        pl.col(C.END_TS).max(),
+        pl.col(C.LINE_COUNT).sum(),
+    )
+
+
+def build_runs(lines: pl.DataFrame, server_args: pl.DataFrame) -> pl.DataFrame:
+    """One row per (source, run): its span and the server args that describe it."""
+    return runs_from_spans(run_spans(lines), server_args)
+
+
+def runs_from_spans(spans: pl.DataFrame, server_args: pl.DataFrame) -> pl.DataFrame:
+    """`runs` from run spans (`run_spans`) and the `server_args` table."""
     wanted = server_args.filter(pl.col(C.KEY).is_in(list(_RUN_ARGS)))
     if wanted.height:
         wide = wanted.with_columns(pl.col(C.KEY).replace_strict(_RUN_ARGS).alias(C.KEY)).pivot(

@@ -82,7 +82,7 @@ def _alternation(literals: tuple[str, ...], anchored: bool) -> str:
 def route_expr() -> pl.Expr:
     """The kind of each line, first match in `ROUTES` order, from literal tests only (foreign formats
     are recognised afterwards, on the few lines no route took)."""
-    expr = pl.when(pl.col(W.CLEAN).str.strip_chars() == "").then(pl.lit(Kind.BLANK))
+    expr = pl.when(_blank()).then(pl.lit(Kind.BLANK))
     for route in ROUTES:
         tests = []
         if route.starts:
@@ -113,15 +113,43 @@ def parse_lines(
     lines: pl.DataFrame, state: ParseState | None = None, options: ParseOptions | None = None
 ) -> tuple[Tables, ParseState]:
     """Parse one block of lines of one source (columns as made by `sources.block_lines`)."""
+    tables, state, _ = parse_block(lines, state, options, final=True)
+    return tables, state
+
+
+def parse_block(
+    lines: pl.DataFrame, state: ParseState | None, options: ParseOptions | None, final: bool
+) -> tuple[Tables, ParseState, int]:
+    """`parse_lines` for a block that may not be the last of its source: returns also how many of its
+    trailing lines were held back (not parsed) and must be fed again at the start of the next block.
+
+    Why: a blank line belongs to a traceback when the next non-blank line continues it, so trailing
+    blank lines cannot be read before the next block is seen. Holding them back makes the tables
+    independent of where blocks are cut."""
     state = state or ParseState()
     options = options or ParseOptions()
     df = add_prefix_columns(lines, options.base_date)
+    held = 0 if final else _trailing_blank_lines(df)
+    if held:
+        if held == df.height:
+            return Tables({}), state, held
+        df = df.head(df.height - held)
     df, state = _roll_days(df, state, options)
     df = _add_foreign(df.with_columns(route_expr().alias(C.KIND)))
     df, state = _join_tracebacks(df, state)
     df, state = _join_wrapped_args(df, state)
     df, state = _number_runs(df, state)
-    return _fill_tables(df), state
+    return _fill_tables(df), state, held
+
+
+def _blank() -> pl.Expr:
+    return pl.col(W.CLEAN).str.strip_chars() == ""
+
+
+def _trailing_blank_lines(df: pl.DataFrame) -> int:
+    """How many lines at the end of the block are blank."""
+    not_blank = df.select(~_blank()).to_series().arg_true()
+    return df.height - (int(not_blank[-1]) + 1 if len(not_blank) else 0)
 
 
 def _roll_days(df: pl.DataFrame, state: ParseState, options: ParseOptions) -> tuple[pl.DataFrame, ParseState]:
