@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from tracelens import __version__
+from tracelens import __version__, cli_live
 from tracelens.analysis import Analysis
 from tracelens.analysis.expectations import Expectations
 from tracelens.cli_options import (
@@ -260,6 +260,9 @@ def demo(
     if not logs.is_dir():
         raise InputError(f"sample logs not found at {logs} (run from a checkout of tracelens)")
     render_summary(out, summarize(_analysis([logs], None, quiet)))
+
+
+cli_live.register(app)  # tui and follow
 
 
 def main() -> None:

@@ -1,0 +1,190 @@
+"""The live commands, `tracelens tui` and `tracelens follow`, registered on the main `app` by `cli.py`.
+
+Both take the same sources (see `tracelens.live.spec`) and the shared expectation options; `follow`
+prints, `tui` draws. Neither reads a line itself: a `LiveSession` parses and analyses.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from tracelens.cli_options import (
+    DEFAULT_STALL,
+    BaselineOpt,
+    DraftConfigOpt,
+    EmbedCaptureOpt,
+    ExpectAuxOpt,
+    ExpectFileOpt,
+    HiddenSizeOpt,
+    StallOpt,
+    TargetConfigOpt,
+    expectations_from,
+)
+from tracelens.errors import InputError
+
+Sources = Annotated[
+    list[str] | None,
+    typer.Argument(
+        help="What to follow: FILE, HOST:/path, USER@HOST:/path, ssh://USER@HOST:PORT/path, - (stdin), replay:FILE?speed=N. Several are merged by time.",
+        show_default=False,
+    ),
+]
+CmdOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--cmd",
+        help='Follow a command\'s output (stdout and stderr), e.g. --cmd "kubectl logs -f POD". May be repeated.',
+    ),
+]
+LiveDateOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--date",
+        help="Date (YYYY-MM-DD) for logs whose prefix has only a time. Default: a local file's modification date, else today.",
+    ),
+]
+IntervalOpt = Annotated[
+    float,
+    typer.Option("--interval", min=0.1, help="Seconds between two analyses of everything seen (at least)."),
+]
+
+
+def _date(date: str | None) -> dt.date | None:
+    if date is None:
+        return None
+    try:
+        return dt.date.fromisoformat(date)
+    except ValueError as exc:
+        raise InputError(f"--date wants YYYY-MM-DD, got {date!r}") from exc
+
+
+def _specs(sources: list[str] | None, cmds: list[str] | None):
+    from tracelens.live.spec import command_spec, parse_spec
+
+    specs = [parse_spec(s) for s in sources or []] + [command_spec(c) for c in cmds or []]
+    if not specs:
+        raise InputError("name at least one source (a file, HOST:/path, -, replay:FILE) or --cmd COMMAND")
+    if sum(s.kind == "stdin" for s in specs) > 1:
+        raise InputError("stdin (-) can be named once")
+    labels = [s.label for s in specs]
+    for label in labels:
+        if labels.count(label) > 1:
+            raise InputError(f"the source {label} is named twice")
+    return specs
+
+
+def _session(specs, expect, baseline, stall_seconds, date, interval, stdin_fd: int | None = None):
+    from tracelens.live import LiveSession
+
+    options = {s.label: {"fd": stdin_fd} for s in specs if s.kind == "stdin" and stdin_fd is not None}
+    return LiveSession(
+        specs,
+        expect,
+        baseline=baseline,
+        stall_seconds=stall_seconds,
+        base_date=_date(date),
+        interval=interval,
+        follower_options=options,
+    )
+
+
+def follow(
+    sources: Sources = None,
+    cmd: CmdOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object per line.")] = False,
+    stats_every: Annotated[
+        float, typer.Option("--stats-every", min=0, help="Seconds between two stats lines of a run.")
+    ] = 5.0,
+    draft_config: DraftConfigOpt = None,
+    target_config: TargetConfigOpt = None,
+    expectations_file: ExpectFileOpt = None,
+    expect_aux: ExpectAuxOpt = None,
+    hidden_size: HiddenSizeOpt = None,
+    embed_capture: EmbedCaptureOpt = None,
+    baseline: BaselineOpt = None,
+    stall_seconds: StallOpt = DEFAULT_STALL,
+    interval: IntervalOpt = 1.0,
+    date: LiveDateOpt = None,
+) -> None:
+    """Follow logs as they grow and print new findings, source states and each run's stats (phase,
+    accept len, tok/s) as they arrive. Ends when every source has ended (stdin closed, the command
+    exited, the replay finished); files and ssh sources are followed until Ctrl-C."""
+    from tracelens.live.printer import FollowPrinter
+
+    expect = expectations_from(
+        draft_config, target_config, expectations_file, expect_aux, hidden_size, embed_capture
+    )
+    specs = _specs(sources, cmd)
+    session = _session(specs, expect, baseline, stall_seconds, date, interval, stdin_fd=0)
+
+    def write(text: str) -> None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+    printer = FollowPrinter(write, as_json=as_json, stats_every=stats_every)
+    session.subscribe(printer)
+    session.start()
+    try:
+        while not session.all_ended:
+            time.sleep(0.1)
+        session.wait_idle(timeout=600)
+        printer.flush_stats(session.snapshot.runs)
+    finally:
+        session.stop()
+
+
+def tui(
+    sources: Sources = None,
+    cmd: CmdOpt = None,
+    draft_config: DraftConfigOpt = None,
+    target_config: TargetConfigOpt = None,
+    expectations_file: ExpectFileOpt = None,
+    expect_aux: ExpectAuxOpt = None,
+    hidden_size: HiddenSizeOpt = None,
+    embed_capture: EmbedCaptureOpt = None,
+    baseline: BaselineOpt = None,
+    stall_seconds: StallOpt = DEFAULT_STALL,
+    interval: IntervalOpt = 0.75,
+    report: Annotated[Path | None, typer.Option("--report", help="Where `r` writes the HTML report.")] = None,
+    date: LiveDateOpt = None,
+) -> None:
+    """The live screen: header (sources, connection, run, server phase, speculative config),
+    acceptance and throughput over time, EAGLE-3 capture per debug site, live findings and the log with
+    filters and search. Keys: / search, f filter, p pause, e next fault, r HTML report, ? help, q quit."""
+    expect = expectations_from(
+        draft_config, target_config, expectations_file, expect_aux, hidden_size, embed_capture
+    )
+    specs = _specs(sources, cmd)
+    stdin_fd = _stdin_for_tui() if any(s.kind == "stdin" for s in specs) else None
+    session = _session(specs, expect, baseline, stall_seconds, date, interval, stdin_fd)
+    from tracelens.tui.app import TraceLensApp
+
+    app = TraceLensApp(session, report_path=report)
+    app.run()
+
+
+def _stdin_for_tui() -> int:
+    """The screen needs the terminal for keys: keep the piped stdin on another descriptor and give
+    descriptor 0 back to the terminal."""
+    if sys.stdin is None or sys.stdin.isatty():
+        raise InputError("- reads a pipe: run e.g. `kubectl logs -f POD | tracelens tui -`")
+    piped = os.dup(0)
+    try:
+        tty = os.open("/dev/tty", os.O_RDONLY)
+    except OSError as exc:
+        raise InputError("tui - needs a terminal to read keys from (/dev/tty)") from exc
+    os.dup2(tty, 0)
+    os.close(tty)
+    return piped
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(tui)
+    app.command()(follow)

@@ -1,0 +1,357 @@
+"""The log view's model: every line of every source by offset, with its kind, rank and time once parsed.
+
+The text stays in each source's `TextStore`; the index holds numbers in growable numpy columns, so a
+view of millions of lines is an int64 array of keys (see `merge`), filtering is a vectorised mask and
+a regex runs (Rust's engine, through polars) on blocks of text read back from the store, once per
+pattern, then only on new lines.
+
+One writer (the session thread) appends; readers (the UI thread) read columns under the same lock.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+import polars as pl
+
+from tracelens.errors import InputError
+from tracelens.live.merge import INDEX_MASK, NO_TS, PREVIEW_BIT, forward_fill, merged_order, split_keys
+from tracelens.live.store import TextStore
+from tracelens.schema import KINDS, C, Kind
+from tracelens.sources import Block, block_lines
+
+UNKNOWN = -1
+KIND_CODES: dict[str, int] = {kind: i for i, kind in enumerate(KINDS)}
+FAULT = KIND_CODES[Kind.FAULT]
+_SCAN_BYTES = 16 << 20
+
+
+class _Column:
+    """A numpy array that grows by doubling."""
+
+    def __init__(self, dtype: type, fill: int) -> None:
+        self.data = np.full(1024, fill, dtype=dtype)
+        self.fill = fill
+        self.size = 0
+
+    def extend(self, values: np.ndarray) -> None:
+        need = self.size + len(values)
+        if need > len(self.data):
+            grown = np.full(max(need, 2 * len(self.data)), self.fill, dtype=self.data.dtype)
+            grown[: self.size] = self.data[: self.size]
+            self.data = grown
+        self.data[self.size : need] = values
+        self.size = need
+
+    def view(self) -> np.ndarray:
+        return self.data[: self.size]
+
+
+@dataclass
+class SourceLines:
+    """Columns of one source's lines (index i is line_no i+1) and the store that holds their text."""
+
+    store: TextStore = field(default_factory=TextStore)
+    offset: _Column = field(default_factory=lambda: _Column(np.int64, 0))
+    length: _Column = field(default_factory=lambda: _Column(np.int32, 0))
+    kind: _Column = field(default_factory=lambda: _Column(np.int8, UNKNOWN))
+    tp: _Column = field(default_factory=lambda: _Column(np.int32, UNKNOWN))
+    dp: _Column = field(default_factory=lambda: _Column(np.int32, UNKNOWN))
+    ts: _Column = field(default_factory=lambda: _Column(np.int64, NO_TS))
+
+    @property
+    def count(self) -> int:
+        return self.offset.size
+
+    def append(self, offsets: np.ndarray, lengths: np.ndarray) -> None:
+        n = len(offsets)
+        self.offset.extend(offsets)
+        self.length.extend(lengths)
+        self.kind.extend(np.full(n, UNKNOWN, dtype=np.int8))
+        self.tp.extend(np.full(n, UNKNOWN, dtype=np.int32))
+        self.dp.extend(np.full(n, UNKNOWN, dtype=np.int32))
+        self.ts.extend(np.full(n, NO_TS, dtype=np.int64))
+
+    def set_parsed(self, lines: pl.DataFrame, first_index: int = 0) -> None:
+        """Fill kind, ranks and time from a parsed `lines` frame (line_no 1-based, after ``first_index``)."""
+        if not lines.height:
+            return
+        idx = lines.get_column(C.LINE_NO).to_numpy() - 1 - first_index
+        codes = lines.get_column(C.KIND).replace_strict(KIND_CODES, default=UNKNOWN, return_dtype=pl.Int8)
+        self.kind.data[idx] = codes.to_numpy()
+        self.tp.data[idx] = lines.get_column(C.TP).fill_null(UNKNOWN).to_numpy()
+        self.dp.data[idx] = lines.get_column(C.DP).fill_null(UNKNOWN).to_numpy()
+        ts = lines.get_column(C.TS).dt.epoch("us").fill_null(NO_TS).to_numpy()
+        self.ts.data[idx] = ts
+
+
+@dataclass(frozen=True)
+class LineFilter:
+    """What the log view shows: kinds (None: all), a rank such as `TP3` or `DP1`, a regex."""
+
+    kinds: frozenset[str] | None = None
+    rank: str | None = None
+    pattern: str | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.kinds is not None or bool(self.rank) or bool(self.pattern)
+
+    def describe(self) -> str:
+        parts = []
+        if self.kinds is not None:
+            parts.append("kind " + ",".join(sorted(self.kinds)))
+        if self.rank:
+            parts.append(self.rank)
+        if self.pattern:
+            parts.append(f"/{self.pattern}/")
+        return " · ".join(parts) if parts else "all lines"
+
+
+def parse_rank(text: str) -> tuple[str, int]:
+    """`TP3` / `tp3` / `3` -> ("tp", 3); `DP1` -> ("dp", 1)."""
+    raw = text.strip().lower()
+    column = "tp"
+    for prefix in ("tp", "dp"):
+        if raw.startswith(prefix):
+            column, raw = prefix, raw[len(prefix) :]
+    if not raw.isdigit():
+        raise InputError(f"a rank is TPn, DPn or a number, got {text!r}")
+    return column, int(raw)
+
+
+def check_pattern(pattern: str) -> None:
+    """Raise InputError when polars' (Rust) regex engine cannot compile ``pattern``."""
+    try:
+        pl.Series([""]).str.contains(pattern)
+    except Exception as exc:  # polars raises ComputeError for a bad pattern
+        raise InputError(f"not a valid regex: {pattern!r}") from exc
+
+
+class LogIndex:
+    def __init__(self) -> None:
+        self.labels: list[str] = []
+        self.lines: list[SourceLines] = []
+        self.previews: list[SourceLines | None] = []
+        self.version = 0  # bumped on every change the view should notice
+        self._lock = threading.RLock()
+        self._order: np.ndarray | None = None
+        self._order_version = -1
+        self._matches: dict[str, list[np.ndarray]] = {}
+
+    # ----- writing (session thread) -----
+
+    def add_source(self, label: str) -> int:
+        with self._lock:
+            self.labels.append(label)
+            self.lines.append(SourceLines())
+            self.previews.append(None)
+            self.version += 1
+            return len(self.labels) - 1
+
+    def source_of(self, label: str) -> int:
+        return self.labels.index(label)
+
+    def append(self, source: int, frame: pl.DataFrame) -> None:
+        """Lines of a `block_lines` frame whose bytes are already in the source's store."""
+        with self._lock:
+            self.lines[source].append(
+                frame.get_column(C.BYTE_OFFSET).to_numpy(), frame.get_column(C.BYTE_LEN).to_numpy()
+            )
+            self.version += 1
+
+    def set_parsed(self, source: int, lines: pl.DataFrame) -> None:
+        with self._lock:
+            self.lines[source].set_parsed(lines)
+            self.version += 1
+
+    def store(self, source: int) -> TextStore:
+        return self.lines[source].store
+
+    def set_preview(
+        self,
+        source: int,
+        frame: pl.DataFrame | None,
+        parsed: pl.DataFrame | None = None,
+        store: TextStore | None = None,
+    ) -> None:
+        """Show ``frame`` (a large file's last lines, text in ``store``) for the source until
+        `set_preview(source, None)`."""
+        with self._lock:
+            old = self.previews[source]
+            if old is not None:
+                old.store.close(close_generations=False)
+            if frame is None or store is None:
+                self.previews[source] = None
+            else:
+                preview = SourceLines(store)
+                preview.append(
+                    frame.get_column(C.BYTE_OFFSET).to_numpy(), frame.get_column(C.BYTE_LEN).to_numpy()
+                )
+                if parsed is not None:
+                    preview.set_parsed(parsed)
+                self.previews[source] = preview
+            for cache in self._matches.values():
+                cache[source] = np.zeros(0, dtype=bool)
+            self.version += 1
+
+    def close(self) -> None:
+        with self._lock:
+            for preview in self.previews:
+                if preview is not None:
+                    preview.store.close(close_generations=False)
+            for lines in self.lines:
+                lines.store.close()
+
+    # ----- reading (any thread) -----
+
+    def _shown(self, source: int) -> SourceLines:
+        preview = self.previews[source]
+        return preview if preview is not None else self.lines[source]
+
+    def count(self) -> int:
+        with self._lock:
+            return sum(self._shown(s).count for s in range(len(self.labels)))
+
+    def order(self) -> np.ndarray:
+        """Keys of every shown line, merged by time across sources."""
+        with self._lock:
+            if self._order is not None and self._order_version == self.version:
+                return self._order
+            shown = [self._shown(s) for s in range(len(self.labels))]
+            if len(shown) == 1:
+                order = np.arange(shown[0].count, dtype=np.int64)
+            else:
+                order = merged_order([forward_fill(lines.ts.view().copy()) for lines in shown])
+            for s, preview in enumerate(self.previews):
+                if preview is not None:
+                    mine = (order >> 40) == s
+                    order[mine] |= PREVIEW_BIT
+            self._order, self._order_version = order, self.version
+            return order
+
+    def _columns(self, keys: np.ndarray, name: str) -> np.ndarray:
+        sources, idx = split_keys(keys)
+        preview = (idx & PREVIEW_BIT) != 0
+        idx = idx & ~PREVIEW_BIT & INDEX_MASK
+        out = np.empty(len(keys), dtype=np.int64)
+        with self._lock:
+            for s in np.unique(sources):
+                for is_preview in (False, True):
+                    mine = (sources == s) & (preview == is_preview)
+                    if not mine.any():
+                        continue
+                    lines = self.previews[s] if is_preview else self.lines[s]
+                    if lines is None:
+                        out[mine] = UNKNOWN
+                        continue
+                    out[mine] = getattr(lines, name).data[idx[mine]]
+        return out
+
+    def kinds(self, keys: np.ndarray) -> np.ndarray:
+        return self._columns(keys, "kind")
+
+    def line_numbers(self, keys: np.ndarray) -> np.ndarray:
+        """1-based line numbers; 0 for a preview line (its number is known once the file is read)."""
+        _, idx = split_keys(keys)
+        return np.where((idx & PREVIEW_BIT) != 0, 0, (idx & INDEX_MASK) + 1)
+
+    def text(self, key_: int) -> str:
+        source, idx = int(key_) >> 40, int(key_) & INDEX_MASK
+        lines = self.previews[source] if idx & PREVIEW_BIT else self.lines[source]
+        idx &= ~PREVIEW_BIT
+        if lines is None or idx >= lines.count:
+            return ""
+        return lines.store.line(int(lines.offset.data[idx]), int(lines.length.data[idx]))
+
+    def label(self, key_: int) -> str:
+        return self.labels[int(key_) >> 40]
+
+    def key_of(self, label: str, line_no: int) -> int | None:
+        try:
+            source = self.labels.index(label)
+        except ValueError:
+            return None
+        if not 0 < line_no <= self.lines[source].count:
+            return None
+        return (source << 40) | (line_no - 1)
+
+    # ----- filtering and search -----
+
+    def select(self, line_filter: LineFilter) -> np.ndarray:
+        """Keys of the shown lines that pass the filter, in view order."""
+        order = self.order()
+        if not line_filter.active:
+            return order
+        mask = np.ones(len(order), dtype=bool)
+        if line_filter.kinds is not None:
+            codes = [KIND_CODES[k] for k in line_filter.kinds if k in KIND_CODES]
+            mask &= np.isin(self.kinds(order), codes)
+        if line_filter.rank:
+            column, value = parse_rank(line_filter.rank)
+            mask &= self._columns(order, column) == value
+        if line_filter.pattern:
+            mask &= self.matches(line_filter.pattern, order)
+        return order[mask]
+
+    def matches(self, pattern: str, keys: np.ndarray) -> np.ndarray:
+        """Whether each key's text matches ``pattern`` (computed once per line and pattern)."""
+        check_pattern(pattern)
+        with self._lock:
+            cache = self._matches.setdefault(pattern, [np.zeros(0, dtype=bool) for _ in self.labels])
+            cache.extend(np.zeros(0, dtype=bool) for _ in range(len(self.labels) - len(cache)))
+            # the oldest patterns are dropped: a cache holds one bool per line
+            while len(self._matches) > 4:
+                self._matches.pop(next(iter(self._matches)))
+        sources, idx = split_keys(keys)
+        idx = idx & ~PREVIEW_BIT
+        out = np.zeros(len(keys), dtype=bool)
+        for s in np.unique(sources):
+            lines = self._shown(int(s))
+            done = cache[s]
+            if len(done) < lines.count:
+                done = np.concatenate([done, self._scan(lines, len(done), lines.count, pattern)])
+                cache[s] = done
+            mine = sources == s
+            out[mine] = done[idx[mine]]
+        return out
+
+    def _scan(self, lines: SourceLines, lo: int, hi: int, pattern: str) -> np.ndarray:
+        """Regex over lines [lo, hi) of a source, reading their text back in big contiguous reads."""
+        parts = []
+        offsets, lengths = lines.offset.view(), lines.length.view()
+        store = lines.store
+        i = lo
+        while i < hi:
+            start = int(offsets[i])
+            j = int(np.searchsorted(offsets, start + _SCAN_BYTES, side="left"))
+            j = min(max(j, i + 1), hi)
+            end = int(offsets[j - 1] + lengths[j - 1])
+            data = store.read(start, end - start)
+            text = block_lines(Block("", 1, 0, data)).get_column(C.TEXT)
+            if len(text) != j - i:  # text gone (a truncated file): its placeholder, line by line
+                text = pl.Series([store.line(int(offsets[k]), int(lengths[k])) for k in range(i, j)])
+            parts.append(text.str.contains(pattern).fill_null(False).to_numpy())
+            i = j
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
+
+    def find(self, pattern: str, view: np.ndarray, start: int, forward: bool = True) -> int | None:
+        """Position in ``view`` of the next (or previous) line after ``start`` matching ``pattern``."""
+        hits = np.flatnonzero(self.matches(pattern, view))
+        if not len(hits):
+            return None
+        if forward:
+            after = hits[hits > start]
+            return int(after[0]) if len(after) else int(hits[0])  # wrap around
+        before = hits[hits < start]
+        return int(before[-1]) if len(before) else int(hits[-1])
+
+    def next_kind(self, view: np.ndarray, start: int, kind_code: int = FAULT) -> int | None:
+        """Position of the next line of a kind after ``start`` (wrapping), e.g. the next fault."""
+        hits = np.flatnonzero(self.kinds(view) == kind_code)
+        if not len(hits):
+            return None
+        after = hits[hits > start]
+        return int(after[0]) if len(after) else int(hits[0])

@@ -1,0 +1,137 @@
+"""What the user names as a source, and the follower that reads it.
+
+    server.log                       a local file (followed across rotation and truncation)
+    HOST:/path  USER@HOST:/path      a file on another machine, through ssh
+    ssh://USER@HOST:PORT/path        the same with a port
+    -                                standard input
+    replay:FILE?speed=N              a recorded log at its original pace times N
+    --cmd "kubectl logs -f POD"      a command's output (an option, not a source argument)
+
+An existing local path always wins, so a file whose name holds a colon is still a file.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from tracelens.errors import InputError
+from tracelens.live.remote import RemoteTarget
+
+FILE = "file"
+SSH = "ssh"
+COMMAND = "cmd"
+STDIN = "stdin"
+REPLAY = "replay"
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    kind: str
+    label: str
+    path: str | None = None
+    target: RemoteTarget | None = None
+    command: str | None = None
+    speed: float = 1.0
+
+    def follower(self, **options: Any):
+        """A follower object with `run(emit, stop)` for this source."""
+        if self.kind == FILE:
+            from tracelens.live.tail import FileFollower
+
+            return FileFollower(self.path or "", self.label, **options)
+        if self.kind == SSH:
+            from tracelens.live.remote import SshFollower
+
+            assert self.target is not None
+            return SshFollower(self.target, self.label, **options)
+        if self.kind == COMMAND:
+            from tracelens.live.command import CommandFollower
+
+            return CommandFollower(self.command or "", self.label)
+        if self.kind == STDIN:
+            from tracelens.live.command import StreamFollower
+
+            return StreamFollower(options.get("fd", 0), self.label)
+        from tracelens.live.replay import ReplayFollower
+
+        return ReplayFollower(self.path or "", self.speed, self.label)
+
+
+def parse_spec(text: str) -> SourceSpec:
+    """Read one source argument; an unusable one is an `InputError` (one line, exit 2)."""
+    if not text:
+        raise InputError("an empty source name")
+    if text == "-":
+        return SourceSpec(STDIN, "stdin")
+    if text.startswith("replay:"):
+        return _replay(text)
+    if text.startswith("ssh://"):
+        return _ssh_url(text)
+    if os.path.exists(text):
+        return _local(text)
+    host, sep, path = text.partition(":")
+    if sep and host and path and "/" not in host:
+        user, at, name = host.rpartition("@")
+        return _remote(RemoteTarget(name if at else host, path, user if at else None), text)
+    return _local(text)
+
+
+def command_spec(command: str) -> SourceSpec:
+    if not command.strip():
+        raise InputError("--cmd wants a command, got an empty string")
+    return SourceSpec(COMMAND, f"cmd:{command}", command=command)
+
+
+def _local(text: str) -> SourceSpec:
+    path = Path(text)
+    if path.is_dir():
+        raise InputError(f"{text} is a folder: name the log file to follow")
+    if not path.exists() and not path.parent.is_dir():
+        raise InputError(f"no such file or folder: {text}")
+    if path.exists() and not os.access(path, os.R_OK):
+        raise InputError(f"permission denied: {text}")
+    return SourceSpec(FILE, text, path=text)
+
+
+def _remote(target: RemoteTarget, label: str) -> SourceSpec:
+    if not target.host or target.host.startswith("-"):
+        raise InputError(f"not a host name: {target.host!r}")
+    if not target.path:
+        raise InputError(f"no remote path in {label!r}")
+    return SourceSpec(SSH, label, target=target)
+
+
+def _ssh_url(text: str) -> SourceSpec:
+    try:
+        url = urlsplit(text)
+        port = url.port
+    except ValueError as exc:
+        raise InputError(f"cannot read {text!r} as ssh://USER@HOST:PORT/path ({exc})") from exc
+    if not url.hostname or not url.path or url.path == "/":
+        raise InputError(f"expected ssh://USER@HOST:PORT/path, got {text!r}")
+    return _remote(RemoteTarget(url.hostname, url.path, url.username, port), text)
+
+
+def _replay(text: str) -> SourceSpec:
+    rest = text.removeprefix("replay:")
+    path, _, query = rest.partition("?")
+    speed = 1.0
+    if query:
+        values = parse_qs(query)
+        unknown = set(values) - {"speed"}
+        if unknown:
+            raise InputError(f"replay: knows only ?speed=N, got {', '.join(sorted(unknown))}")
+        try:
+            speed = float(values["speed"][-1])
+        except (KeyError, ValueError) as exc:
+            raise InputError(f"replay: speed must be a number, got {query!r}") from exc
+        if not speed > 0 or math.isnan(speed):
+            raise InputError(f"replay: speed must be above 0, got {speed:g}")
+    if not Path(path).is_file():
+        raise InputError(f"replay: no such file: {path}")
+    return SourceSpec(REPLAY, f"replay:{path}", path=path, speed=speed)

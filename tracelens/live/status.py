@@ -1,0 +1,225 @@
+"""What the live screen and `follow` show, computed from an `Analysis`: per source, its current run
+(the last server start), the server's phase, the speculative config, acceptance and throughput, and
+the EAGLE-3 capture per debug site. Headless: plain data that any view renders.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from tracelens.analysis import Analysis
+from tracelens.schema import A, C, T
+
+# The server's phases, as the header names them.
+WAITING = "waiting for a server start"
+STARTING = "starting"
+LOADING = "loading weights"
+KV_CACHE = "allocating KV cache"
+CAPTURING = "capturing graphs"
+WARMING = "warming up"
+READY = "ready"
+CRASHED = "crashed"
+SHUT_DOWN = "shut down"
+
+# The embedding-capture state in plain words, and how it should look (ok, warning, error, unknown).
+EMBED_WORDS: dict[str, tuple[str, str]] = {
+    "as expected": ("embedding capture as expected", "ok"),
+    "seen": ("embedding capture seen (layer_id -1): fine only if the draft was trained with it", "warning"),
+    "not seen": ("no embedding capture seen", "ok"),
+    "missing": ("embedding capture missing: the draft expects it (layer_id -1)", "error"),
+    "unexpected": ("embedding capture unexpected: the draft was not trained with it", "error"),
+    "no debug lines": ("no capture debug lines yet", "unknown"),
+}
+
+
+@dataclass(frozen=True)
+class SiteStatus:
+    """One debug site of the current run: its last num_aux, shapes and norm."""
+
+    site: str  # TAG[site] event
+    count: int
+    num_aux: int | None
+    shapes: str
+    norm: float | None
+    norm_range: str
+
+
+@dataclass(frozen=True)
+class RunStatus:
+    source: str
+    run: int | None
+    label: str | None
+    phase: str
+    phase_detail: str = ""
+    elapsed_s: float | None = None
+    expected_s: float | None = None
+    speculative: str | None = None
+    accept_len: float | None = None
+    accept_len_median: float | None = None
+    gen_throughput: float | None = None
+    gen_throughput_median: float | None = None
+    baseline: str | None = None
+    baseline_gen_throughput: float | None = None
+    baseline_accept_len: float | None = None
+    speedup: float | None = None
+    embed_state: str | None = None
+    embed_words: str = ""
+    embed_level: str = "unknown"
+    sites: tuple[SiteStatus, ...] = ()
+    # decode series of the run: t_since_start_s, accept_len, gen_throughput, rolling medians
+    series: pl.DataFrame = field(default_factory=pl.DataFrame)
+
+    def to_json(self) -> dict[str, Any]:
+        out = {
+            k: v
+            for k, v in self.__dict__.items()
+            if k not in ("series", "sites") and not isinstance(v, pl.DataFrame)
+        }
+        out["sites"] = [s.__dict__ for s in self.sites]
+        out["decode_points"] = self.series.height
+        return out
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    runs: tuple[RunStatus, ...] = ()
+    lines: int = 0
+
+    def run_of(self, source: str) -> RunStatus | None:
+        return next((r for r in self.runs if r.source == source), None)
+
+
+def _fmt_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    seconds = max(0.0, seconds)
+    if seconds < 90:
+        return f"{seconds:.0f}s"
+    minutes, secs = divmod(int(seconds), 60)
+    if minutes < 90:
+        return f"{minutes}m{secs:02d}s"
+    return f"{minutes // 60}h{minutes % 60:02d}m"
+
+
+def speculative_words(row: dict[str, Any]) -> str | None:
+    algo = row.get(C.SPEC_ALGORITHM)
+    if not algo:
+        return None
+    parts = [str(algo)]
+    for col, unit in (
+        (C.SPEC_NUM_STEPS, "steps"),
+        (C.SPEC_EAGLE_TOPK, "topk"),
+        (C.SPEC_NUM_DRAFT_TOKENS, "draft tokens"),
+    ):
+        value = row.get(col)
+        if value is not None:
+            parts.append(f"topk {value}" if unit == "topk" else f"{value} {unit}")
+    return " · ".join(parts)
+
+
+def _phase(analysis: Analysis, source: str, run: int, last_ts: dt.datetime | None, row: dict[str, Any]):
+    """(phase, detail, elapsed, expected) of a run from its lifecycle lines and faults."""
+    lifecycle = analysis.tables[T.LIFECYCLE].filter((pl.col(C.SOURCE) == source) & (pl.col(C.RUN) == run))
+    events = set(lifecycle.get_column(C.EVENT).to_list())
+    start = row.get(C.START_TS)
+    elapsed = (last_ts - start).total_seconds() if last_ts is not None and start is not None else None
+    expected = row.get(A.EXPECTED_TIME_TO_READY_S)
+    if row.get(A.ENDED_CLEANLY) is False:
+        return CRASHED, "", elapsed, expected
+    if "shutdown" in events:
+        return SHUT_DOWN, "", elapsed, expected
+    if "ready" in events:
+        ready = row.get(A.TIME_TO_READY_S)
+        return READY, f"ready after {_fmt_duration(ready)}" if ready is not None else "", elapsed, expected
+    if "graph_capture_begin" in events:
+        phase = CAPTURING
+    elif "uvicorn_running" in events or "server_process_started" in events:
+        phase = WARMING
+    elif "kv_cache_allocated" in events or "memory_pool_end" in events:
+        phase = KV_CACHE
+    elif "weight_load_begin" in events:
+        phase = LOADING
+    else:
+        phase = STARTING
+    detail = f"{_fmt_duration(elapsed)} since start"
+    if expected is not None:
+        detail += f", earlier starts were ready after {_fmt_duration(expected)}"
+    return phase, detail, elapsed, expected
+
+
+def _sites(analysis: Analysis, source: str, run: int) -> tuple[SiteStatus, ...]:
+    capture = analysis.capture.filter((pl.col(C.SOURCE) == source) & (pl.col(C.RUN) == run))
+    out = []
+    for row in capture.to_dicts():
+        shapes = row.get(C.SHAPES) or []
+        lo, hi = row.get(A.NORM_MIN), row.get(A.NORM_MAX)
+        out.append(
+            SiteStatus(
+                site=f"{row.get(C.TAG) or ''}[{row.get(C.SITE) or ''}] {row.get(C.EVENT) or ''}".strip(),
+                count=int(row.get(A.COUNT) or 0),
+                num_aux=row.get(C.NUM_AUX),
+                shapes=" ".join("[" + ", ".join(str(d) for d in s) + "]" for s in shapes) or "-",
+                norm=row.get(A.NORM_MEAN),
+                norm_range=f"{lo:.3g}-{hi:.3g}" if lo is not None and hi is not None else "",
+            )
+        )
+    return tuple(out)
+
+
+def _last(frame: pl.DataFrame, column: str) -> float | None:
+    values = frame.get_column(column).drop_nulls() if column in frame.columns else pl.Series([])
+    return float(values[-1]) if len(values) else None
+
+
+def run_status(analysis: Analysis, source: str) -> RunStatus:
+    runs = analysis.runs.filter(pl.col(C.SOURCE) == source).sort(C.RUN)
+    lines = analysis.tables[T.LINES].filter(pl.col(C.SOURCE) == source)
+    if not runs.height:
+        return RunStatus(source, None, None, WAITING)
+    row = runs.row(-1, named=True)
+    run = int(row[C.RUN])
+    timed = lines.filter((pl.col(C.RUN) == run) & pl.col(C.TS).is_not_null())
+    last_ts = timed.get_column(C.TS).max() if timed.height else None
+    phase, detail, elapsed, expected = _phase(analysis, source, run, last_ts, row)
+    series = analysis.series.filter((pl.col(C.SOURCE) == source) & (pl.col(C.RUN) == run))
+    embed = analysis.embed.filter((pl.col(C.SOURCE) == source) & (pl.col(C.RUN) == run))
+    state = embed.item(0, A.EMBED_STATE) if embed.height else None
+    words, level = EMBED_WORDS.get(state, ("", "unknown")) if state else ("", "unknown")
+    baseline = row.get(A.BASELINE)
+    base = analysis.runs.filter(pl.col(A.LABEL) == baseline) if baseline else analysis.runs.clear()
+    keep = [A.T_SINCE_START, C.TS, C.LINE_NO, C.ACCEPT_LEN, C.GEN_THROUGHPUT]
+    keep += [A.ROLLING_MEDIAN, A.TPUT_ROLLING_MEDIAN, A.STAGE]
+    return RunStatus(
+        source=source,
+        run=run,
+        label=row.get(A.LABEL),
+        phase=phase,
+        phase_detail=detail,
+        elapsed_s=elapsed,
+        expected_s=expected,
+        speculative=speculative_words(row),
+        accept_len=_last(series, C.ACCEPT_LEN),
+        accept_len_median=_last(series, A.ROLLING_MEDIAN),
+        gen_throughput=_last(series, C.GEN_THROUGHPUT),
+        gen_throughput_median=_last(series, A.TPUT_ROLLING_MEDIAN),
+        baseline=baseline,
+        baseline_gen_throughput=base.item(0, A.MEAN_GEN_THROUGHPUT) if base.height else None,
+        baseline_accept_len=base.item(0, A.MEAN_ACCEPT_LEN) if base.height else None,
+        speedup=row.get(A.SPEEDUP),
+        embed_state=state,
+        embed_words=words,
+        embed_level=level,
+        sites=_sites(analysis, source, run),
+        series=series.select([c for c in keep if c in series.columns]),
+    )
+
+
+def snapshot(analysis: Analysis, sources: list[str]) -> Snapshot:
+    return Snapshot(
+        runs=tuple(run_status(analysis, s) for s in sources),
+        lines=analysis.tables[T.LINES].height,
+    )

@@ -1,0 +1,149 @@
+"""Follow a local file like `tail -F`: plain reads at a byte cursor (no mmap on a live file), across
+rename rotation (the old file is read to its end, then the new one from its start) and copytruncate
+(the file shrinks under the cursor: reading resumes from its start).
+
+A large existing file is first previewed (its last lines, so the screen has something at once), then
+read from its start in big blocks with progress, then followed.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from tracelens.live.events import (
+    BackfillProgressed,
+    FileRotated,
+    FileTruncated,
+    LinesAppended,
+    SourceConnected,
+    SourceEvent,
+    TailPreviewed,
+)
+from tracelens.live.lines import LineCutter
+from tracelens.live.store import FileGeneration
+
+Emit = Callable[[SourceEvent], None]
+
+POLL_SECONDS = 0.02
+BLOCK_BYTES = 4 << 20
+PREVIEW_THRESHOLD = 8 << 20
+PREVIEW_BYTES = 256 << 10
+
+
+class FileFollower:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        label: str,
+        *,
+        poll: float = POLL_SECONDS,
+        block_bytes: int = BLOCK_BYTES,
+        preview_threshold: int = PREVIEW_THRESHOLD,
+        preview_bytes: int = PREVIEW_BYTES,
+    ) -> None:
+        self.path = str(path)
+        self.label = label
+        self.poll = poll
+        self.block_bytes = block_bytes
+        self.preview_threshold = preview_threshold
+        self.preview_bytes = preview_bytes
+
+    def close(self) -> None:
+        """Nothing to end: `run` closes its files when its stop event is set."""
+
+    def _open(self, stop: threading.Event) -> int | None:
+        while not stop.is_set():
+            try:
+                return os.open(self.path, os.O_RDONLY)
+            except FileNotFoundError:
+                stop.wait(self.poll * 5)
+        return None
+
+    def run(self, emit: Emit, stop: threading.Event) -> None:
+        fd = self._open(stop)
+        if fd is None:
+            return
+        self._fds = [fd]
+        try:
+            self._follow(fd, emit, stop)
+        finally:
+            for open_fd in self._fds:
+                os.close(open_fd)
+
+    def _preview(self, fd: int, generation: FileGeneration, size: int, emit: Emit) -> None:
+        start = max(0, size - self.preview_bytes)
+        data = os.pread(fd, size - start, start)
+        if start > 0:  # begin at a line start
+            first = data.find(b"\n") + 1
+            data, start = data[first:], start + first
+        data = data[: data.rfind(b"\n") + 1]
+        if data:
+            emit(TailPreviewed(self.label, data, generation, start))
+
+    def _follow(self, fd: int, emit: Emit, stop: threading.Event) -> None:
+        generation = FileGeneration.of(self.path, fd)
+        size = os.fstat(fd).st_size
+        backfill = size if size > self.preview_threshold else 0
+        if backfill:
+            self._preview(fd, generation, size, emit)
+        emit(SourceConnected(self.label, self.path))
+        cutter = LineCutter()
+        cursor = 0  # next byte to read from the current file
+        while not stop.is_set():
+            data = os.pread(fd, self.block_bytes, cursor)
+            if data:
+                line_start = cursor - len(cutter.pending)
+                cursor += len(data)
+                complete = cutter.feed(data)
+                if complete:
+                    emit(LinesAppended(self.label, complete, generation, line_start))
+                if backfill:
+                    emit(BackfillProgressed(self.label, min(cursor, backfill), backfill))
+                    if cursor >= backfill:
+                        backfill = 0
+                continue
+            if backfill:  # the file shrank before we reached its old end
+                emit(BackfillProgressed(self.label, backfill, backfill))
+                backfill = 0
+            fst = os.fstat(fd)
+            if fst.st_size < cursor:  # copytruncate
+                tail = cutter.flush()
+                if tail:
+                    emit(LinesAppended(self.label, tail))
+                generation.gone = True
+                generation = FileGeneration.of(self.path, fd)
+                cursor = 0
+                emit(FileTruncated(self.label, fst.st_size))
+                continue
+            try:
+                st = os.stat(self.path)
+            except FileNotFoundError:
+                st = None
+            if st is not None and (st.st_ino, st.st_dev) != (fst.st_ino, fst.st_dev):
+                # Renamed away and replaced: read what the writer added to the old file meanwhile.
+                data = os.pread(fd, self.block_bytes, cursor)
+                if data:
+                    continue
+                tail = cutter.flush()
+                if tail:
+                    emit(LinesAppended(self.label, tail))
+                new_fd = self._open(stop)
+                if new_fd is None:
+                    return
+                os.close(fd)
+                self._fds = [new_fd]
+                fd = new_fd
+                generation = FileGeneration.of(self.path, fd)
+                cursor = 0
+                emit(FileRotated(self.label, f"{self.path} was replaced by a new file"))
+                continue
+            stop.wait(self.poll)
+
+
+def local_exists_or_waitable(path: str) -> bool:
+    """A local source is usable when the file exists or its folder does (the file may appear)."""
+    p = Path(path)
+    return p.is_file() or p.parent.is_dir()
