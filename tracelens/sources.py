@@ -74,6 +74,23 @@ def open_source(path: Path) -> BinaryIO:
     return path.open("rb")
 
 
+def decompressing(fh: BinaryIO) -> BinaryIO:
+    """A stream that cannot seek (an archive member), decompressed when its first bytes say so."""
+    head = fh.peek(6)[:6] if hasattr(fh, "peek") else b""
+    kind = next((name for magic, name in _MAGIC if head.startswith(magic)), None)
+    if kind == "gz":
+        return gzip.GzipFile(fileobj=fh, mode="rb")  # type: ignore[return-value]
+    if kind == "bz2":
+        return bz2.BZ2File(fh)  # type: ignore[return-value]
+    if kind == "xz":
+        return lzma.LZMAFile(fh)  # type: ignore[return-value]
+    if kind == "zst":
+        import zstandard
+
+        return zstandard.ZstdDecompressor().stream_reader(fh)  # type: ignore[return-value]
+    return fh
+
+
 def _looks_like_log(path: Path) -> bool:
     name = path.name.lower()
     for suffix in _COMPRESSED_SUFFIXES:

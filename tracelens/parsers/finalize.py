@@ -44,7 +44,16 @@ def finalize(tables: Tables) -> Tables:
     frames = {name: frame for name, frame in tables.frames.items() if name != PARTS}
     fault_parts = parts.filter(pl.col(C.KIND) == Kind.FAULT)
     frames[T.FAULTS] = complete_faults(tables[T.FAULTS], fault_parts)
-    args_records = (
+    frames[T.SERVER_ARGS] = server_args_from_parts(parts)
+    frames[T.RUNS] = build_runs(tables[T.LINES], frames[T.SERVER_ARGS])
+    for name in TABLES:
+        frames.setdefault(name, empty(name))
+    return Tables(frames)
+
+
+def server_args_from_parts(parts: pl.DataFrame) -> pl.DataFrame:
+    """The `server_args` rows of the `server_args` records among ``parts`` (heads and wrapped pieces)."""
+    records = (
         parts.filter(pl.col(C.KIND) == Kind.LIFECYCLE)
         .sort(C.SOURCE, C.LINE_NO)
         .group_by(C.SOURCE, C.RECORD, maintain_order=True)
@@ -52,11 +61,7 @@ def finalize(tables: Tables) -> Tables:
         .agg(pl.col(C.RUN).first(), pl.col(C.TEXT).str.join(""))
         .rename({C.RECORD: C.LINE_NO})
     )
-    frames[T.SERVER_ARGS] = server_args_table(args_records)
-    frames[T.RUNS] = build_runs(tables[T.LINES], frames[T.SERVER_ARGS])
-    for name in TABLES:
-        frames.setdefault(name, empty(name))
-    return Tables(frames)
+    return server_args_table(records)
 
 
 def run_spans(lines: pl.DataFrame) -> pl.DataFrame:

@@ -1,0 +1,488 @@
+"""`tracelens parse -o DIR`: logs in, a Parquet dataset out, in bounded memory, on all cores or a Dask
+cluster, reading again only what changed.
+
+The steps: find the inputs; compare them with the manifest (skip the unchanged, read only the new
+bytes of a log that grew); cut the rest into tasks (`plan.py`); run the tasks, which write part files
+into a staging folder; check that byte ranges agreed on their run numbers (else read that file again
+in one piece); commit: move the new files into place, rebuild `faults` of the touched sources and
+`runs`, write the manifest. The commit goes through a journal, so a run stopped at any point leaves
+the old dataset or the new one, and the next run finishes an interrupted commit.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import posixpath
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from tracelens.engine import manifest as mf
+from tracelens.engine.executors import LOCAL, Executor, make_executor
+from tracelens.engine.inputs import Input, discover
+from tracelens.engine.plan import (
+    DEFAULT_BLOCK_BYTES,
+    DEFAULT_RANGE_BYTES,
+    TaskSpec,
+    Unit,
+    plan_ranges,
+    scan_range,
+    server_args_heads,
+)
+from tracelens.engine.store import FAULTS_PRE, META, Store
+from tracelens.engine.task import SourceResult, TaskResult, run_task
+from tracelens.parsers.faults import share_within_groups
+from tracelens.parsers.finalize import _RUN_ARGS, runs_from_spans
+from tracelens.schema import TABLES, C, T, conform, empty
+
+# Called with (bytes done, bytes in total) as tasks finish.
+Progress = Callable[[int, int], None]
+STAGING = f"{META}/staging"
+FAULTS_PRE_DIR = f"{META}/faults_pre"
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    jobs: int | None = None  # worker processes; None: one per core
+    executor: str = LOCAL
+    scheduler: str | None = None
+    block_bytes: int = DEFAULT_BLOCK_BYTES
+    range_bytes: int = DEFAULT_RANGE_BYTES
+    base_date: dt.date | None = None  # for time-only prefixes; None: each file's modification date
+
+
+@dataclass
+class Report:
+    """What a run did: for the CLI's summary and exit code."""
+
+    inputs: int = 0
+    unchanged: int = 0
+    grown: int = 0
+    read: int = 0  # inputs (fully or partly) read in this run
+    bytes_read: int = 0
+    rows: dict[str, int] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def _task_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+def _source_key(source: str) -> str:
+    return hashlib.blake2b(source.encode(), digest_size=8).hexdigest()
+
+
+# --------------------------------------------------------------------------------------------- planning
+
+
+@dataclass
+class _Work:
+    """Inputs to (re)read: ``start`` is where reading resumes (0, or the last range of a grown log)."""
+
+    item: Input
+    start: int = 0
+    first_line: int = 1
+    run_offset: int = 0
+
+
+def _plan_inputs(
+    inputs: list[Input], old: dict[str, Any], report: Report
+) -> tuple[dict[str, Any], list[_Work], list[Unit]]:
+    """Decide per input: keep, read from where it grew, or read whole. Returns the kept tasks, the work
+    to plan, and units of unchanged inputs to read again because they shared a task with a changed one."""
+    given = {i.path: i for i in inputs}
+    changes = {i.path: mf.change_of(i, old["inputs"].get(i.path)) for i in inputs}
+    last_unit: dict[str, dict[str, Any]] = {}
+    for task in old["tasks"].values():
+        for unit in task["units"]:
+            path = unit["input"]
+            if path not in last_unit or unit["start"] > last_unit[path]["start"]:
+                last_unit[path] = unit
+    kept: dict[str, Any] = {}
+    redo: list[Unit] = []
+    for task_id, task in old["tasks"].items():
+        paths = [u["input"] for u in task["units"]]
+        gone = [p for p in paths if p not in given]
+        touched = [
+            p
+            for p, u in zip(paths, task["units"], strict=True)
+            if p in given and (changes[p] == "changed" or (changes[p] == "grown" and u is last_unit[p]))
+        ]
+        if not gone and not touched:
+            kept[task_id] = task
+            continue
+        for p, u in zip(paths, task["units"], strict=True):
+            if p in given and changes[p] == "same":
+                redo.append(_unit_from_record(given[p], u))
+    work: list[_Work] = []
+    for item in inputs:
+        change = changes[item.path]
+        if change == "same":
+            report.unchanged += 1
+        elif change == "grown":
+            report.grown += 1
+            last = last_unit[item.path]
+            work.append(_Work(item, last["start"], last["first_line"], last["run_offset"]))
+        else:
+            work.append(_Work(item))
+    report.read = len(work) + len({u.input.path for u in redo})
+    return kept, work, redo
+
+
+def _unit_from_record(item: Input, record: dict[str, Any]) -> Unit:
+    return Unit(
+        item, record["start"], record["end"], record["first_line"], record["run_offset"], record["base_date"]
+    )
+
+
+def _split(
+    work: list[_Work], options: EngineOptions, executor: Executor
+) -> tuple[list[Unit], dict[str, list[Unit]]]:
+    """Units for the work: whole inputs, or byte ranges of big plain files with their first line and
+    predicted run numbers. Returns the whole units and, per split input, its ranges in order."""
+    base_date = options.base_date.isoformat() if options.base_date else None
+    whole: list[Unit] = []
+    split: dict[str, list[Unit]] = {}
+    scans: list[tuple[str, int, int, int]] = []  # (path, index, start, end)
+    bounds_of: dict[str, list[tuple[int, int | None]]] = {}
+    for w in work:
+        item = w.item
+        if not item.splittable or item.size - w.start <= options.range_bytes:
+            whole.append(Unit(item, w.start, None, w.first_line, w.run_offset, base_date))
+            continue
+        bounds = plan_ranges(item, options.range_bytes, w.start)
+        if len(bounds) == 1:
+            whole.append(Unit(item, w.start, None, w.first_line, w.run_offset, base_date))
+            continue
+        bounds_of[item.path] = bounds
+        for i, (a, b) in enumerate(bounds[:-1]):
+            scans.append((item.path, i, a, b if b is not None else item.size))
+    results = dict(executor.run(_scan, scans)) if scans else {}
+    for w in work:
+        bounds = bounds_of.get(w.item.path)
+        if bounds is None:
+            continue
+        units = []
+        line, run, candidates = w.first_line, w.run_offset, []
+        for i, (a, b) in enumerate(bounds):
+            units.append(Unit(w.item, a, b, line, run, base_date))
+            if i < len(bounds) - 1:
+                scan = results[(w.item.path, i, a, b if b is not None else w.item.size)]
+                line += scan.newlines
+                candidates.extend(scan.candidates)
+                run = w.run_offset + server_args_heads(candidates)
+        split[w.item.path] = units
+    return whole, split
+
+
+def _scan(key: tuple[str, int, int, int]):
+    path, _, start, end = key
+    return scan_range(path, start, end)
+
+
+def _tasks(
+    whole: list[Unit], split: dict[str, list[Unit]], root: str, staging: str, options: EngineOptions
+) -> list[TaskSpec]:
+    """One task per range of a split file; whole files grouped up to about a range's size."""
+    make = lambda units: TaskSpec(  # noqa: E731 - a local shorthand
+        _task_id(), tuple(units), root, staging, options.block_bytes, max(options.range_bytes // 2, 1)
+    )
+    tasks = [make([u]) for units in split.values() for u in units]
+    group: list[Unit] = []
+    size = 0
+    for unit in sorted(whole, key=lambda u: -u.input.size):
+        if not unit.input.splittable or unit.input.size >= options.range_bytes:
+            tasks.append(make([unit]))
+            continue
+        group.append(unit)
+        size += unit.input.size - unit.start
+        if size >= options.range_bytes:
+            tasks.append(make(group))
+            group, size = [], 0
+    if group:
+        tasks.append(make(group))
+    # Biggest first, so that the last task to finish is a small one.
+    return sorted(tasks, key=lambda t: -t.size)
+
+
+# --------------------------------------------------------------------------------------------- checking
+
+
+def _ranges_agree(units: list[Unit], results: dict[int, SourceResult]) -> bool:
+    """Whether the ranges of a split file got the line and run numbers the whole file would give them."""
+    for i, after in enumerate(units[1:]):
+        got = results[i]
+        if got.error or got.first_line + got.lines != after.first_line:
+            return False
+        if got.run_offset + got.server_args != after.run_offset:
+            return False
+        if results[i + 1].time_only:  # its day roll-over needs the clock of the lines before it
+            return False
+    return True
+
+
+# --------------------------------------------------------------------------------------------- committing
+
+
+def _final_path(staged: str, staging: str) -> str:
+    rel = posixpath.relpath(staged, staging)
+    table, name = rel.split("/", 1)
+    return f"{FAULTS_PRE_DIR}/{name}" if table == FAULTS_PRE else f"{table}/{name}"
+
+
+def _faults_of(store: Store, files: list[str], source: str) -> pl.DataFrame:
+    frames = [store.read_parquet(f).filter(pl.col(C.SOURCE) == source) for f in files]
+    frames = [f for f in frames if f.height]
+    if not frames:
+        return empty(T.FAULTS)
+    return pl.concat(frames, how="vertical_relaxed").sort(C.FIRST_LINE)
+
+
+def _runs(store: Store, tasks: dict[str, Any], locate: Callable[[str], str]) -> pl.DataFrame:
+    spans = [[s["source"], *span] for task in tasks.values() for s in task["sources"] for span in s["spans"]]
+    schema = {
+        C.SOURCE: pl.String,
+        C.RUN: pl.Int32,
+        C.START_LINE: pl.Int64,
+        C.START_TS: pl.Int64,
+        C.END_TS: pl.Int64,
+        C.LINE_COUNT: pl.Int64,
+    }
+    frame = pl.DataFrame(spans, schema=schema, orient="row").with_columns(
+        pl.col(C.START_TS).cast(pl.Datetime("us")), pl.col(C.END_TS).cast(pl.Datetime("us"))
+    )
+    merged = frame.group_by(C.SOURCE, C.RUN, maintain_order=True).agg(
+        pl.col(C.START_LINE).min(),
+        pl.col(C.START_TS).min(),
+        pl.col(C.END_TS).max(),
+        pl.col(C.LINE_COUNT).sum(),
+    )
+    args_files = [locate(f) for task in tasks.values() for f in task["files"].get(T.SERVER_ARGS, [])]
+    wanted = pl.col(C.KEY).is_in(list(_RUN_ARGS))
+    args = [store.read_parquet(f).filter(wanted) for f in args_files]
+    server_args = pl.concat(args, how="vertical_relaxed") if args else empty(T.SERVER_ARGS)
+    return runs_from_spans(merged.sort(C.SOURCE, C.RUN), server_args)
+
+
+def _apply(store: Store, journal: dict[str, Any]) -> None:
+    """Carry out a commit; every step can be repeated, so an interrupted commit is replayed as is."""
+    for src, dst in journal["moves"]:
+        store.move(src, dst)
+    for rel in journal["deletes"]:
+        store.delete(rel)
+    store.write_json(mf.MANIFEST, journal["manifest"])
+    for table in TABLES:
+        if not [f for f in store.listdir(table) if f.endswith(".parquet")]:
+            store.write_parquet(f"{table}/empty.parquet", empty(table))
+    store.delete(mf.JOURNAL)
+    store.delete(STAGING)
+
+
+def recover(store: Store) -> None:
+    """Finish a commit that was interrupted; drop what an interrupted run left in staging."""
+    journal = store.read_json(mf.JOURNAL)
+    if journal is not None:
+        _apply(store, journal)
+    store.delete(STAGING)
+
+
+def _commit(
+    store: Store,
+    staging: str,
+    old: dict[str, Any],
+    kept: dict[str, Any],
+    new_tasks: dict[str, tuple[TaskSpec, TaskResult]],
+    inputs: list[Input],
+) -> dict[str, Any]:
+    manifest = mf.empty()
+    manifest["inputs"] = {
+        i.path: (
+            old["inputs"][i.path]
+            if i.path in old["inputs"] and not _touched(i, new_tasks)
+            else mf.input_record(i)
+        )
+        for i in inputs
+    }
+    moves: list[tuple[str, str]] = []
+    tasks = dict(kept)
+    for task_id, (spec, result) in new_tasks.items():
+        record = mf.task_record(spec.units, result)
+        final_files: dict[str, list[str]] = {}
+        for table, files in result.files.items():
+            for f in files:
+                dst = _final_path(f, staging)
+                moves.append((f, dst))
+                final_files.setdefault(table, []).append(dst)
+        record["files"] = final_files
+        tasks[task_id] = record
+    dropped = {k: v for k, v in old["tasks"].items() if k not in kept}
+    deletes = [f for task in dropped.values() for files in task["files"].values() for f in files]
+    staged = {dst: src for src, dst in moves}
+
+    def locate(rel: str) -> str:
+        return staged.get(rel, rel)
+
+    # faults of every source a new or dropped task touched, shared within crash groups once whole
+    touched = {s["source"] for _, r in new_tasks.values() for s in map(_as_dict, r.sources)}
+    touched |= {s["source"] for task in dropped.values() for s in task["sources"]}
+    faults_files: dict[str, list[str]] = {}
+    for task in tasks.values():
+        for s in task["sources"]:
+            faults_files.setdefault(s["source"], [locate(f) for f in task["files"].get(FAULTS_PRE, [])])
+    manifest["faults"] = {k: v for k, v in old.get("faults", {}).items() if k not in touched}
+    for source in sorted(touched):
+        if source in old.get("faults", {}):
+            deletes.append(old["faults"][source])
+        files = sorted(
+            {
+                f
+                for task in tasks.values()
+                if source in {s["source"] for s in task["sources"]}
+                for f in task["files"].get(FAULTS_PRE, [])
+            }
+        )
+        faults = (
+            share_within_groups(_faults_of(store, [locate(f) for f in files], source))
+            if files
+            else empty(T.FAULTS)
+        )
+        if faults.height:
+            rel = f"{T.FAULTS}/{_source_key(source)}.parquet"
+            store.write_parquet(f"{staging}/{rel}", conform(T.FAULTS, faults))
+            moves.append((f"{staging}/{rel}", rel))
+            manifest["faults"][source] = rel
+            deletes = [d for d in deletes if d != rel]
+    runs = _runs(store, tasks, locate)
+    store.write_parquet(f"{staging}/{T.RUNS}/runs.parquet", runs)
+    moves.append((f"{staging}/{T.RUNS}/runs.parquet", f"{T.RUNS}/runs.parquet"))
+    manifest["tasks"] = tasks
+    manifest["sources"] = _source_summaries(tasks, manifest["inputs"])
+    manifest["rows"] = _rows(tasks, manifest["faults"], store, locate, runs.height)
+    journal = {"moves": moves, "deletes": deletes, "manifest": manifest}
+    store.write_json(mf.JOURNAL, journal)
+    _apply(store, journal)
+    return manifest
+
+
+def _as_dict(s: SourceResult) -> dict[str, Any]:
+    return {"source": s.source}
+
+
+def _touched(item: Input, new_tasks: dict[str, tuple[TaskSpec, TaskResult]]) -> bool:
+    return any(u.input.path == item.path for spec, _ in new_tasks.values() for u in spec.units)
+
+
+def _source_summaries(tasks: dict[str, Any], inputs: dict[str, Any]) -> dict[str, Any]:
+    """Per source: its input's size, time and fingerprint, its lines (by kind) and any read error."""
+    out: dict[str, Any] = {}
+    for task in tasks.values():
+        for s in task["sources"]:
+            entry = out.setdefault(
+                s["source"],
+                {
+                    "input": s["input"],
+                    **{k: inputs[s["input"]][k] for k in ("size", "mtime", "head", "tail")},
+                    "lines": 0,
+                    "lines_by_kind": {},
+                    "errors": [],
+                },
+            )
+            entry["lines"] += s["lines"]
+            for kind, n in s["lines_by_kind"].items():
+                entry["lines_by_kind"][kind] = entry["lines_by_kind"].get(kind, 0) + n
+            if s["error"]:
+                entry["errors"].append(s["error"])
+    return out
+
+
+def _rows(tasks: dict[str, Any], faults: dict[str, str], store: Store, locate, runs: int) -> dict[str, int]:
+    rows = dict.fromkeys(TABLES, 0)
+    for task in tasks.values():
+        for table, n in task["rows"].items():
+            if table in rows:
+                rows[table] += n
+    rows[T.FAULTS] = sum(task["rows"].get(FAULTS_PRE, 0) for task in tasks.values())
+    rows[T.RUNS] = runs
+    return rows
+
+
+# --------------------------------------------------------------------------------------------- the run
+
+
+def parse_to_dataset(
+    paths: list[str], out: str, options: EngineOptions | None = None, progress: Progress | None = None
+) -> Report:
+    """Parse ``paths`` into the dataset at ``out`` (a folder or an fsspec URL)."""
+    options = options or EngineOptions()
+    started = time.perf_counter()
+    report = Report()
+    inputs = discover(paths)
+    report.inputs = len(inputs)
+    store = Store(out)
+    recover(store)
+    old = store.read_json(mf.MANIFEST) or mf.empty()
+    kept, work, redo = _plan_inputs(inputs, old, report)
+    if not work and not redo and set(old["inputs"]) == {i.path for i in inputs} and old["tasks"]:
+        report.rows = old.get("rows", {})
+        report.problems = [e for s in old["sources"].values() for e in s["errors"]]
+        report.seconds = time.perf_counter() - started
+        return report
+    staging = f"{STAGING}/{_task_id()}"
+    executor = make_executor(options.executor, options.jobs, options.scheduler)
+    try:
+        whole, split = _split(work, options, executor)
+        specs = _tasks(whole + redo, split, out, staging, options)
+        new_tasks = _run(executor, specs, progress)
+        # Ranges of a file whose run or line numbers did not add up are read again in one piece.
+        again = []
+        for path, units in split.items():
+            by_start = {}
+            for spec, result in new_tasks.values():
+                for unit, src in zip(spec.units, result.sources, strict=False):
+                    if unit.input.path == path:
+                        by_start[unit.start] = src
+            if not _ranges_agree(units, {i: by_start[u.start] for i, u in enumerate(units)}):
+                for task_id in [k for k, (s, _) in new_tasks.items() if s.units[0].input.path == path]:
+                    spec, result = new_tasks.pop(task_id)
+                    for files in result.files.values():
+                        for f in files:
+                            store.delete(f)
+                first = units[0]
+                again.append(
+                    Unit(first.input, first.start, None, first.first_line, first.run_offset, first.base_date)
+                )
+        if again:
+            new_tasks.update(_run(executor, _tasks(again, {}, out, staging, options), None))
+    except BaseException:
+        executor.close()
+        store.delete(staging)
+        raise
+    executor.close()
+    report.bytes_read = sum(r.bytes_read for _, r in new_tasks.values())
+    manifest = _commit(store, staging, old, kept, new_tasks, inputs)
+    report.rows = manifest["rows"]
+    report.problems = [e for s in manifest["sources"].values() for e in s["errors"]]
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _run(
+    executor: Executor, specs: list[TaskSpec], progress: Progress | None
+) -> dict[str, tuple[TaskSpec, TaskResult]]:
+    total = sum(s.size for s in specs)
+    done = 0
+    out: dict[str, tuple[TaskSpec, TaskResult]] = {}
+    if progress is not None:
+        progress(0, total)
+    for spec, result in executor.run(run_task, specs):
+        out[spec.task_id] = (spec, result)
+        done += spec.size
+        if progress is not None:
+            progress(done, total)
+    return out

@@ -1,0 +1,125 @@
+"""Where tasks run: in this process, in a pool of worker processes (one per core), or on a Dask cluster.
+Each yields (item, result) pairs as tasks finish; results are small summaries, never tables."""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import multiprocessing
+import os
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any, Protocol
+
+from tracelens.errors import InputError
+
+LOCAL = "local"
+DASK = "dask"
+DASK_LOCAL = "dask-local"
+EXECUTORS = (LOCAL, DASK, DASK_LOCAL)
+
+
+class Executor(Protocol):
+    workers: int
+
+    def run(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[tuple[Any, Any]]: ...
+
+    def close(self) -> None: ...
+
+
+@contextmanager
+def _one_polars_thread() -> Iterator[None]:
+    """Worker processes started meanwhile run polars on one thread: parallelism comes from the
+    processes, and N processes x N threads on N cores only thrash."""
+    old = os.environ.get("POLARS_MAX_THREADS")
+    os.environ["POLARS_MAX_THREADS"] = "1"
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("POLARS_MAX_THREADS", None)
+        else:
+            os.environ["POLARS_MAX_THREADS"] = old
+
+
+class InlineExecutor:
+    """Tasks one after another in this process (`--jobs 1`)."""
+
+    workers = 1
+
+    def run(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
+        for item in items:
+            yield item, fn(item)
+
+    def close(self) -> None:
+        pass
+
+
+class PoolExecutor:
+    """One worker process per job; spawned (not forked) so no polars thread pool is copied mid-use."""
+
+    def __init__(self, jobs: int) -> None:
+        self.workers = jobs
+        with _one_polars_thread():
+            self.pool = cf.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"))
+            # Start the workers now, while the variable is set.
+            list(self.pool.map(int, range(jobs)))
+
+    def run(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
+        futures = {self.pool.submit(fn, item): item for item in items}
+        for future in cf.as_completed(futures):
+            yield futures[future], future.result()
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+class DaskExecutor:
+    """The same tasks on a Dask cluster: an existing scheduler, or a LocalCluster started here."""
+
+    def __init__(self, scheduler: str | None, jobs: int) -> None:
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError as exc:  # pragma: no cover - an extra of the package
+            raise InputError("--executor dask needs the dask extra: pip install 'tracelens[dask]'") from exc
+        self.cluster = None
+        with _one_polars_thread():
+            if scheduler is None:
+                self.cluster = LocalCluster(
+                    n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=None
+                )
+                self.client = Client(self.cluster)
+            else:
+                try:
+                    self.client = Client(scheduler, timeout="20s")
+                except OSError as exc:
+                    raise InputError(f"cannot reach the Dask scheduler at {scheduler} ({exc})") from exc
+        self.workers = max(1, len(self.client.scheduler_info().get("workers", {})))
+
+    def run(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
+        from distributed import as_completed
+
+        futures = {}
+        for item in items:
+            futures[self.client.submit(fn, item, pure=False)] = item
+        for future in as_completed(list(futures)):
+            yield futures[future], future.result()
+
+    def close(self) -> None:
+        self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+
+
+def make_executor(kind: str, jobs: int | None, scheduler: str | None) -> Executor:
+    jobs = jobs or os.cpu_count() or 1
+    if kind == LOCAL:
+        if scheduler is not None:
+            raise InputError("--scheduler goes with --executor dask")
+        return InlineExecutor() if jobs == 1 else PoolExecutor(jobs)
+    if kind == DASK:
+        if not scheduler:
+            raise InputError("--executor dask needs --scheduler tcp://HOST:PORT")
+        return DaskExecutor(scheduler, jobs)
+    if kind == DASK_LOCAL:
+        return DaskExecutor(None, jobs)
+    raise InputError(f"--executor must be one of {', '.join(EXECUTORS)}, got {kind!r}")

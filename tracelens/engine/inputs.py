@@ -1,0 +1,100 @@
+"""What the user named on the command line, resolved to inputs: log files (plain or compressed) and
+archives (tar, optionally compressed, and zip) whose members are each a source of their own.
+
+Paths may be files, directories (searched recursively) or glob patterns. Only metadata is read here;
+archives are listed lazily by the task that reads them, so a 10 GB tarball is read once.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from tracelens.errors import InputError
+from tracelens.sources import _looks_like_log, compression_of, open_source
+
+FILE = "file"
+TAR = "tar"
+ZIP = "zip"
+_ARCHIVE_SUFFIXES = (".tar", ".tgz", ".tbz2", ".txz", ".tar.gz", ".tar.bz2", ".tar.xz", ".tar.zst", ".zip")
+_GLOB_CHARS = "*?["
+
+
+@dataclass(frozen=True)
+class Input:
+    """One file to read: a log (``container`` FILE) or an archive (TAR, ZIP)."""
+
+    path: str
+    container: str
+    compression: str | None
+    size: int
+    mtime: float
+
+    @property
+    def splittable(self) -> bool:
+        """Whether byte ranges of it can be read independently (plain, uncompressed files only)."""
+        return self.container == FILE and self.compression is None
+
+    def source_name(self, member: str | None = None) -> str:
+        """The `source` column of its lines: the path, or `archive:member` for an archive member."""
+        return self.path if member is None else f"{self.path}:{member}"
+
+
+def container_of(path: Path) -> str:
+    """FILE, TAR or ZIP, by the first bytes (after decompression for a compressed tar)."""
+    with path.open("rb") as fh:
+        head = fh.read(4)
+    if head == b"PK\x03\x04" or (head == b"PK\x05\x06" and path.suffix.lower() == ".zip"):
+        return ZIP
+    try:
+        with open_source(path) as fh:
+            block = fh.read(512)
+    except Exception:  # an unreadable compressed file is reported when it is read, as a log
+        return FILE
+    return TAR if block[257:262] == b"ustar" else FILE
+
+
+def _wanted_in_directory(path: Path) -> bool:
+    name = path.name.lower()
+    return _looks_like_log(path) or name.endswith(_ARCHIVE_SUFFIXES)
+
+
+def _expand_one(raw: str) -> list[Path]:
+    path = Path(raw)
+    if path.exists():
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.is_file() and _wanted_in_directory(p))
+            if not found:
+                raise InputError(
+                    f"no log files (*.log, *.txt, *.out, *.err, compressed or archived too) under {path}"
+                )
+            return found
+        return [path]
+    if any(ch in raw for ch in _GLOB_CHARS):
+        matches = sorted(Path(m) for m in glob.glob(raw, recursive=True))
+        if not matches:
+            raise InputError(f"no files match {raw}")
+        out: list[Path] = []
+        for match in matches:
+            out.extend(_expand_one(str(match)) if match.is_dir() else [match])
+        return out
+    raise InputError(f"no such file or directory: {path}")
+
+
+def discover(paths: list[str | os.PathLike[str]]) -> list[Input]:
+    """Inputs under ``paths``, each once, in the order given (directories sorted)."""
+    seen: dict[str, Input] = {}
+    for raw in paths:
+        for path in _expand_one(str(raw)):
+            key = str(path)
+            if key in seen:
+                continue
+            if not os.access(path, os.R_OK):
+                raise InputError(f"permission denied: {path}")
+            stat = path.stat()
+            container = container_of(path)
+            compression = compression_of(path)
+            seen[key] = Input(key, container, compression, stat.st_size, stat.st_mtime)
+    return list(seen.values())

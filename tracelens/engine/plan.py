@@ -1,0 +1,155 @@
+"""Cut the work into tasks: byte ranges of big plain files, whole compressed files and archives, and
+groups of small files.
+
+A byte range may only start at a line that nothing before it can change: a line with SGLang's own
+prefix. Such a line never continues a traceback or a hard-wrapped `server_args`, closes whatever
+record was open, and makes blank lines before it plain blank lines. So every range parses exactly as
+it would inside the whole file, given three numbers from before it: its byte offset, its first line
+number, and its run number. The first two come from counting newlines; the run number is the count of
+`server_args=` heads before the range, predicted from the few lines that contain `server_args=` and
+checked against what the workers really counted (a wrong guess re-reads the file in one piece).
+Day roll-over of time-only prefixes needs the clock of every line before, so files with such prefixes
+are read in one piece too (the workers tell).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import polars as pl
+
+from tracelens.engine.inputs import Input
+from tracelens.parsers.pipeline import _add_foreign, route_expr
+from tracelens.parsers.prefix import add_prefix_columns
+from tracelens.schema import C, Kind, W
+from tracelens.sources import Block, block_lines
+
+DEFAULT_RANGE_BYTES = 64 << 20
+DEFAULT_BLOCK_BYTES = 4 << 20
+_WINDOW = 256 << 10
+_MAX_WINDOW = 8 << 20
+_ARGS = b"server_args="
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A piece of one input to parse in order: bytes [start, end) of a file (end None: to the end), or a
+    whole archive. ``first_line`` and ``run_offset`` are the line number and run at ``start``."""
+
+    input: Input
+    start: int = 0
+    end: int | None = None
+    first_line: int = 1
+    run_offset: int = 0
+    base_date: str | None = None  # ISO date for time-only prefixes
+
+    @property
+    def whole(self) -> bool:
+        return self.start == 0 and self.end is None
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """One task: units parsed in order by one worker, which writes its own part files."""
+
+    task_id: str
+    units: tuple[Unit, ...]
+    root: str  # the dataset (a path or an fsspec URL)
+    staging: str  # where this run's new files go, relative to root
+    block_bytes: int = DEFAULT_BLOCK_BYTES
+    part_bytes: int = DEFAULT_RANGE_BYTES // 2
+
+    @property
+    def size(self) -> int:
+        return sum((u.end if u.end is not None else u.input.size) - u.start for u in self.units)
+
+
+@dataclass
+class ScanResult:
+    """Newlines in a byte range and the lines in it that mention `server_args=`."""
+
+    newlines: int
+    candidates: list[bytes] = field(default_factory=list)
+
+
+def _read(path: str, start: int, size: int) -> bytes:
+    with open(path, "rb") as fh:
+        fh.seek(start)
+        return fh.read(size)
+
+
+def split_point(path: str, file_size: int, target: int) -> int | None:
+    """The byte offset of the first line at or after ``target`` that carries SGLang's prefix (None when
+    there is none within a few MiB: the range then goes on)."""
+    window = _WINDOW
+    while True:
+        start = max(target - 1, 0)
+        data = _read(path, start, window)
+        first = data.find(b"\n") + 1 if start > 0 else 0
+        if start > 0 and first == 0:
+            first = len(data)  # no line starts in this window
+        end = data.rfind(b"\n") + 1
+        if end > first:
+            lines = block_lines(Block("", 1, start + first, data[first:end]))
+            prefixed = add_prefix_columns(lines, None).get_column(W.PREFIXED)
+            hits = prefixed.arg_true()
+            if len(hits):
+                return int(lines.item(int(hits[0]), C.BYTE_OFFSET))
+        if start + len(data) >= file_size or window >= _MAX_WINDOW:
+            return None
+        window *= 2
+
+
+def plan_ranges(item: Input, range_bytes: int, start: int = 0) -> list[tuple[int, int | None]]:
+    """Byte ranges of a splittable input from ``start`` on, each after the first starting at a prefixed
+    line; the last one runs to the end (None)."""
+    cuts = [start]
+    target = start + range_bytes
+    while target < item.size:
+        cut = split_point(item.path, item.size, target)
+        if cut is None or cut >= item.size:
+            break
+        if cut > cuts[-1]:
+            cuts.append(cut)
+        target = max(cut, target) + range_bytes
+    bounds: list[tuple[int, int | None]] = []
+    for i, start in enumerate(cuts):
+        bounds.append((start, cuts[i + 1] if i + 1 < len(cuts) else None))
+    return bounds
+
+
+def scan_range(path: str, start: int, end: int, chunk: int = 16 << 20) -> ScanResult:
+    """Count newlines in [start, end) and collect the lines that contain `server_args=`."""
+    result = ScanResult(0)
+    with open(path, "rb") as fh:
+        fh.seek(start)
+        pos = start
+        carry = b""
+        while pos < end:
+            data = carry + fh.read(min(chunk, end - pos))
+            if len(data) == len(carry):
+                break
+            pos += len(data) - len(carry)
+            cut = data.rfind(b"\n") + 1 if pos < end else len(data)
+            body, carry = data[:cut], data[cut:]
+            result.newlines += int(np.count_nonzero(np.frombuffer(body, dtype=np.uint8) == 0x0A))
+            at = body.find(_ARGS)
+            while at != -1:
+                line_start = body.rfind(b"\n", 0, at) + 1
+                line_end = body.find(b"\n", at)
+                line_end = len(body) if line_end == -1 else line_end
+                result.candidates.append(body[line_start:line_end])
+                at = body.find(_ARGS, line_end)
+    return result
+
+
+def server_args_heads(lines: list[bytes]) -> int:
+    """How many of these lines, each read alone, start a run (a `server_args=` lifecycle line)."""
+    if not lines:
+        return 0
+    frame = block_lines(Block("", 1, 0, b"\n".join(lines) + b"\n"))
+    df = add_prefix_columns(frame, None)
+    df = _add_foreign(df.with_columns(route_expr().alias(C.KIND)))
+    heads = (pl.col(C.KIND) == Kind.LIFECYCLE) & pl.col(W.BODY).str.starts_with("server_args=")
+    return int(df.select(heads.sum()).item())

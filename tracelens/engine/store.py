@@ -1,0 +1,93 @@
+"""File operations on a dataset root, a local folder or an fsspec URL (`s3://...`, `memory://...`).
+
+Every file is written under a temporary name and then renamed, so a reader never sees half a file.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import uuid
+from typing import Any
+
+import polars as pl
+
+FAULTS_PRE = "_faults_pre"  # faults before crash groups share their exception (see task.py)
+META = ".tracelens"  # hidden from Spark, DuckDB and polars globs of `<table>/*.parquet`
+PARQUET_COMPRESSION = "zstd"
+PARQUET_LEVEL = 1  # fast to write; the logs' repetitive columns compress well anyway
+
+
+class Store:
+    def __init__(self, root: str) -> None:
+        from fsspec.core import url_to_fs
+
+        self.url = root
+        self.fs, self.root = url_to_fs(root)
+        protocol = self.fs.protocol
+        self.local = "file" in (protocol if isinstance(protocol, tuple) else (protocol,))
+
+    def path(self, rel: str) -> str:
+        return posixpath.join(self.root, rel) if rel else self.root
+
+    def url_of(self, rel: str) -> str:
+        """A path or URL other tools can open."""
+        return self.path(rel) if self.local else self.fs.unstrip_protocol(self.path(rel))
+
+    def exists(self, rel: str) -> bool:
+        return bool(self.fs.exists(self.path(rel)))
+
+    def _parent(self, rel: str) -> None:
+        self.fs.makedirs(posixpath.dirname(self.path(rel)), exist_ok=True)
+
+    def _tmp(self, rel: str) -> str:
+        head, tail = posixpath.split(rel)
+        return posixpath.join(head, f".{tail}.{uuid.uuid4().hex[:8]}.tmp")
+
+    def write_parquet(self, rel: str, frame: pl.DataFrame) -> None:
+        self._parent(rel)
+        tmp = self._tmp(rel)
+        if self.local:
+            frame.write_parquet(
+                self.path(tmp), compression=PARQUET_COMPRESSION, compression_level=PARQUET_LEVEL
+            )
+        else:
+            with self.fs.open(self.path(tmp), "wb") as fh:
+                frame.write_parquet(fh, compression=PARQUET_COMPRESSION, compression_level=PARQUET_LEVEL)
+        self.fs.mv(self.path(tmp), self.path(rel))
+
+    def read_parquet(self, rel: str, columns: list[str] | None = None) -> pl.DataFrame:
+        if self.local:
+            return pl.read_parquet(self.path(rel), columns=columns)
+        with self.fs.open(self.path(rel), "rb") as fh:
+            return pl.read_parquet(fh, columns=columns)
+
+    def write_json(self, rel: str, data: Any) -> None:
+        self._parent(rel)
+        tmp = self._tmp(rel)
+        with self.fs.open(self.path(tmp), "w") as fh:
+            fh.write(json.dumps(data, indent=1, sort_keys=True))
+        self.fs.mv(self.path(tmp), self.path(rel))
+
+    def read_json(self, rel: str) -> Any | None:
+        if not self.exists(rel):
+            return None
+        with self.fs.open(self.path(rel), "r") as fh:
+            return json.loads(fh.read())
+
+    def move(self, src: str, dst: str) -> None:
+        """Rename ``src`` to ``dst``; done already (src gone, dst there) is fine, so a journal can replay."""
+        if not self.exists(src):
+            return
+        self._parent(dst)
+        self.fs.mv(self.path(src), self.path(dst))
+
+    def delete(self, rel: str) -> None:
+        if self.exists(rel):
+            self.fs.rm(self.path(rel), recursive=True)
+
+    def listdir(self, rel: str) -> list[str]:
+        if not self.exists(rel):
+            return []
+        base = self.path(rel)
+        return sorted(posixpath.relpath(p, self.root) for p in self.fs.ls(base, detail=False))

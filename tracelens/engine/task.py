@@ -1,0 +1,311 @@
+"""Run one task on a worker: parse its units block by block and write part files into the run's staging
+folder. Only a small summary travels back (line counts, run spans, file names), never the tables.
+
+Multi-line records (tracebacks, wrapped `server_args`) are finished as soon as they are closed, so a
+worker holds only the record that is still open. Faults are written before interleaved crash groups
+share their exception type (`_faults_pre`): groups can cross ranges, so sharing happens at commit.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import tarfile
+import zipfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+import polars as pl
+
+from tracelens.engine.inputs import FILE, TAR, Input
+from tracelens.engine.plan import TaskSpec, Unit
+from tracelens.engine.store import FAULTS_PRE, Store
+from tracelens.errors import SourceReadError
+from tracelens.parsers import ParseOptions, ParseState
+from tracelens.parsers.faults import join_tracebacks
+from tracelens.parsers.finalize import merge_run_spans, run_spans, server_args_from_parts
+from tracelens.schema import TABLES, C, Kind, T
+from tracelens.sources import Block, _looks_like_log, blocks_from_stream, decompressing, open_source
+from tracelens.stream import Parsed, parse_blocks
+from tracelens.tables import PARTS
+
+# Tables a task writes as they are; `faults` and `runs` are built at commit.
+DIRECT_TABLES = tuple(t for t in TABLES if t not in (T.FAULTS, T.RUNS))
+
+
+@dataclass
+class SourceResult:
+    """What a task learnt about one source (or the piece of it in one unit)."""
+
+    source: str
+    input: str
+    start: int
+    end: int  # bytes read up to here
+    first_line: int
+    run_offset: int
+    lines: int = 0
+    lines_by_kind: dict[str, int] = field(default_factory=dict)
+    server_args: int = 0  # run starts seen
+    time_only: bool = False  # time-only prefixes were seen (their day roll-over needs all lines before)
+    spans: list[list] = field(default_factory=list)  # [run, start_line, start_ts_us, end_ts_us, count]
+    error: str | None = None
+
+
+@dataclass
+class TaskResult:
+    task_id: str
+    sources: list[SourceResult]
+    files: dict[str, list[str]]  # table (or `_faults_pre`) -> files written, relative to the root
+    rows: dict[str, int]  # table (or `_faults_pre`) -> rows written
+    bytes_read: int
+
+
+class PartWriter:
+    """Buffers a task's table rows and writes them as part files of about ``part_bytes`` of input."""
+
+    def __init__(self, store: Store, spec: TaskSpec) -> None:
+        self.store = store
+        self.spec = spec
+        self.buffers: dict[str, list[pl.DataFrame]] = {}
+        self.buffered_bytes = 0
+        self.files: dict[str, list[str]] = {}
+        self.rows: dict[str, int] = {}
+        self.count = 0
+
+    def add(self, table: str, frame: pl.DataFrame) -> None:
+        if frame.height:
+            self.buffers.setdefault(table, []).append(frame)
+            self.rows[table] = self.rows.get(table, 0) + frame.height
+
+    def consumed(self, nbytes: int) -> None:
+        self.buffered_bytes += nbytes
+        if self.buffered_bytes >= self.spec.part_bytes:
+            self.flush()
+
+    def flush(self) -> None:
+        for table, frames in self.buffers.items():
+            name = f"{self.spec.staging}/{table}/{self.spec.task_id}-{self.count:04d}.parquet"
+            self.store.write_parquet(name, pl.concat(frames, how="vertical_relaxed"))
+            self.files.setdefault(table, []).append(name)
+        self.buffers = {}
+        self.buffered_bytes = 0
+        self.count += 1
+
+
+class SourceCollector:
+    """Takes the parsed blocks of one source piece: writes its rows, finishes closed records, sums up."""
+
+    def __init__(self, writer: PartWriter, result: SourceResult) -> None:
+        self.writer = writer
+        self.result = result
+        self.open_faults = pl.DataFrame()
+        self.open_parts = pl.DataFrame()
+        self.spans: list[pl.DataFrame] = []
+        self.state = ParseState(run=result.run_offset)
+
+    def add(self, parsed: Parsed) -> None:
+        tables, self.state = parsed.tables, parsed.state
+        lines = tables.frames.get(T.LINES)
+        if lines is not None and lines.height:
+            self.result.lines += lines.height
+            for kind, n in lines.get_column(C.KIND).value_counts().iter_rows():
+                self.result.lines_by_kind[kind] = self.result.lines_by_kind.get(kind, 0) + n
+            self.spans.append(run_spans(lines))
+        for table in DIRECT_TABLES:
+            if table != T.SERVER_ARGS and table in tables.frames:
+                self.writer.add(table, tables.frames[table])
+        self._records(tables.frames, final=False)
+        self.writer.consumed(parsed.bytes_read)
+
+    def _records(self, frames: dict[str, pl.DataFrame], final: bool) -> None:
+        """Finish the faults and `server_args` records that can no longer grow."""
+        faults = [f for f in (self.open_faults, frames.get(T.FAULTS)) if f is not None and f.height]
+        parts = [p for p in (self.open_parts, frames.get(PARTS)) if p is not None and p.height]
+        faults_df = pl.concat(faults, how="vertical_relaxed") if faults else None
+        parts_df = pl.concat(parts, how="vertical_relaxed") if parts else None
+        still_open = (
+            [] if final else [n for n in (self.state.open_fault, self.state.open_args) if n is not None]
+        )
+        if faults_df is not None:
+            is_open = pl.col(C.LINE_NO).is_in(still_open)
+            self.open_faults = faults_df.filter(is_open)
+            closed = faults_df.filter(~is_open)
+        else:
+            self.open_faults, closed = pl.DataFrame(), None
+        if parts_df is not None:
+            is_open = pl.col(C.RECORD).is_in(still_open)
+            self.open_parts = parts_df.filter(is_open)
+            closed_parts = parts_df.filter(~is_open)
+        else:
+            self.open_parts, closed_parts = pl.DataFrame(), None
+        if closed is not None and closed.height:
+            fault_parts = (
+                closed_parts.filter(pl.col(C.KIND) == Kind.FAULT)
+                if closed_parts is not None
+                else closed.clear()
+            )
+            self.writer.add(
+                FAULTS_PRE, join_tracebacks(closed, fault_parts) if fault_parts.height else closed
+            )
+        if closed_parts is not None and closed_parts.height:
+            self.writer.add(T.SERVER_ARGS, server_args_from_parts(closed_parts))
+
+    def finish(self, end: int) -> SourceResult:
+        self._records({}, final=True)
+        result = self.result
+        result.end = end
+        result.server_args = self.state.run - result.run_offset
+        result.time_only = self.state.last_secs is not None
+        if self.spans:
+            merged = merge_run_spans(pl.concat(self.spans))
+            for row in merged.iter_rows(named=True):
+                result.spans.append(
+                    [
+                        row[C.RUN],
+                        row[C.START_LINE],
+                        _us(row[C.START_TS]),
+                        _us(row[C.END_TS]),
+                        row[C.LINE_COUNT],
+                    ]
+                )
+        return result
+
+
+def _us(value: dt.datetime | None) -> int | None:
+    if value is None:
+        return None
+    return int((value - dt.datetime(1970, 1, 1)) / dt.timedelta(microseconds=1))
+
+
+class _Guarded:
+    """Blocks of a stream; a read error ends the stream (what came before is kept) and is remembered."""
+
+    def __init__(self, blocks: Iterable[Block]) -> None:
+        self.blocks = blocks
+        self.error: SourceReadError | None = None
+
+    def __iter__(self) -> Iterator[Block]:
+        try:
+            yield from self.blocks
+        except SourceReadError as exc:
+            self.error = exc
+
+
+def _parse_stream(
+    fh: BinaryIO,
+    writer: PartWriter,
+    result: SourceResult,
+    options: ParseOptions,
+    block_bytes: int,
+    limit: int | None,
+) -> SourceResult:
+    blocks = _Guarded(
+        blocks_from_stream(fh, result.source, block_bytes, result.start, result.first_line, limit)
+    )
+    collector = SourceCollector(writer, result)
+    read = result.start
+    for parsed in parse_blocks(blocks, options, collector.state):
+        read += parsed.bytes_read
+        collector.add(parsed)
+    out = collector.finish(read)
+    if blocks.error is not None:
+        out.error = str(blocks.error)
+    return out
+
+
+def _options(unit: Unit, mtime: float | None = None) -> ParseOptions:
+    if unit.base_date is not None:
+        return ParseOptions(base_date=dt.date.fromisoformat(unit.base_date))
+    stamp = mtime if mtime is not None else unit.input.mtime
+    return ParseOptions(base_date=dt.datetime.fromtimestamp(stamp).date())
+
+
+def _file_unit(unit: Unit, writer: PartWriter, block_bytes: int) -> list[SourceResult]:
+    item = unit.input
+    result = SourceResult(
+        item.source_name(), item.path, unit.start, unit.start, unit.first_line, unit.run_offset
+    )
+    try:
+        fh = open_source(Path(item.path))
+    except OSError as exc:
+        result.error = f"{item.path}: unreadable ({exc})"
+        return [result]
+    with fh:
+        if unit.start:
+            fh.seek(unit.start)
+        limit = None if unit.end is None else unit.end - unit.start
+        return [_parse_stream(fh, writer, result, _options(unit), block_bytes, limit)]
+
+
+def _member_result(item: Input, member: str) -> SourceResult:
+    return SourceResult(item.source_name(member), item.path, 0, 0, 1, 0)
+
+
+def _tar_unit(unit: Unit, writer: PartWriter, block_bytes: int) -> list[SourceResult]:
+    item = unit.input
+    results: list[SourceResult] = []
+    current: SourceResult | None = None
+    try:
+        with open_source(Path(item.path)) as raw, tarfile.open(fileobj=raw, mode="r|") as tar:
+            for info in tar:
+                if not info.isfile() or not _looks_like_log(Path(info.name)):
+                    continue
+                current = _member_result(item, info.name)
+                member = tar.extractfile(info)
+                assert member is not None
+                with decompressing(member) as fh:
+                    results.append(
+                        _parse_stream(fh, writer, current, _options(unit, info.mtime), block_bytes, None)
+                    )
+                if results[-1].error:  # a broken stream leaves the rest of the archive unreadable
+                    break
+                current = None
+    except (tarfile.TarError, EOFError, OSError) as exc:
+        broken = current or _member_result(item, "(archive)")
+        broken.error = f"{broken.source}: unreadable after {broken.end:,} bytes ({exc})"
+        if current is None:
+            results.append(broken)
+    return results
+
+
+def _zip_unit(unit: Unit, writer: PartWriter, block_bytes: int) -> list[SourceResult]:
+    item = unit.input
+    results: list[SourceResult] = []
+    try:
+        archive = zipfile.ZipFile(item.path)
+    except (zipfile.BadZipFile, OSError) as exc:
+        broken = _member_result(item, "(archive)")
+        broken.error = f"{item.path}: not a readable zip archive ({exc})"
+        return [broken]
+    with archive:
+        for info in archive.infolist():
+            if info.is_dir() or not _looks_like_log(Path(info.filename)):
+                continue
+            result = _member_result(item, info.filename)
+            mtime = dt.datetime(*info.date_time).timestamp()
+            try:
+                with archive.open(info) as member, decompressing(member) as fh:
+                    results.append(
+                        _parse_stream(fh, writer, result, _options(unit, mtime), block_bytes, None)
+                    )
+            except (zipfile.BadZipFile, OSError, EOFError) as exc:
+                result.error = f"{result.source}: unreadable ({exc})"
+                results.append(result)
+    return results
+
+
+def run_task(spec: TaskSpec) -> TaskResult:
+    """Parse a task's units and write their part files; the entry point of every executor."""
+    store = Store(spec.root)
+    writer = PartWriter(store, spec)
+    sources: list[SourceResult] = []
+    for unit in spec.units:
+        if unit.input.container == FILE:
+            sources.extend(_file_unit(unit, writer, spec.block_bytes))
+        elif unit.input.container == TAR:
+            sources.extend(_tar_unit(unit, writer, spec.block_bytes))
+        else:
+            sources.extend(_zip_unit(unit, writer, spec.block_bytes))
+    writer.flush()
+    return TaskResult(spec.task_id, sources, writer.files, writer.rows, sum(s.end - s.start for s in sources))
