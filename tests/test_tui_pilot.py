@@ -1,0 +1,180 @@
+"""The live screen driven by Textual's pilot: state and messages as lines arrive, and every key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tui_support import EMBED, TRACEBACK, append, decode, session_for, until, write_start
+
+from tracelens.analysis.expectations import Expectations
+from tracelens.live.index import KIND_CODES, LineFilter
+from tracelens.schema import Kind
+from tracelens.tui.app import TraceLensApp
+from tracelens.tui.screens import FilterScreen, HelpScreen
+
+pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(120)]
+SIZE = (150, 50)
+
+
+def _app(path: Path, **kwargs) -> TraceLensApp:
+    return TraceLensApp(session_for(path, **kwargs), report_path=path.parent / "report.html")
+
+
+async def test_a_growing_file_shows_new_accept_len_values(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    write_start(log)
+    app = _app(log)
+    async with app.run_test(size=SIZE) as pilot:
+        assert await until(
+            lambda: app.acceptance.run is not None and app.acceptance.run.accept_len is not None
+        )
+        assert app.acceptance.current_accept_len == pytest.approx(2.54)
+        points = app.acceptance.run.series.height
+        append(log, decode(30, 3.41, 120.0))
+        # the newest decode line shows at once, before the next analysis
+        assert await until(lambda: app.acceptance.current_accept_len == pytest.approx(3.41))
+        assert await until(lambda: app.acceptance.run.series.height == points + 1)
+        assert app.acceptance.run.accept_len == pytest.approx(3.41)
+        assert "3.41" in str(app.acceptance.render_text())
+        assert "LinesParsed" in app.events_seen and "AnalysisUpdated" in app.events_seen
+        await pilot.pause()
+
+
+async def test_an_embed_capture_line_flips_the_capture_panel(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    write_start(log)
+    app = _app(log, expectations=Expectations(embed_capture=False))
+    async with app.run_test(size=SIZE):
+        assert await until(lambda: app.capture.embed_state == "as expected")
+        assert "as expected" in str(app.capture.render_text())
+        append(log, EMBED, decode(40, 1.7))
+        assert await until(lambda: app.capture.embed_state == "unexpected")
+        text = app.capture.render_text()
+        assert "embedding capture unexpected" in str(text)
+        assert any("red" in str(span.style) for span in text.spans)
+
+
+async def test_a_traceback_adds_a_fault_finding(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    write_start(log)
+    app = _app(log)
+    async with app.run_test(size=SIZE) as pilot:
+        assert await until(lambda: app.session.analyses >= 1)
+        assert not any(f.code.startswith("fault-") for f in app.findings.findings)
+        append(log, *TRACEBACK)
+        assert await until(lambda: any(f.code == "fault-oom" for f in app.findings.findings))
+        assert app.findings.findings[0].code == "fault-oom"  # newest first
+        assert await until(lambda: app.header.snapshot.runs[0].phase == "crashed")
+        # selecting it jumps to its evidence line
+        app.findings.focus()
+        app.findings.highlighted = 0
+        await pilot.press("enter")
+        assert await until(
+            lambda: (
+                app.log_view.cursor < len(app.log_view.view)
+                and "hit an exception" in app.session.index.text(int(app.log_view.view[app.log_view.cursor]))
+            )
+        )
+        assert not app.log_view.follow
+
+
+async def test_filters_by_kind_rank_and_regex(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    write_start(log)
+    append(log, *TRACEBACK, "[2026-11-20 11:00:00 TP3] Decode batch, #running-req: 1, accept len: 2.00, ")
+    app = _app(log)
+    async with app.run_test(size=SIZE) as pilot:
+        assert await until(lambda: app.session.analyses >= 1 and len(app.log_view.view) == 31)
+        view = app.log_view
+        view.set_filter(LineFilter(kinds=frozenset({Kind.FAULT})))
+        assert len(view.view) == 4
+        assert set(app.session.index.kinds(view.view)) == {KIND_CODES[Kind.FAULT]}
+        view.set_filter(LineFilter(rank="TP3"))
+        assert len(view.view) == 1
+        assert app.session.index.text(int(view.view[0])).startswith("[2026-11-20 11:00:00 TP3]")
+        view.set_filter(LineFilter(pattern=r"accept len: 2\.5[02]"))
+        assert await until(lambda: len(view.view) == 8)
+        # the filter screen, driven by keys: clear, then regex only
+        await pilot.press("f")
+        assert await until(lambda: isinstance(app.screen, FilterScreen))
+        await pilot.click("#clear")
+        assert await until(lambda: not view.line_filter.active and len(view.view) == 31)
+        await pilot.press("f")
+        assert await until(lambda: isinstance(app.screen, FilterScreen))
+        app.screen.query_one("#pattern").value = "OutOfMemory"
+        await pilot.click("#apply")
+        assert await until(lambda: view.line_filter.pattern == "OutOfMemory" and len(view.view) == 1)
+        # new lines that match arrive in the filtered view
+        append(log, "torch.OutOfMemoryError: again")
+        assert await until(lambda: len(view.view) == 2)
+
+
+async def test_search_next_and_previous(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    write_start(log)
+    app = _app(log)
+    async with app.run_test(size=SIZE) as pilot:
+        assert await until(lambda: len(app.log_view.view) == 26)
+        view = app.log_view
+        await pilot.press("slash", *"accept len: 2.52", "enter")
+        assert await until(lambda: view.search == "accept len: 2.52" and view.cursor == 8)
+        await pilot.press("n")
+        assert await until(lambda: view.cursor == 13)
+        await pilot.press("N")
+        assert await until(lambda: view.cursor == 8)
+        await pilot.press("N")  # wraps around to the last match
+        assert await until(lambda: view.cursor == 23)
+        assert not view.follow
+        await pilot.press("end")
+        assert await until(lambda: view.follow and view.cursor == 25)
+
+
+async def test_pause_next_fault_report_help_and_quit(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    write_start(log)
+    append(log, *TRACEBACK, decode(50, 2.6))
+    app = _app(log)
+    async with app.run_test(size=SIZE) as pilot:
+        assert await until(lambda: app.session.analyses >= 1 and len(app.log_view.view) == 31)
+        view = app.log_view
+        await pilot.press("p")
+        assert view.frozen and app.header.paused
+        append(log, decode(51, 2.7))
+        assert await until(lambda: app.session.index.count() == 32)
+        await pilot.pause(0.2)
+        assert len(view.view) == 31  # paused: the view keeps its lines
+        await pilot.press("p")
+        assert await until(lambda: len(view.view) == 32 and view.follow)
+        await pilot.press("home", "e")
+        assert "hit an exception" in app.session.index.text(int(view.view[view.cursor]))
+        await pilot.press("e")
+        assert await until(lambda: view.cursor == 27)  # next fault line: the traceback's next line
+        await pilot.press("r")
+        report = tmp_path / "report.html"
+        assert await until(lambda: report.exists() or app.last_report is not None, timeout=60)
+        await pilot.press("question_mark")
+        assert await until(lambda: isinstance(app.screen, HelpScreen))
+        await pilot.press("escape")
+        assert await until(lambda: not isinstance(app.screen, HelpScreen))
+        await pilot.press("q")
+    assert app.session.stopped
+
+
+async def test_scrolling_up_pauses_follow(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    write_start(log, decodes=200)
+    app = _app(log)
+    async with app.run_test(size=SIZE) as pilot:
+        assert await until(lambda: len(app.log_view.view) == 206)
+        view = app.log_view
+        assert view.follow and view.cursor == 205
+        await pilot.press("pageup")
+        assert not view.follow
+        append(log, decode(300, 2.0))
+        assert await until(lambda: len(view.view) == 207)
+        assert view.cursor < 205  # it stayed where the user put it
+        await pilot.press("end")
+        assert view.follow and view.cursor == 206
+        np.testing.assert_array_equal(view.view, np.arange(207))

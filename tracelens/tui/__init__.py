@@ -1,0 +1,1 @@
+"""The live screen (`tracelens tui`): Textual views over a `tracelens.live.LiveSession`."""

@@ -1,0 +1,267 @@
+"""`tracelens tui`: the live screen over a `LiveSession`.
+
+The session (headless, its own threads) reads, parses and analyses; this app only draws what it
+reports. Session events arrive as `SessionReported` messages (posted from the session's threads, which
+Textual allows); panels redraw from the latest `Snapshot`, the log view from the session's index.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, ClassVar
+
+import polars as pl
+from textual import work
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal
+from textual.message import Message
+from textual.widgets import Footer, Input
+
+from tracelens.errors import InputError
+from tracelens.live import LiveSession
+from tracelens.live import events as ev
+from tracelens.live.status import RunStatus
+from tracelens.schema import C, T
+from tracelens.tui.logview import LogView
+from tracelens.tui.panels import AcceptancePanel, CapturePanel, FindingsList, HeaderBar
+from tracelens.tui.screens import FilterScreen, HelpScreen
+
+DEFAULT_REPORT = Path("tracelens-live-report.html")
+
+
+class SessionReported(Message):
+    """The session reported an event (see `tracelens.live.events`)."""
+
+    def __init__(self, event: Any) -> None:
+        super().__init__()
+        self.event = event
+
+
+class TraceLensApp(App[None]):
+    TITLE = "tracelens"
+    CSS = """
+    #panels { height: 16; }
+    #panels > * { width: 1fr; height: 100%; }
+    AcceptancePanel { width: 2fr; }
+    LogView { height: 1fr; }
+    #search { dock: bottom; display: none; }
+    #search.visible { display: block; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("slash", "search", "search"),
+        Binding("n", "search_next(True)", "next match", show=False),
+        Binding("N", "search_next(False)", "previous match", show=False),
+        Binding("f", "filter", "filter"),
+        Binding("p", "pause", "pause"),
+        Binding("e", "next_fault", "next fault"),
+        Binding("r", "report", "report"),
+        Binding("question_mark", "help", "help"),
+        Binding("q", "quit", "quit"),
+    ]
+
+    def __init__(
+        self,
+        session: LiveSession,
+        *,
+        report_path: Path | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        start_session: bool = True,
+    ) -> None:
+        super().__init__()
+        self.session = session
+        self.report_path = report_path or DEFAULT_REPORT
+        self.clock = clock
+        self.start_session = start_session
+        self.events_seen: list[str] = []  # names of the session events handled, in order
+        self.last_report: Path | None = None
+        self.current_source: str | None = None
+
+    def compose(self) -> ComposeResult:
+        yield HeaderBar(self.session, self.clock, id="header")
+        with Horizontal(id="panels"):
+            yield AcceptancePanel(id="acceptance")
+            yield CapturePanel(id="capture")
+            yield FindingsList(id="findings")
+        yield LogView(self.session.index, id="log")
+        yield Input(placeholder="search (regex), enter to find, escape to close", id="search")
+        yield Footer()
+
+    @property
+    def header(self) -> HeaderBar:
+        return self.query_one(HeaderBar)
+
+    @property
+    def acceptance(self) -> AcceptancePanel:
+        return self.query_one(AcceptancePanel)
+
+    @property
+    def capture(self) -> CapturePanel:
+        return self.query_one(CapturePanel)
+
+    @property
+    def findings(self) -> FindingsList:
+        return self.query_one(FindingsList)
+
+    @property
+    def log_view(self) -> LogView:
+        return self.query_one(LogView)
+
+    def on_mount(self) -> None:
+        self.session.subscribe(self._from_session)
+        self.header.show()
+        self.set_interval(1.0, self.header.show)  # staleness ticks even when nothing arrives
+        self.log_view.focus()
+        if self.start_session:
+            self.session.start()
+
+    def _from_session(self, event: Any) -> None:
+        """Called on the session's threads: hand the event to the app's own thread."""
+        self.post_message(SessionReported(event))
+
+    async def on_unmount(self) -> None:
+        self.session.stop()
+
+    # ----- session events -----
+
+    def on_session_reported(self, message: SessionReported) -> None:
+        event = message.event
+        self.events_seen.append(type(event).__name__)
+        if isinstance(event, ev.LinesIndexed | ev.PreviewShown):
+            self.log_view.refresh_index()
+        elif isinstance(event, ev.LinesParsed):
+            self.log_view.refresh_index()
+            self._note_decode(event)
+        elif isinstance(event, ev.SourceStateChanged):
+            self.header.show()
+            if event.state == ev.RECONNECTING:
+                self.log_view.refresh_index()
+        elif isinstance(event, ev.AnalysisUpdated):
+            self._show_analysis(event)
+        elif isinstance(event, ev.SessionFailed):
+            self.notify(event.message, severity="error", timeout=10)
+
+    def _current_run(self) -> RunStatus | None:
+        """The run the panels show: the newest speculative run among the sources, else the first."""
+        runs = self.session.snapshot.runs
+        speculative = [r for r in runs if r.speculative]
+        chosen = speculative[-1] if speculative else (runs[0] if runs else None)
+        self.current_source = chosen.source if chosen else None
+        return chosen
+
+    def _note_decode(self, event: ev.LinesParsed) -> None:
+        """The newest decode line's values, before the next analysis has them."""
+        if self.current_source is not None and event.source != self.current_source:
+            return
+        decode = event.tables[T.BATCHES].filter(pl.col(C.PHASE) == "decode")
+        if decode.height:
+            last = decode.row(-1, named=True)
+            self.acceptance.note_decode(last.get(C.ACCEPT_LEN), last.get(C.GEN_THROUGHPUT))
+
+    def _show_analysis(self, event: ev.AnalysisUpdated) -> None:
+        self.header.show(event.snapshot)
+        run = self._current_run()
+        self.acceptance.latest_accept_len = None
+        self.acceptance.latest_gen_throughput = None
+        self.acceptance.show(run)
+        self.capture.show(run)
+        self.findings.show(self.session.findings_newest_first())
+        for finding in event.new_findings:
+            if finding.severity == "error":
+                self.notify(f"{finding.code}: {finding.message}", severity="error", timeout=8)
+
+    # ----- keys -----
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())
+
+    def action_pause(self) -> None:
+        view = self.log_view
+        if view.frozen:
+            view.action_end()
+        else:
+            view.frozen = True
+            view.follow = False
+        self.header.paused = view.frozen
+        self.header.show()
+
+    def action_next_fault(self) -> None:
+        if not self.log_view.next_fault():
+            self.notify("no fault lines in the log view")
+
+    def action_filter(self) -> None:
+        def done(result) -> None:
+            if result is not None:
+                self.log_view.set_filter(result)
+
+        self.push_screen(FilterScreen(self.log_view.line_filter), done)
+
+    def action_search(self) -> None:
+        box = self.query_one("#search", Input)
+        box.add_class("visible")
+        box.value = self.log_view.search or ""
+        box.focus()
+
+    def action_search_next(self, forward: bool) -> None:
+        if self.log_view.search:
+            self.log_view.search_again(forward)
+        else:
+            self.action_search()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id != "search":
+            return
+        pattern = event.value
+        event.input.remove_class("visible")
+        self.log_view.focus()
+        if not pattern:
+            return
+        try:
+            self.log_view.start_search(pattern)
+        except InputError as exc:
+            self.notify(str(exc), severity="error")
+
+    def on_key(self, event) -> None:
+        box = self.query_one("#search", Input)
+        if event.key == "escape" and box.has_class("visible"):
+            box.remove_class("visible")
+            self.log_view.focus()
+            event.stop()
+
+    def on_log_view_search_finished(self, message: LogView.SearchFinished) -> None:
+        if not message.found:
+            self.notify(f"no line matches /{message.pattern}/", severity="warning")
+
+    def on_findings_list_evidence_wanted(self, message: FindingsList.EvidenceWanted) -> None:
+        for evidence in message.finding.evidence:
+            key = self.session.index.key_of(evidence.source, evidence.line_no)
+            if key is not None and self.log_view.jump_to_key(key):
+                self.log_view.focus()
+                return
+        self.notify("its evidence line is not in the log view")
+
+    def action_report(self) -> None:
+        analysis = self.session.analysis
+        if analysis is None:
+            self.notify("nothing analysed yet", severity="warning")
+            return
+        self._write_report(analysis, self.report_path)
+
+    @work(thread=True, exclusive=True, group="report")
+    def _write_report(self, analysis, path: Path) -> None:
+        try:
+            from tracelens.report import write_report
+        except ImportError:
+            self.call_from_thread(
+                self.notify, "the HTML report writer (tracelens.report) is not installed", severity="error"
+            )
+            return
+        try:
+            write_report(analysis, path, "tracelens live: " + ", ".join(self.session.index.labels))
+        except Exception as exc:  # a report must never take the screen down
+            self.call_from_thread(self.notify, f"report failed: {exc}", severity="error")
+            return
+        self.last_report = path
+        self.call_from_thread(self.notify, f"report written to {path.resolve()}")

@@ -1,0 +1,250 @@
+"""The panels above the log: header, acceptance, capture and findings. Views only: they render a
+`LiveSession`'s state and `tracelens.live.status` snapshots; they compute nothing about the log."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from rich.text import Text
+from textual.message import Message
+from textual.widgets import OptionList, Static
+from textual.widgets.option_list import Option
+
+from tracelens.analysis import Finding
+from tracelens.live import LiveSession
+from tracelens.live import events as ev
+from tracelens.live.status import CRASHED, READY, RunStatus, Snapshot
+from tracelens.schema import A, C
+from tracelens.tui.plot import braille_plot
+
+STATE_STYLE = {
+    ev.CONNECTING: "yellow",
+    ev.CONNECTED: "green",
+    ev.RECONNECTING: "bold red",
+    ev.ENDED: "dim",
+    ev.FAILED: "bold red",
+}
+PHASE_STYLE = {READY: "bold green", CRASHED: "bold white on red"}
+LEVEL_STYLE = {"ok": "green", "warning": "yellow", "error": "bold red", "unknown": "dim"}
+SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+def _num(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _ago(seconds: float | None) -> str:
+    if seconds is None:
+        return "no data yet"
+    if seconds < 1:
+        return "live"
+    if seconds < 120:
+        return f"{seconds:.0f}s ago"
+    return f"{seconds / 60:.0f}m ago"
+
+
+class HeaderBar(Static):
+    """Sources with their connection state and staleness; per source its run, phase and config."""
+
+    DEFAULT_CSS = "HeaderBar { height: auto; background: $panel; padding: 0 1; }"
+
+    def __init__(self, session: LiveSession, clock: Callable[[], float], **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.session = session
+        self.clock = clock
+        self.snapshot = Snapshot()
+        self.paused = False
+
+    def show(self, snapshot: Snapshot | None = None) -> None:
+        if snapshot is not None:
+            self.snapshot = snapshot
+        self.update(self.render_text())
+
+    def render_text(self) -> Text:
+        now = self.clock()
+        text = Text()
+        text.append("tracelens", style="bold")
+        text.append(f"  {self.session.index.count():,} lines")
+        if self.paused:
+            text.append("  PAUSED", style="bold black on yellow")
+        for source in self.session.sources:
+            text.append("\n")
+            text.append(source.label, style="bold")
+            text.append("  ")
+            text.append(source.state, style=STATE_STYLE.get(source.state, ""))
+            if source.state == ev.RECONNECTING or source.ended:
+                text.append(f" ({source.detail})", style="dim")
+            text.append(f" · {_ago(source.staleness(now))}", style="dim")
+            if source.backfill is not None:
+                done, total = source.backfill
+                text.append(
+                    f" · reading {100 * done / max(total, 1):.0f}% of {total / 1e6:,.0f} MB", style="yellow"
+                )
+            run = self.snapshot.run_of(source.label)
+            if run is None:
+                continue
+            text.append("\n  ")
+            text.append(run.label or "no run yet", style="cyan")
+            text.append("  ")
+            text.append(run.phase, style=PHASE_STYLE.get(run.phase, "yellow"))
+            if run.phase_detail:
+                text.append(f" ({run.phase_detail})", style="dim")
+            if run.speculative:
+                text.append(f"  {run.speculative}")
+        return text
+
+
+class AcceptancePanel(Static):
+    """Accept len and tok/s over time for the current run: plot, current value, rolling median,
+    baseline."""
+
+    DEFAULT_CSS = "AcceptancePanel { border: round $primary; padding: 0 1; }"
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.border_title = "acceptance"
+        self.run: RunStatus | None = None
+        self.latest_accept_len: float | None = None  # from the newest parsed decode line
+        self.latest_gen_throughput: float | None = None
+
+    def show(self, run: RunStatus | None) -> None:
+        self.run = run
+        self.refresh_view()
+
+    def note_decode(self, accept_len: float | None, gen_throughput: float | None) -> None:
+        if accept_len is not None:
+            self.latest_accept_len = accept_len
+        if gen_throughput is not None:
+            self.latest_gen_throughput = gen_throughput
+        self.refresh_view()
+
+    @property
+    def current_accept_len(self) -> float | None:
+        if self.latest_accept_len is not None:
+            return self.latest_accept_len
+        return self.run.accept_len if self.run else None
+
+    def on_resize(self) -> None:
+        self.refresh_view()
+
+    def refresh_view(self) -> None:
+        self.update(self.render_text())
+
+    def render_text(self) -> Text:
+        run = self.run
+        text = Text()
+        if run is None or run.series.is_empty():
+            text.append("no decode lines yet", style="dim")
+            if self.latest_accept_len is not None:
+                text.append(f"\naccept len {_num(self.latest_accept_len)}", style="bold")
+            return text
+        width = max(self.size.width - 4, 10)
+        rows = max((self.size.height - 6) // 2, 2)
+        series = run.series
+        xs = series.get_column(A.T_SINCE_START).to_list()
+        text.append("accept len ", style="bold")
+        text.append(_num(self.current_accept_len), style="bold cyan")
+        text.append(f"  median {_num(run.accept_len_median)}")
+        if run.baseline_accept_len is not None:
+            text.append(f"  baseline {_num(run.baseline_accept_len)}", style="dim")
+        text.append("\n")
+        accept = series.get_column(C.ACCEPT_LEN).fill_null(float("nan")).to_list()
+        for line in braille_plot(xs, accept, width, rows):
+            text.append(line + "\n", style="cyan")
+        current_tput = (
+            self.latest_gen_throughput if self.latest_gen_throughput is not None else run.gen_throughput
+        )
+        text.append("tok/s ", style="bold")
+        text.append(_num(current_tput, 1), style="bold green")
+        text.append(f"  median {_num(run.gen_throughput_median, 1)}")
+        if run.baseline_gen_throughput is not None:
+            text.append(f"  baseline {_num(run.baseline_gen_throughput, 1)} ({run.baseline})", style="dim")
+        if run.speedup is not None:
+            text.append(f"  {run.speedup:.2f}x", style="bold")
+        text.append("\n")
+        tput = series.get_column(C.GEN_THROUGHPUT).fill_null(float("nan")).to_list()
+        for line in braille_plot(xs, tput, width, rows, hline=run.baseline_gen_throughput):
+            text.append(line + "\n", style="green")
+        text.rstrip()
+        return text
+
+
+class CapturePanel(Static):
+    """Per debug site: last num_aux, shapes and norm; the embedding-capture state in words and colour."""
+
+    DEFAULT_CSS = "CapturePanel { border: round $primary; padding: 0 1; }"
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.border_title = "EAGLE-3 capture"
+        self.run: RunStatus | None = None
+
+    @property
+    def embed_state(self) -> str | None:
+        return self.run.embed_state if self.run else None
+
+    def show(self, run: RunStatus | None) -> None:
+        self.run = run
+        self.update(self.render_text())
+
+    def render_text(self) -> Text:
+        run = self.run
+        text = Text()
+        if run is None or run.run is None:
+            text.append("waiting for a server start", style="dim")
+            return text
+        if run.embed_words:
+            text.append(run.embed_words, style=LEVEL_STYLE.get(run.embed_level, ""))
+        else:
+            text.append("no speculative decoding in this run", style="dim")
+        if not run.sites:
+            text.append("\nno debug sites yet", style="dim")
+        for site in run.sites:
+            text.append("\n")
+            text.append(site.site, style="bold")
+            text.append(f" ×{site.count}", style="dim")
+            details = []
+            if site.num_aux is not None:
+                details.append(f"num_aux={site.num_aux}")
+            if site.shapes != "-":
+                details.append(f"shapes {site.shapes}")
+            if site.norm is not None:
+                details.append(f"norm {site.norm:.3g}" + (f" ({site.norm_range})" if site.norm_range else ""))
+            if details:
+                text.append("\n  " + "  ".join(details))
+        return text
+
+
+class FindingsList(OptionList):
+    """Findings of everything seen, newest first; selecting one jumps to its evidence."""
+
+    DEFAULT_CSS = "FindingsList { border: round $primary; }"
+
+    class EvidenceWanted(Message):
+        def __init__(self, finding: Finding) -> None:
+            super().__init__()
+            self.finding = finding
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.border_title = "findings"
+        self.findings: list[Finding] = []
+
+    def show(self, findings: list[Finding]) -> None:
+        highlighted = self.highlighted
+        self.findings = findings
+        self.clear_options()
+        for finding in findings:
+            line = Text()
+            line.append(f"{finding.severity.upper():7} ", style=SEVERITY_STYLE.get(finding.severity, ""))
+            line.append(f"{finding.code} ", style="bold")
+            line.append(f"{finding.label}: {finding.message}")
+            self.add_option(Option(line))
+        self.border_title = f"findings ({len(findings)})"
+        if highlighted is not None and findings:
+            self.highlighted = min(highlighted, len(findings) - 1)
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        if 0 <= event.option_index < len(self.findings):
+            self.post_message(self.EvidenceWanted(self.findings[event.option_index]))

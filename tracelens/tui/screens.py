@@ -1,0 +1,113 @@
+"""Modal screens: help (every key) and the log filter (kinds, rank, regex)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, SelectionList, Static
+
+from tracelens.errors import InputError
+from tracelens.live.index import LineFilter, check_pattern, parse_rank
+from tracelens.schema import KINDS
+
+KEYS: tuple[tuple[str, str], ...] = (
+    ("/", "search the log (regex); n next match, N previous"),
+    ("f", "filter the log by kind, rank (TPn, DPn) and regex"),
+    ("p", "pause / resume the log (the session keeps reading)"),
+    ("e", "next fault line in the log"),
+    ("r", "write the HTML report of what has been seen"),
+    ("tab", "move between the findings list and the log"),
+    ("enter", "on a finding: jump to its evidence line"),
+    ("end", "last line, follow again"),
+    ("up/down/pgup/pgdn/home", "move in the log (moving up pauses following)"),
+    ("?", "this help"),
+    ("q", "quit"),
+)
+
+
+class HelpScreen(ModalScreen[None]):
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > Vertical { width: 76; height: auto; border: round $primary; background: $panel; padding: 1 2; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q,question_mark", "dismiss", "close")]
+
+    def compose(self) -> ComposeResult:
+        text = Text()
+        text.append("tracelens tui: keys\n\n", style="bold")
+        for key, what in KEYS:
+            text.append(f"{key:>24}  ", style="bold cyan")
+            text.append(what + "\n")
+        text.append("\nThe header shows each source's connection and how old its newest line is, the run,\n")
+        text.append("the server's phase and the speculative config. Findings are newest first.")
+        with Vertical():
+            yield Static(text)
+            yield Button("Close", id="close")
+
+    def on_button_pressed(self) -> None:
+        self.dismiss()
+
+
+class FilterScreen(ModalScreen[LineFilter | None]):
+    """Returns the new filter, or None when cancelled."""
+
+    DEFAULT_CSS = """
+    FilterScreen { align: center middle; }
+    FilterScreen > Vertical { width: 64; height: auto; border: round $primary; background: $panel; padding: 1 2; }
+    FilterScreen SelectionList { height: 12; }
+    FilterScreen #error { color: $error; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "cancel")]
+
+    def __init__(self, current: LineFilter) -> None:
+        super().__init__()
+        self.current = current
+
+    def compose(self) -> ComposeResult:
+        kinds = self.current.kinds
+        with Vertical():
+            yield Label("Show lines of kinds")
+            yield SelectionList[str](*((k, k, kinds is None or k in kinds) for k in KINDS), id="kinds")
+            yield Label("Rank (TPn, DPn; empty: all)")
+            yield Input(self.current.rank or "", placeholder="TP0", id="rank")
+            yield Label("Regex (empty: all)")
+            yield Input(self.current.pattern or "", placeholder="accept len: 1\\.", id="pattern")
+            yield Label("", id="error")
+            with Horizontal():
+                yield Button("Apply", variant="primary", id="apply")
+                yield Button("Clear", id="clear")
+                yield Button("Cancel", id="cancel")
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+    def on_input_submitted(self) -> None:
+        self._apply()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "apply":
+            self._apply()
+        elif event.button.id == "clear":
+            self.dismiss(LineFilter())
+        else:
+            self.dismiss(None)
+
+    def _apply(self) -> None:
+        chosen = frozenset(self.query_one("#kinds", SelectionList).selected)
+        rank = self.query_one("#rank", Input).value.strip() or None
+        pattern = self.query_one("#pattern", Input).value or None
+        try:
+            if rank:
+                parse_rank(rank)
+            if pattern:
+                check_pattern(pattern)
+        except InputError as exc:
+            self.query_one("#error", Label).update(str(exc))
+            return
+        kinds = None if chosen == frozenset(KINDS) else chosen
+        self.dismiss(LineFilter(kinds=kinds, rank=rank, pattern=pattern))
