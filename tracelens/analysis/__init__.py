@@ -104,7 +104,7 @@ def analyze_tables(
             acceptance.change_points(series.filter(usual), C.GEN_THROUGHPUT),
         ]
     )
-    runs = _overview(runs, series, readiness, speedups, folded, expect)
+    runs = _overview(runs, series, readiness, speedups, folded, expect, tables[T.SPEC_METRICS])
     curves = acceptance.position_curves(tables[T.SPEC_METRICS])
     ctx = Context(
         tables=tables,
@@ -163,6 +163,7 @@ def _overview(
     speedups: pl.DataFrame,
     folded: pl.DataFrame,
     expect: Expectations,
+    spec_metrics: pl.DataFrame,
 ) -> pl.DataFrame:
     steady = series.filter(pl.col(A.STAGE) == "steady")
     stats = steady.group_by(RUN_KEY).agg(
@@ -170,11 +171,21 @@ def _overview(
         pl.col(A.ACCEPTANCE_RATE).mean().alias(A.MEAN_ACCEPTANCE_RATE),
         pl.col(C.GEN_THROUGHPUT).mean().alias(A.MEAN_GEN_THROUGHPUT),
     )
+    # vLLM prints no decode lines: its mean acceptance length (bonus included, as SGLang's accept len)
+    # comes from the spec-decoding metrics lines, idle `nan` intervals left out.
+    vllm = (
+        spec_metrics.filter(pl.col(C.MEAN_ACCEPTANCE_LENGTH).is_not_nan())
+        .group_by(RUN_KEY)
+        .agg(pl.col(C.MEAN_ACCEPTANCE_LENGTH).mean().alias("_vllm_len"))
+    )
     crashed = folded.filter(pl.col(C.FAULT_KIND).is_in(["exception", "oom", "nccl", "watchdog", "sigquit"]))
     crashed = crashed.select(RUN_KEY).unique().with_columns(pl.lit(False).alias(A.ENDED_CLEANLY))
     definitions = acceptance.logged_definition(series)
     out = (
         runs.join(stats, on=RUN_KEY, how="left")
+        .join(vllm, on=RUN_KEY, how="left")
+        .with_columns(pl.coalesce(A.MEAN_ACCEPT_LEN, "_vllm_len").alias(A.MEAN_ACCEPT_LEN))
+        .drop("_vllm_len")
         .join(readiness, on=RUN_KEY, how="left")
         .join(
             speedups.select(*RUN_KEY, A.BASELINE, A.SPEEDUP, A.SPEEDUP_LOW, A.SPEEDUP_HIGH),
