@@ -110,7 +110,7 @@ def test_unreadable_file_as_root_is_still_reported(tmp_path: Path) -> None:
     assert json.loads(result.stdout)["runs"][0]["decode_lines"] == 1
 
 
-def test_parse_writes_one_parquet_file_per_table(tmp_path: Path) -> None:
+def test_parse_writes_one_folder_of_parquet_parts_per_table(tmp_path: Path) -> None:
     import polars as pl
 
     from tracelens.schema import TABLES, C, T
@@ -118,8 +118,9 @@ def test_parse_writes_one_parquet_file_per_table(tmp_path: Path) -> None:
     out = tmp_path / "out"
     result = run("parse", str(SAMPLE_LOGS / "eagle3_fixed.log"), "-o", str(out), "-q")
     assert result.returncode == 0, result.stderr
-    assert sorted(p.stem for p in out.glob("*.parquet")) == sorted(TABLES)
-    batches = pl.read_parquet(out / f"{T.BATCHES}.parquet")
+    assert sorted(p.name for p in out.iterdir() if p.is_dir() and not p.name.startswith(".")) == sorted(TABLES)
+    assert all(list((out / name).glob("*.parquet")) for name in TABLES)
+    batches = pl.read_parquet(out / T.BATCHES / "*.parquet")
     assert batches.filter(pl.col(C.PHASE) == "decode").height > 100
     assert "lines" in result.stdout and "batches" in result.stdout
 

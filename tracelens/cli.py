@@ -7,14 +7,13 @@ import datetime as dt
 import json
 import os
 import sys
-import time
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 
-from tracelens import __version__, cli_live
+from tracelens import __version__, cli_live, cli_parse
 from tracelens.analysis import Analysis
 from tracelens.analysis.expectations import Expectations
 from tracelens.cli_options import (
@@ -39,7 +38,6 @@ from tracelens.render import (
     render_findings,
     render_frame,
     render_summary,
-    render_written,
 )
 from tracelens.sources import expand_paths
 
@@ -108,18 +106,29 @@ def _root(
 
 @app.command()
 def parse(
-    paths: Paths,
-    output: Annotated[
-        Path, typer.Option("-o", "--output", help="Folder to write one Parquet file per table into.")
+    paths: Annotated[
+        list[str],
+        typer.Argument(
+            help="Log files, directories (searched recursively) or glob patterns; .gz/.zst/.bz2/.xz are read as they are, and each member of a .tar(.gz/.bz2/.xz/.zst)/.tgz/.zip archive is a source of its own.",
+            show_default=False,
+        ),
     ],
+    output: cli_parse.OutputOpt,
+    jobs: cli_parse.JobsOpt = None,
+    executor: cli_parse.ExecutorOpt = cli_parse.DEFAULTS["executor"],
+    scheduler: cli_parse.SchedulerOpt = None,
+    block_size: cli_parse.BlockOpt = cli_parse.DEFAULTS["block"],
+    range_size: cli_parse.RangeOpt = cli_parse.DEFAULTS["range"],
     date: DateOpt = None,
     quiet: QuietOpt = False,
 ) -> None:
-    """Parse logs into Parquet tables (one file per table in OUTPUT) and print a short summary."""
-    started = time.perf_counter()
-    tables = _parse(paths, date, quiet)
-    written = tables.write_parquet(output)
-    render_written(out, tables, written, time.perf_counter() - started)
+    """Parse logs into a Parquet dataset (a folder per table in OUTPUT), on all cores or a Dask cluster,
+    reading again only what changed. Exit code 1 when an input could not be read to its end."""
+    base = _options(date)
+    options = cli_parse.engine_options(
+        jobs, executor, scheduler, block_size, range_size, base.base_date if base else None
+    )
+    raise typer.Exit(cli_parse.run_parse(paths, output, options, quiet, out, err))
 
 
 @app.command()

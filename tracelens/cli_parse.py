@@ -1,0 +1,131 @@
+"""`tracelens parse`: the options of the batch engine and what it prints. Registered by `cli.py`; the
+engine itself (`tracelens.engine`) does the work."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from tracelens.engine import EngineOptions, Report, parse_to_dataset
+from tracelens.engine.executors import EXECUTORS, LOCAL
+from tracelens.engine.plan import DEFAULT_BLOCK_BYTES, DEFAULT_RANGE_BYTES
+from tracelens.errors import InputError
+from tracelens.progress import engine_progress
+from tracelens.schema import TABLES
+
+OutputOpt = Annotated[
+    str,
+    typer.Option(
+        "-o",
+        "--output",
+        help="Dataset to write: a folder (or an fsspec URL such as s3://bucket/logs) with one folder of Parquet part files per table and a manifest. Re-running skips unchanged inputs and reads only the new bytes of a log that grew.",
+        show_default=False,
+    ),
+]
+JobsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--jobs",
+        "-j",
+        help="Worker processes (Dask: workers of a dask-local cluster). Default: one per core.",
+        min=1,
+    ),
+]
+ExecutorOpt = Annotated[
+    str,
+    typer.Option(
+        "--executor",
+        help="Where tasks run: local (worker processes here), dask (an existing cluster, see --scheduler), dask-local (a LocalCluster started here, to try it out).",
+    ),
+]
+SchedulerOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--scheduler", help="Address of the Dask scheduler for --executor dask, e.g. tcp://HOST:8786."
+    ),
+]
+BlockOpt = Annotated[
+    str,
+    typer.Option("--block-size", help="Bytes read and parsed at a time by a worker (K, M, G suffixes)."),
+]
+RangeOpt = Annotated[
+    str,
+    typer.Option(
+        "--range-size",
+        help="Bytes of one task: big plain files are split into ranges of about this size, small files grouped up to it.",
+    ),
+]
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMG]?)(?:i?B)?\s*$", re.IGNORECASE)
+
+
+def parse_size(text: str, option: str) -> int:
+    """`4M` -> 4194304; a clear error for anything else."""
+    match = _SIZE.match(text)
+    if match is None:
+        raise InputError(f"{option} wants a size such as 4M or 65536, got {text!r}")
+    scale = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[match.group(2).upper()]
+    size = int(float(match.group(1)) * scale)
+    if size < 1024:
+        raise InputError(f"{option} must be at least 1K, got {text!r}")
+    return size
+
+
+def run_parse(
+    paths: list[str],
+    output: str,
+    options: EngineOptions,
+    quiet: bool,
+    out: Console,
+    err: Console,
+) -> int:
+    """Parse, print what was written, and return the exit code (1 when an input was skipped)."""
+    with engine_progress(quiet) as progress:
+        report = parse_to_dataset(paths, output, options, progress)
+    render_report(out, report, output)
+    for problem in report.problems:
+        err.print(f"tracelens: skipped: {problem}", markup=False)
+    return 1 if report.problems else 0
+
+
+def render_report(console: Console, report: Report, output: str) -> None:
+    rate = report.bytes_read / report.seconds / 1e6 if report.seconds else 0.0
+    console.print(
+        f"{report.inputs} input(s): {report.read} read, {report.unchanged} unchanged, {report.grown} grown; "
+        f"{report.bytes_read / 1e6:,.1f} MB in {report.seconds:.2f} s ({rate:,.1f} MB/s)",
+        markup=False,
+    )
+    table = Table(show_header=True, header_style="bold")
+    table.add_column("table")
+    table.add_column("rows", justify="right")
+    table.add_column("folder")
+    for name in TABLES:
+        table.add_row(name, f"{report.rows.get(name, 0):,}", Text(f"{output.rstrip('/')}/{name}/"))
+    console.print(table)
+
+
+def engine_options(
+    jobs: int | None, executor: str, scheduler: str | None, block: str, range_: str, base_date
+) -> EngineOptions:
+    if executor not in EXECUTORS:
+        raise InputError(f"--executor must be one of {', '.join(EXECUTORS)}, got {executor!r}")
+    return EngineOptions(
+        jobs=jobs,
+        executor=executor,
+        scheduler=scheduler,
+        block_bytes=parse_size(block, "--block-size"),
+        range_bytes=parse_size(range_, "--range-size"),
+        base_date=base_date,
+    )
+
+
+DEFAULTS = {
+    "executor": LOCAL,
+    "block": f"{DEFAULT_BLOCK_BYTES >> 20}M",
+    "range": f"{DEFAULT_RANGE_BYTES >> 20}M",
+}
