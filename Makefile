@@ -13,6 +13,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
+# Prints the summary of sample_logs/ and writes their HTML report to report.html (its path is printed).
 demo: $(STAMP)
 	$(BIN)/tracelens demo
 

@@ -234,6 +234,49 @@ def compare(
     render_comparison(out, _analysis(paths, date, quiet, baseline=baseline))
 
 
+def _write_report(analysis: Analysis, output: Path, title: str | None) -> None:
+    from tracelens.report import write_report
+
+    try:
+        written = write_report(analysis, output, title)
+    except OSError as exc:
+        raise InputError(f"cannot write {output}: {exc.strerror or exc}") from exc
+    out.print(
+        f"report written to {written.path.resolve()} ({written.bytes / 1e6:.1f} MB; {written.runs} run(s), "
+        f"{written.findings} finding(s), {len(written.plots)} plot(s)): open it in any browser, no network needed",
+        markup=False,
+    )
+
+
+@app.command()
+def report(
+    paths: Paths,
+    output: Annotated[Path, typer.Option("-o", "--output", help="The HTML file to write.")] = Path(
+        "report.html"
+    ),
+    title: Annotated[
+        str | None, typer.Option("--title", help="The report's title. Default: the sources' names.")
+    ] = None,
+    draft_config: DraftConfigOpt = None,
+    target_config: TargetConfigOpt = None,
+    expectations_file: ExpectFileOpt = None,
+    expect_aux: ExpectAuxOpt = None,
+    hidden_size: HiddenSizeOpt = None,
+    embed_capture: EmbedCaptureOpt = None,
+    baseline: BaselineOpt = None,
+    stall_seconds: StallOpt = DEFAULT_STALL,
+    date: DateOpt = None,
+    quiet: QuietOpt = False,
+) -> None:
+    """Write one self-contained HTML report (Plotly inside, opens offline): run cards, acceptance and
+    throughput over time, the run comparison with its server-args diff, findings with their log lines,
+    the start-up timeline and faults."""
+    expect = expectations_from(
+        draft_config, target_config, expectations_file, expect_aux, hidden_size, embed_capture
+    )
+    _write_report(_analysis(paths, date, quiet, expect, baseline, stall_seconds), output, title)
+
+
 @app.command()
 def sql(
     query: Annotated[
@@ -261,14 +304,20 @@ def sql(
 @app.command()
 def demo(
     logs: Annotated[Path, typer.Option(help="Folder of logs to use.")] = SAMPLE_LOGS,
+    output: Annotated[
+        Path, typer.Option("-o", "--output", help="Where to write the HTML report of the logs.")
+    ] = Path("report.html"),
     quiet: QuietOpt = False,
 ) -> None:
-    """Parse the bundled sample logs (an EAGLE-3 tuning story) and print their summary."""
+    """Parse the bundled sample logs (an EAGLE-3 tuning story), print their summary and write their HTML
+    report."""
     from tracelens.summary import summarize
 
     if not logs.is_dir():
         raise InputError(f"sample logs not found at {logs} (run from a checkout of tracelens)")
-    render_summary(out, summarize(_analysis([logs], None, quiet)))
+    analysis = _analysis([logs], None, quiet)
+    render_summary(out, summarize(analysis))
+    _write_report(analysis, output, None)
 
 
 cli_live.register(app)  # tui and follow

@@ -1,0 +1,158 @@
+"""The report in a real browser (headless Chromium over the DevTools protocol): it draws every plot with
+data and no JavaScript error, fetches nothing, keeps log text inert, and its controls work.
+
+Screenshots of the first screen (light and dark) are saved in `test-artifacts/` for a human to look at.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from report_browser import CHROMIUM, Browser
+from test_report import HOSTILE, HOSTILE_NAME, hostile_analysis
+
+from tracelens.analysis import analyze
+from tracelens.report import Report, write_report
+
+from conftest import ROOT, SAMPLE_LOGS
+
+pytestmark = pytest.mark.skipif(
+    not CHROMIUM.exists(),
+    reason=f"{CHROMIUM} is absent: install Debian's chromium and chromium-driver (.ci/run does)",
+)
+ARTIFACTS = ROOT / "test-artifacts"
+OPEN_SECONDS = 20.0  # generous for a loaded CI machine; about 3 s on a 2-core laptop
+
+# Per plot: how many traces Plotly holds, how many values they carry, and how many marks the SVG drew.
+PLOTS_JS = """[...document.querySelectorAll('div.plot')].map(el => ({
+  key: el.dataset.key,
+  plotly: el.classList.contains('js-plotly-plot'),
+  traces: (el._fullData || []).length,
+  values: (el._fullData || []).reduce((n, t) => n + Math.max((t.x || []).length, (t.y || []).length), 0),
+  marks: el.querySelectorAll('.scatterlayer .point, .scatterlayer path.js-line, .barlayer .point path, .violinlayer path.violin').length,
+}))"""
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    chrome = Browser()
+    try:
+        yield chrome
+    finally:
+        chrome.close()
+
+
+@pytest.fixture(scope="module")
+def sample_report(tmp_path_factory: pytest.TempPathFactory) -> Report:
+    return write_report(analyze([SAMPLE_LOGS]), tmp_path_factory.mktemp("browser") / "report.html")
+
+
+def assert_clean(chrome: Browser) -> None:
+    chrome.pump(0.5)
+    assert chrome.log.errors == []
+    assert chrome.log.dialogs == []
+    assert chrome.external_requests() == []
+
+
+def test_every_plot_draws_its_data_without_errors(browser: Browser, sample_report: Report) -> None:
+    seconds = browser.open(sample_report.path)
+    assert seconds < OPEN_SECONDS
+    assert browser.evaluate("document.body.getAttribute('data-ready')") == str(len(sample_report.plots))
+    assert_clean(browser)
+    plots = browser.evaluate(PLOTS_JS)
+    assert [p["key"] for p in plots] == list(sample_report.plots)
+    for plot in plots:
+        assert plot["plotly"] and plot["traces"] > 0 and plot["values"] > 0 and plot["marks"] > 0, plot
+    rows = browser.evaluate("document.querySelectorAll('#findings-table tbody tr').length")
+    assert rows == sample_report.findings > 0
+    evidence = browser.evaluate("document.querySelector('#findings-table .ev .where').textContent")
+    assert evidence.startswith(str(SAMPLE_LOGS.relative_to(ROOT))) or ":" in evidence
+    assert browser.evaluate("document.querySelectorAll('.card').length") == sample_report.runs
+    browser.screenshot(ARTIFACTS / "report-first-screen.png")
+
+
+def test_dark_mode_first_screen(browser: Browser, sample_report: Report) -> None:
+    browser.open(sample_report.path, scheme="dark")
+    assert_clean(browser)
+    background = browser.evaluate("getComputedStyle(document.body).backgroundColor")
+    assert background == "rgb(20, 23, 28)"
+    font = browser.evaluate("document.getElementById('plot-acceptance')._fullLayout.font.color")
+    assert font.lower() == "#e3e7ed"
+    browser.screenshot(ARTIFACTS / "report-first-screen-dark.png")
+
+
+def test_time_axis_switch_zoom_link_and_legend_link(browser: Browser, sample_report: Report) -> None:
+    browser.open(sample_report.path)
+    axis = "document.getElementById('plot-{}')._fullLayout.xaxis.{}"
+    assert browser.evaluate(axis.format("acceptance", "type")) == "linear"
+    browser.evaluate("document.querySelector('[data-time=clock]').click()")
+    browser.pump(1.5)
+    for key in ("acceptance", "throughput", "timeline"):
+        assert browser.evaluate(axis.format(key, "type")) == "date"
+    first = (
+        "new Date(document.getElementById('plot-acceptance')._fullData"
+        ".find(t => t.legendgroup === 'eagle3_fixed.log#1').x[0]).toISOString()"
+    )
+    assert browser.evaluate(first) == "2026-11-20T14:15:00.000Z"  # its first decode line, as logged
+    browser.evaluate("document.querySelector('[data-time=since]').click()")
+    browser.pump(1.5)
+    assert browser.evaluate(axis.format("timeline", "type")) == "linear"
+    # a range picked on one time plot shows on the others
+    browser.evaluate("Plotly.relayout('plot-acceptance', {'xaxis.range': [12, 14]})")
+    browser.pump(1.0)
+    for key in ("throughput", "timeline"):
+        assert browser.evaluate(axis.format(key, "range")) == [12, 14]
+    # hiding a run from one legend hides it everywhere
+    visible = "document.getElementById('plot-{}').data.filter(t => t.legendgroup === 'eagle3_fixed.log#1').map(t => t.visible)"
+    browser.evaluate(
+        "(() => { const gd = document.getElementById('plot-acceptance');"
+        " const i = gd.data.findIndex(t => t.legendgroup === 'eagle3_fixed.log#1' && t.showlegend !== false);"
+        " gd.emit('plotly_legendclick', {data: gd.data, curveNumber: i}); })()"
+    )
+    browser.pump(1.0)
+    for key in ("acceptance", "throughput", "batch", "distribution", "speedup"):
+        assert set(browser.evaluate(visible.format(key))) == {"legendonly"}, key
+    assert_clean(browser)
+
+
+def test_findings_filter(browser: Browser, sample_report: Report) -> None:
+    browser.open(sample_report.path)
+    shown = "[...document.querySelectorAll('#findings-table tbody tr')].filter(r => r.offsetParent !== null).length"
+    total = browser.evaluate(shown)
+    browser.evaluate("document.querySelector('[data-filter=warning]').click()")
+    warnings = browser.evaluate(
+        "document.querySelectorAll('#findings-table tr[data-severity=warning]').length"
+    )
+    assert warnings > 0
+    assert browser.evaluate(shown) == total - warnings
+
+
+def test_injected_script_log_lines_stay_text(browser: Browser, tmp_path: Path) -> None:
+    written = write_report(
+        hostile_analysis(tmp_path / "logs"), tmp_path / "hostile.html", title=f"run {HOSTILE}"
+    )
+    browser.open(written.path)
+    browser.pump(1.0)
+    assert_clean(browser)  # no alert() fired, no error, nothing fetched
+    dom = browser.evaluate(
+        "({scripts: document.scripts.length, images: document.images.length,"
+        " handlers: document.querySelectorAll('[onerror],[onload],[onclick]').length,"
+        " links: [...document.querySelectorAll('a[href]')].filter(a => !a.getAttribute('href').startsWith('#')).length})"
+    )
+    assert dom == {"scripts": 3, "images": 0, "handlers": 0, "links": 0}
+    page_text = browser.evaluate("document.body.innerText")
+    for shown in (
+        "<script>alert(1)</script>",
+        "</script><img src=x onerror=alert(1)>",
+        "javascript:alert(1)",
+        "</script><script>alert(2)</script>",
+        HOSTILE_NAME,
+    ):
+        assert shown in page_text
+    findings = browser.evaluate("document.getElementById('findings-table').innerText")
+    assert HOSTILE in findings and f"{HOSTILE_NAME}:3" in findings
+    legend = browser.evaluate("[...document.querySelectorAll('.legendtext')].map(e => e.textContent)")
+    assert f"{HOSTILE_NAME}#1" in legend
+    browser.screenshot(ARTIFACTS / "report-injected-lines.png")

@@ -1,0 +1,80 @@
+"""The HTML acceptance report: one self-contained file (Plotly inside, nothing fetched) that answers
+"did this change help, and why".
+
+    from tracelens.analysis import analyze
+    from tracelens.report import write_report
+    write_report(analyze(["logs/"]), "report.html", title="EAGLE-3 layer ids fixed")
+
+A view: it renders the frames and findings of an `Analysis` and computes nothing of its own. The only
+data work here is choosing which rows to draw so that a large log still makes a light file (see
+`tracelens.report.downsample`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from dataclasses import dataclass
+from pathlib import Path, PurePath
+
+from tracelens import __version__
+from tracelens.analysis import Analysis
+from tracelens.report.figures import Plot, build_plots
+from tracelens.report.page import render_page
+from tracelens.schema import C, T
+
+__all__ = ["Report", "default_title", "render_report", "write_report"]
+
+
+@dataclass(frozen=True)
+class Report:
+    """What `write_report` wrote."""
+
+    path: Path
+    bytes: int
+    plots: tuple[str, ...]  # keys of the figures, in page order
+    runs: int
+    findings: int
+
+
+def default_title(analysis: Analysis) -> str:
+    sources = analysis.tables[T.RUNS].get_column(C.SOURCE).unique(maintain_order=True).to_list()
+    if not sources:
+        return "tracelens report"
+    names = [PurePath(s).name for s in sources]
+    more = f" and {len(names) - 2} more" if len(names) > 2 else ""
+    return f"tracelens report: {', '.join(names[:2])}{more}"
+
+
+def render_report(
+    analysis: Analysis, title: str | None = None, *, generated: dt.datetime | None = None
+) -> tuple[str, list[Plot]]:
+    """The page's HTML text and the figures on it."""
+    plots = build_plots(analysis)
+    when = generated or dt.datetime.now().astimezone()
+    return render_page(analysis, plots, title or default_title(analysis), __version__, when), plots
+
+
+def write_report(
+    analysis: Analysis,
+    path: str | os.PathLike[str],
+    title: str | None = None,
+    *,
+    generated: dt.datetime | None = None,
+) -> Report:
+    """Write the report of ``analysis`` to ``path`` (a temporary file renamed into place, so a reader
+    never sees half a report)."""
+    page, plots = render_report(analysis, title, generated=generated)
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f".{target.name}.partial")
+    data = page.encode("utf-8")
+    partial.write_bytes(data)
+    partial.replace(target)
+    return Report(
+        path=target,
+        bytes=len(data),
+        plots=tuple(p.key for p in plots),
+        runs=analysis.runs.height,
+        findings=len(analysis.findings),
+    )

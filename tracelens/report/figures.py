@@ -1,0 +1,499 @@
+"""The report's Plotly figures, each drawn from frames of the `Analysis` (nothing is computed here but
+which rows to draw, see `downsample`, and where they sit on the page's time axes).
+
+Time axes. Every time figure is built in minutes since its run's start (the `t_since_start_s` of the
+analysis); each of its traces carries its run's start (`meta.origin`, milliseconds since the epoch of
+the log's own clock) so the page can switch every time figure to wall-clock time and back, and keep the
+range picked in one figure in step with the others.
+
+Colours. A run has one colour everywhere (`run_colors`), in the order of `Analysis.runs`; baselines
+draw dashed lines. Strings from logs go through `escape.plot_text` before Plotly sees them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import plotly.graph_objects as go
+import polars as pl
+
+from tracelens.analysis import Analysis
+from tracelens.report.downsample import envelope, keep_peaks, pair_counts, quantile_sample
+from tracelens.report.escape import plot_text
+from tracelens.schema import A, C
+
+PALETTE = (
+    # Tableau 10, then further hues apart from them: distinct on white and on a dark background.
+    "#4e79a7",
+    "#f28e2b",
+    "#e15759",
+    "#76b7b2",
+    "#59a14f",
+    "#edc948",
+    "#b07aa1",
+    "#ff9da7",
+    "#9c755f",
+    "#bab0ac",
+    "#17becf",
+    "#bcbd22",
+    "#8c6bb1",
+    "#1b9e77",
+    "#e7298a",
+    "#66a61e",
+    "#c85200",
+    "#a6761d",
+)
+
+_X = "_x"  # minutes since the run's start
+MINUTES = "minutes since run start"
+
+
+@dataclass
+class Plot:
+    """One figure of the page."""
+
+    key: str  # the element id
+    title: str
+    note: str  # one sentence under the title: what is drawn and from what (plain text)
+    figure: go.Figure
+    time_axis: bool = False  # switches between time since start and wall clock with the others
+
+
+def run_colors(analysis: Analysis) -> dict[str, str]:
+    """label -> colour, one per run: runs with decode lines first (they share the plots, so they get the
+    most distinct colours), each group in the order of `Analysis.runs`."""
+    labels = analysis.runs.get_column(A.LABEL).to_list()
+    plotted = set(analysis.series.get_column(A.LABEL).unique().to_list())
+    ordered = [label for label in labels if label in plotted] + [
+        label for label in labels if label not in plotted
+    ]
+    return {label: PALETTE[i % len(PALETTE)] for i, label in enumerate(ordered)}
+
+
+def baselines(analysis: Analysis) -> set[str]:
+    """Labels of the runs others are compared against."""
+    return set(analysis.runs.get_column(A.BASELINE).drop_nulls().to_list())
+
+
+def _ms(value: dt.datetime) -> float:
+    return value.replace(tzinfo=dt.UTC).timestamp() * 1000.0
+
+
+def run_origins(analysis: Analysis) -> dict[str, float]:
+    """label -> the instant `t_since_start_s` counts from (ms since the epoch): the run's start, or for a
+    run without a `server_args` line its first decode line, as the analysis measured it."""
+    out: dict[str, float] = {}
+    for label, start in analysis.runs.select(A.LABEL, C.START_TS).iter_rows():
+        if start is not None:
+            out[label] = _ms(start)
+    firsts = analysis.series.group_by(A.LABEL, maintain_order=True).agg(
+        pl.col(C.TS).drop_nulls().first(), pl.col(A.T_SINCE_START).drop_nulls().first()
+    )
+    for label, ts, since in firsts.iter_rows():
+        if label not in out and ts is not None and since is not None:
+            out[label] = _ms(ts) - since * 1000.0
+    return out
+
+
+def _rgba(color: str, alpha: float) -> str:
+    r, g, b = (int(color[i : i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({r},{g},{b},{alpha})"
+
+
+def _layout(fig: go.Figure, *, x_title: str, y_title: str, height: int = 420) -> None:
+    fig.update_layout(
+        template=go.layout.Template(),
+        height=height,
+        margin={"l": 60, "r": 20, "t": 10, "b": 50},
+        hovermode="closest",
+        paper_bgcolor="rgba(0,0,0,0)",
+        plot_bgcolor="rgba(0,0,0,0)",
+        font={"family": "system-ui, -apple-system, Segoe UI, Roboto, sans-serif", "size": 12},
+        legend={"orientation": "h", "yanchor": "top", "y": -0.18, "x": 0, "groupclick": "togglegroup"},
+        xaxis={"title": {"text": x_title}, "zeroline": False},
+        yaxis={"title": {"text": y_title}, "zeroline": False},
+    )
+
+
+def _time_layout(fig: go.Figure, y_title: str, height: int = 420) -> None:
+    _layout(fig, x_title=MINUTES, y_title=y_title, height=height)
+    fig.update_layout(xaxis={"type": "linear"})
+
+
+def _minutes(ts: pl.Expr, origin: float) -> pl.Expr:
+    return ((ts.dt.epoch("ms").cast(pl.Float64) - origin) / 60000.0).alias(_X)
+
+
+def _runs_with(series: pl.DataFrame, column: str) -> list[tuple[str, pl.DataFrame]]:
+    data = series.filter(pl.col(column).is_not_null())
+    return [(label, part) for (label,), part in data.group_by(A.LABEL, maintain_order=True)]
+
+
+def _series_figure(
+    analysis: Analysis,
+    colors: dict[str, str],
+    origins: dict[str, float],
+    value: str,
+    median: str,
+    band: tuple[str, str] | None,
+    what: str,
+    fmt: str,
+) -> go.Figure | None:
+    runs = _runs_with(analysis.series, value)
+    if not runs:
+        return None
+    fig = go.Figure()
+    base = baselines(analysis)
+    changes = analysis.changes.filter(pl.col(A.METRIC) == value)
+    for label, part in runs:
+        color, origin = colors.get(label, PALETTE[0]), origins.get(label, 0.0)
+        meta = {"origin": origin}
+        name = plot_text(label)
+        part = part.with_columns((pl.col(A.T_SINCE_START) / 60.0).alias(_X))
+        if band is not None:
+            edge = envelope(part, _X, *band)
+            x = edge.get_column(_X).to_numpy()
+            common = {"legendgroup": label, "showlegend": False, "hoverinfo": "skip", "meta": meta}
+            fig.add_scatter(x=x, y=edge.get_column(band[0]).to_numpy(), mode="lines", line_width=0, **common)
+            fig.add_scatter(
+                x=x,
+                y=edge.get_column(band[1]).to_numpy(),
+                mode="lines",
+                line_width=0,
+                fill="tonexty",
+                fillcolor=_rgba(color, 0.18),
+                **common,
+            )
+        raw = keep_peaks(part, _X, value)
+        fig.add_scatter(
+            x=raw.get_column(_X).to_numpy(),
+            y=raw.get_column(value).to_numpy(),
+            customdata=raw.get_column(C.LINE_NO).to_numpy().astype(np.int32),
+            mode="markers",
+            marker={"size": 3, "color": color, "opacity": 0.45},
+            name=name,
+            legendgroup=label,
+            showlegend=False,
+            meta=meta,
+            hovertemplate=f"%{{fullData.name}}<br>{what} %{{y:{fmt}}}<br>line %{{customdata}}<extra></extra>",
+        )
+        mid = keep_peaks(part, _X, median)
+        fig.add_scatter(
+            x=mid.get_column(_X).to_numpy(),
+            y=mid.get_column(median).to_numpy(),
+            mode="lines",
+            line={"color": color, "width": 2, "dash": "dash" if label in base else "solid"},
+            name=name,
+            legendgroup=label,
+            meta=meta,
+            hovertemplate=f"%{{fullData.name}}<br>rolling median {what} %{{y:{fmt}}}<extra></extra>",
+        )
+        steps = changes.filter(pl.col(A.LABEL) == label)
+        if steps.height:
+            steps = steps.with_columns(_minutes(pl.col(C.TS), origin))
+            fig.add_scatter(
+                x=steps.get_column(_X).to_numpy(),
+                y=steps.get_column(A.AFTER).to_numpy(),
+                customdata=np.stack(
+                    [steps.get_column(A.BEFORE).to_numpy(), steps.get_column(C.LINE_NO).to_numpy()], axis=1
+                ),
+                mode="markers",
+                marker={"symbol": "diamond-open", "size": 12, "color": color, "line": {"width": 2}},
+                name=name,
+                legendgroup=label,
+                showlegend=False,
+                meta=meta,
+                hovertemplate=(
+                    f"%{{fullData.name}}<br>{what} steps from %{{customdata[0]:{fmt}}} to %{{y:{fmt}}}"
+                    "<br>line %{customdata[1]}<extra>change point</extra>"
+                ),
+            )
+    _time_layout(fig, what)
+    return fig
+
+
+def acceptance_over_time(
+    analysis: Analysis, colors: dict[str, str], origins: dict[str, float]
+) -> Plot | None:
+    fig = _series_figure(
+        analysis,
+        colors,
+        origins,
+        C.ACCEPT_LEN,
+        A.ROLLING_MEDIAN,
+        (A.ROLLING_P10, A.ROLLING_P90),
+        "accept len",
+        ".2f",
+    )
+    if fig is None:
+        return None
+    return Plot(
+        "acceptance",
+        "Acceptance over time",
+        "Accept length per decode line (dots), its rolling median (line; dashed for a baseline) and rolling "
+        "p10-p90 spread (band); diamonds mark a change point. DP ranks are combined per round.",
+        fig,
+        time_axis=True,
+    )
+
+
+def throughput_over_time(
+    analysis: Analysis, colors: dict[str, str], origins: dict[str, float]
+) -> Plot | None:
+    fig = _series_figure(
+        analysis, colors, origins, C.GEN_THROUGHPUT, A.TPUT_ROLLING_MEDIAN, None, "tok/s", ".1f"
+    )
+    if fig is None:
+        return None
+    return Plot(
+        "throughput",
+        "Throughput over time",
+        "Generation throughput per decode line (dots, summed over DP ranks) and its rolling median (line); "
+        "diamonds mark a change point.",
+        fig,
+        time_axis=True,
+    )
+
+
+def accept_by_batch(analysis: Analysis, colors: dict[str, str]) -> Plot | None:
+    steady = analysis.series.filter(pl.col(A.STAGE) == "steady")
+    runs = [
+        (label, part)
+        for label, part in _runs_with(steady, C.ACCEPT_LEN)
+        if part.get_column(A.BATCH_SIZE).is_not_null().any()
+    ]
+    if not runs:
+        return None
+    fig = go.Figure()
+    sizes = []
+    for label, part in runs:
+        pairs = pair_counts(part, A.BATCH_SIZE, C.ACCEPT_LEN)
+        counts = pairs.get_column("count").to_numpy()
+        sizes.append(pairs.get_column(A.BATCH_SIZE).to_numpy())
+        fig.add_scatter(
+            x=pairs.get_column(A.BATCH_SIZE).to_numpy(),
+            y=pairs.get_column(C.ACCEPT_LEN).to_numpy(),
+            customdata=counts.astype(np.int32),
+            mode="markers",
+            marker={
+                "color": colors.get(label, PALETTE[0]),
+                "size": 5 + 13 * np.sqrt(counts / counts.max()),
+                "opacity": 0.6,
+                "line": {"width": 0},
+            },
+            name=plot_text(label),
+            legendgroup=label,
+            hovertemplate="%{fullData.name}<br>batch size %{x}<br>accept len %{y:.2f}<br>%{customdata} decode line(s)<extra></extra>",
+        )
+    _layout(fig, x_title="batch size (running requests)", y_title="accept len")
+    every = np.concatenate(sizes)
+    if every.size and every.min() > 0 and every.max() / every.min() >= 16:
+        fig.update_xaxes(type="log")
+    return Plot(
+        "batch",
+        "Accept length against batch size",
+        "Steady-state decode lines; a dot per distinct (batch size, accept len), larger for more lines.",
+        fig,
+    )
+
+
+def accept_distribution(analysis: Analysis, colors: dict[str, str]) -> Plot | None:
+    steady = analysis.series.filter(pl.col(A.STAGE) == "steady")
+    runs = _runs_with(steady, C.ACCEPT_LEN)
+    if not runs:
+        return None
+    fig = go.Figure()
+    for label, part in runs:
+        color = colors.get(label, PALETTE[0])
+        values = quantile_sample(part.get_column(C.ACCEPT_LEN))
+        fig.add_violin(
+            y=values,
+            x0=plot_text(label),
+            name=plot_text(label),
+            legendgroup=label,
+            showlegend=False,
+            line={"color": color, "width": 1.5},
+            fillcolor=_rgba(color, 0.35),
+            box={"visible": True, "width": 0.15},
+            meanline={"visible": True},
+            points=False,
+            spanmode="hard",
+            scalemode="width",
+            hoveron="violins+kde",
+        )
+    _layout(fig, x_title="run", y_title="accept len")
+    fig.update_layout(violinmode="overlay", showlegend=False)
+    return Plot(
+        "distribution",
+        "Distribution of accept length per run",
+        "Steady-state decode lines (after warm-up). Box: quartiles; line: mean.",
+        fig,
+    )
+
+
+def startup_timeline(analysis: Analysis, colors: dict[str, str], origins: dict[str, float]) -> Plot | None:
+    phases = analysis.startup
+    incidents = analysis.incidents.filter(pl.col(A.LABEL).is_not_null())
+    labels = [
+        label
+        for label in analysis.runs.get_column(A.LABEL).to_list()
+        if label in set(phases.get_column(A.LABEL)) or label in set(incidents.get_column(A.LABEL))
+    ]
+    if not labels:
+        return None
+    fig = go.Figure()
+    rows = 0
+    for label in labels:
+        color, origin = colors.get(label, PALETTE[0]), origins.get(label)
+        own = phases.filter(pl.col(A.LABEL) == label)
+        faults = incidents.filter(pl.col(A.LABEL) == label)
+        if origin is None:  # no start line and no decode line: measure from its first event
+            stamps = [*own.get_column(A.START).drop_nulls(), *faults.get_column(A.FIRST_TS).drop_nulls()]
+            origin = _ms(min(stamps)) if stamps else 0.0
+        name = plot_text(label)
+        if own.height:
+            rows += own.height
+            own = own.with_columns(_minutes(pl.col(A.START), origin))
+            seconds = own.get_column(A.DURATION_S).to_numpy()
+            fig.add_bar(
+                y=[[name] * own.height, [plot_text(p) for p in own.get_column(A.PHASE_NAME)]],
+                x=seconds / 60.0,
+                base=own.get_column(_X).to_numpy(),
+                customdata=seconds,
+                orientation="h",
+                marker={"color": color, "line": {"width": 0}},
+                name=name,
+                legendgroup=label,
+                showlegend=False,
+                meta={"origin": origin, "bar": True},
+                hovertemplate="%{fullData.name}<br>%{y}<br>%{customdata:.0f} s<extra></extra>",
+            )
+        if faults.height:
+            rows += 1
+            faults = faults.with_columns(_minutes(pl.col(A.FIRST_TS), origin))
+            what = [
+                plot_text(f"{kind}: {message or ''}"[:200])
+                for kind, message in faults.select(C.FAULT_KIND, C.MESSAGE).iter_rows()
+            ]
+            fig.add_scatter(
+                y=[[name] * faults.height, ["faults"] * faults.height],
+                x=faults.get_column(_X).to_numpy(),
+                customdata=np.stack(
+                    [np.array(what, dtype=object), faults.get_column(A.COUNT).to_numpy().astype(object)],
+                    axis=1,
+                ),
+                mode="markers",
+                marker={"symbol": "x", "size": 12, "color": color, "line": {"width": 2, "color": color}},
+                name=name,
+                legendgroup=label,
+                showlegend=False,
+                meta={"origin": origin},
+                hovertemplate="%{fullData.name}<br>%{customdata[0]}<br>%{customdata[1]} fault line(s)<extra>fault</extra>",
+            )
+    _time_layout(fig, "", height=max(260, 70 + 22 * rows))
+    fig.update_layout(
+        barmode="overlay",
+        showlegend=False,
+        yaxis={"autorange": "reversed", "title": {"text": ""}, "automargin": True},
+    )
+    return Plot(
+        "timeline",
+        "Start-up phases and faults",
+        "Per run: each start-up phase, from its first rank's begin to its last rank's end, and faults (a "
+        "cross per incident: the tracebacks of ranks that failed together are one).",
+        fig,
+        time_axis=True,
+    )
+
+
+def speedup(analysis: Analysis, colors: dict[str, str]) -> Plot | None:
+    runs = analysis.runs.filter(pl.col(A.SPEEDUP).is_not_null())
+    if not runs.height:
+        return None
+    fig = go.Figure()
+    for row in runs.iter_rows(named=True):
+        label, value = row[A.LABEL], row[A.SPEEDUP]
+        low, high = row[A.SPEEDUP_LOW], row[A.SPEEDUP_HIGH]
+        fig.add_scatter(
+            x=[value],
+            y=[plot_text(label)],
+            error_x={
+                "type": "data",
+                "symmetric": False,
+                "array": [max(high - value, 0.0) if high is not None else 0.0],
+                "arrayminus": [max(value - low, 0.0) if low is not None else 0.0],
+                "thickness": 2,
+                "width": 6,
+            },
+            customdata=[[plot_text(row[A.BASELINE]), low, high]],
+            mode="markers",
+            marker={"size": 11, "color": colors.get(label, PALETTE[0])},
+            name=plot_text(label),
+            legendgroup=label,
+            showlegend=False,
+            hovertemplate=(
+                "%{fullData.name}<br>%{x:.3f}x over %{customdata[0]}"
+                "<br>95% interval %{customdata[1]:.3f}-%{customdata[2]:.3f}<extra></extra>"
+            ),
+        )
+    _layout(fig, x_title="speedup over the baseline (tok/s ratio at matched batch sizes)", y_title="")
+    fig.add_vline(x=1.0, line_dash="dot", line_width=1, line_color="#888")
+    fig.update_layout(
+        height=max(200, 80 + 34 * runs.height),
+        margin={"l": 220, "b": 50},
+        showlegend=False,
+        yaxis={"autorange": "reversed"},
+    )
+    return Plot(
+        "speedup",
+        "Speedup over the baseline",
+        "Steady-state throughput ratio at the batch sizes both runs saw, with its 95% bootstrap interval; "
+        "right of the dotted line is faster than the baseline.",
+        fig,
+    )
+
+
+def position_curves(analysis: Analysis, colors: dict[str, str]) -> Plot | None:
+    curves = analysis.spec_curves.filter(pl.col(A.LABEL).is_not_null())
+    if not curves.height:
+        return None
+    fig = go.Figure()
+    for (label,), part in curves.group_by(A.LABEL, maintain_order=True):
+        part = part.sort(A.POSITION)
+        fig.add_scatter(
+            x=part.get_column(A.POSITION).to_numpy() + 1,
+            y=part.get_column(A.RATE).to_numpy(),
+            mode="lines+markers",
+            line={"color": colors.get(label, PALETTE[0]), "width": 2},
+            name=plot_text(label),
+            legendgroup=label,
+            hovertemplate="%{fullData.name}<br>position %{x}: %{y:.1%} accepted<extra></extra>",
+        )
+    _layout(fig, x_title="draft position", y_title="acceptance rate")
+    fig.update_layout(
+        yaxis={"tickformat": ".0%", "rangemode": "tozero"}, xaxis={"dtick": 1}, height=360, showlegend=True
+    )
+    return Plot(
+        "curves",
+        "vLLM acceptance per draft position",
+        "Mean acceptance rate of each draft position per run, from vLLM's per-position metrics.",
+        fig,
+    )
+
+
+def build_plots(analysis: Analysis) -> list[Plot]:
+    """Every figure the analysis has data for, in page order."""
+    colors, origins = run_colors(analysis), run_origins(analysis)
+    makers: list[Callable[[], Plot | None]] = [
+        lambda: speedup(analysis, colors),
+        lambda: acceptance_over_time(analysis, colors, origins),
+        lambda: throughput_over_time(analysis, colors, origins),
+        lambda: accept_by_batch(analysis, colors),
+        lambda: accept_distribution(analysis, colors),
+        lambda: startup_timeline(analysis, colors, origins),
+        lambda: position_curves(analysis, colors),
+    ]
+    return [plot for make in makers if (plot := make()) is not None]
