@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import io
 import lzma
 import os
 from collections.abc import Iterable, Iterator
@@ -146,14 +147,10 @@ def blocks_from_stream(
     offset = start_offset
     line_no = first_line_no
     left = limit
-    while True:
+    broken: Exception | None = None
+    while broken is None:
         want = block_bytes if left is None else min(block_bytes, left)
-        try:
-            chunk = fh.read(want) if want > 0 else b""
-        except Exception as exc:  # gzip, zlib, bz2, lzma, zstd, tar and zip each raise their own kind
-            if not _is_read_error(exc):
-                raise
-            raise SourceReadError(source, offset + len(carry), _describe(exc)) from exc
+        chunk, broken = _read_up_to(fh, want)
         if not chunk:
             break
         if left is not None:
@@ -167,11 +164,41 @@ def blocks_from_stream(
         yield Block(source, line_no, offset, block)
         offset += len(block)
         line_no += block.count(b"\n")
-    if carry:
+    if carry:  # the last line, also when a break cut it short: partial input is kept
         yield Block(source, line_no, offset, carry)
+    if broken is not None:
+        raise SourceReadError(source, offset + len(carry), _describe(broken)) from broken
 
 
-def _is_read_error(exc: Exception) -> bool:
+# Compressed streams are read in pieces: a break loses at most the piece it happened in.
+_PIECE = 64 << 10
+
+
+def _read_up_to(fh: BinaryIO, size: int) -> tuple[bytes, Exception | None]:
+    """Up to ``size`` bytes, and the read error that stopped it early (gzip, zlib, bz2, lzma, zstd, tar
+    and zip each raise their own kind)."""
+    if isinstance(getattr(fh, "raw", None), io.FileIO):  # a plain file: one read, no copy
+        try:
+            return fh.read(size), None
+        except OSError as exc:
+            return b"", exc
+    pieces: list[bytes] = []
+    got = 0
+    while got < size:
+        try:
+            piece = fh.read(min(_PIECE, size - got))
+        except Exception as exc:
+            if not is_read_error(exc):
+                raise
+            return b"".join(pieces), exc
+        if not piece:
+            break
+        pieces.append(piece)
+        got += len(piece)
+    return b"".join(pieces), None
+
+
+def is_read_error(exc: Exception) -> bool:
     """Whether an exception from reading a stream means broken input rather than a bug."""
     import tarfile
     import zipfile

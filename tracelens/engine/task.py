@@ -26,7 +26,14 @@ from tracelens.parsers import ParseOptions, ParseState
 from tracelens.parsers.faults import join_tracebacks
 from tracelens.parsers.finalize import merge_run_spans, run_spans, server_args_from_parts
 from tracelens.schema import TABLES, C, Kind, T
-from tracelens.sources import Block, _looks_like_log, blocks_from_stream, decompressing, open_source
+from tracelens.sources import (
+    Block,
+    _looks_like_log,
+    blocks_from_stream,
+    decompressing,
+    is_read_error,
+    open_source,
+)
 from tracelens.stream import Parsed, parse_blocks
 from tracelens.tables import PARTS
 
@@ -261,7 +268,9 @@ def _tar_unit(unit: Unit, writer: PartWriter, block_bytes: int) -> list[SourceRe
                 if results[-1].error:  # a broken stream leaves the rest of the archive unreadable
                     break
                 current = None
-    except (tarfile.TarError, EOFError, OSError) as exc:
+    except Exception as exc:
+        if not is_read_error(exc):
+            raise
         broken = current or _member_result(item, "(archive)")
         broken.error = f"{broken.source}: unreadable after {broken.end:,} bytes ({exc})"
         if current is None:
@@ -289,8 +298,10 @@ def _zip_unit(unit: Unit, writer: PartWriter, block_bytes: int) -> list[SourceRe
                     results.append(
                         _parse_stream(fh, writer, result, _options(unit, mtime), block_bytes, None)
                     )
-            except (zipfile.BadZipFile, OSError, EOFError) as exc:
-                result.error = f"{result.source}: unreadable ({exc})"
+            except Exception as exc:
+                if not is_read_error(exc):
+                    raise
+                result.error = f"{result.source}: unreadable after {result.end:,} bytes ({exc})"
                 results.append(result)
     return results
 

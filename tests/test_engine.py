@@ -1,0 +1,343 @@
+"""The batch engine (`tracelens parse -o DIR`): its dataset holds exactly the tables of a whole-file
+parse, whatever the block size, the byte ranges and the number of workers; it reads archives and
+survives broken ones; it skips what it has read and reads only the new bytes of a grown log; an
+interrupted run leaves a consistent dataset that the next run completes; and it runs on Dask."""
+
+from __future__ import annotations
+
+import datetime as dt
+import gzip
+import io
+import os
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+import zipfile
+from pathlib import Path
+
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tracelens.engine import EngineOptions, parse_to_dataset
+from tracelens.engine.store import META
+from tracelens.ingest import parse_paths
+from tracelens.parsers import ParseOptions
+from tracelens.schema import TABLES, C, T
+from tracelens.tables import Tables
+
+from conftest import SAMPLE_LOGS
+
+BASE_DATE = dt.date(2026, 11, 20)
+TRACELENS = [sys.executable, "-m", "tracelens.cli"]
+_KEYS = {T.FAULTS: [C.SOURCE, C.FIRST_LINE], T.RUNS: [C.SOURCE, C.RUN]}
+
+
+def read_dataset(out: Path) -> dict[str, pl.DataFrame]:
+    return {t: pl.read_parquet(out / t / "*.parquet") for t in TABLES}
+
+
+def assert_same_tables(
+    got: dict[str, pl.DataFrame], want: Tables, rename: dict[str, str] | None = None
+) -> None:
+    """Every table holds the same rows (datasets keep no global row order: both sides are sorted)."""
+    for table in TABLES:
+        keys = _KEYS.get(table, [C.SOURCE, C.LINE_NO])
+        mine = got[table]
+        if rename:
+            mine = mine.with_columns(pl.col(C.SOURCE).replace(rename))
+        mine = mine.sort(keys, maintain_order=True)
+        theirs = want[table].sort(keys, maintain_order=True)
+        assert mine.schema == theirs.schema, table
+        assert mine.height == theirs.height, f"{table}: {mine.height} rows, want {theirs.height}"
+        assert mine.equals(theirs), f"{table} differs"
+
+
+# --- a random log with every kind of line, and records that straddle any cut ---------------------------
+
+
+def _ts(i: int) -> str:
+    return (dt.datetime(2026, 11, 20, 9, 0, 0) + dt.timedelta(seconds=i // 3)).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _record(kind: int, i: int, tp: int) -> list[str]:
+    p = f"[{_ts(i)} TP{tp}] "
+    if kind == 0:
+        return [
+            f"{p}Decode batch, #running-req: {i % 7}, #token: {i * 3}, token usage: 0.{i % 9}, accept len: 2.{i % 10}, cuda graph: True, gen throughput (token/s): {i}.5, #queue-req: 0, "
+        ]
+    if kind == 1:
+        return [f"EAGLE3_DEBUG[dsv2] aux capture: layer_id={i % 3} shape=torch.Size([1, 7168]) norm={i}.25"]
+    if kind == 2:
+        return [f'[{_ts(i)}] INFO:     10.0.0.{i % 9}:5{i % 1000} - "POST /generate HTTP/1.1" 200 OK']
+    if kind == 3:
+        return [
+            f"[{_ts(i)}] server_args=ServerArgs(model_path='/m/{i}', tp_size={tp + 1}, speculative_num_steps={i % 5})"
+        ]
+    if kind == 4:  # hard-wrapped by a terminal
+        return [
+            f"[{_ts(i)}] server_args=ServerArgs(model_path='/m/w{i}', tp_s",
+            "ize=8, speculative_algorithm=",
+            "'EAGLE3')",
+        ]
+    if kind == 5:  # a traceback with a blank line inside (chained exceptions)
+        return [
+            f"{p}Scheduler hit an exception: Traceback (most recent call last):",
+            '  File "/sgl/scheduler.py", line 10, in run',
+            "    self.step()",
+            "",
+            "",
+            "During handling of the above exception, another exception occurred:",
+            '  File "/sgl/x.py", line 2, in f',
+            f"RuntimeError: boom {i}",
+        ]
+    if kind == 6:  # an interleaved crash group: heads of one second, frames joined to the last head
+        return [
+            f"[{_ts(i)} TP0] Scheduler hit an exception: Traceback (most recent call last):",
+            f"[{_ts(i)} TP1] Scheduler hit an exception: Traceback (most recent call last):",
+            '  File "/sgl/scheduler.py", line 10, in run',
+            "torch.OutOfMemoryError: CUDA out of memory.",
+        ]
+    if kind == 7:
+        return ["", "   "]
+    if kind == 8:
+        return [f"Loading shards: {i % 100}% Completed | {i}/163 [00:01<00:02,  1.09it/s]", "plain words"]
+    if kind == 9:
+        return [f"\x1b[32m{p}Load weight begin. avail mem=7{i % 10}.1 GB\x1b[0m"]
+    return [
+        f"{p}Prefill batch. #new-seq: 1, #new-token: {i}, #cached-token: 0, cache hit rate: 1{i % 9}.5%, token usage: 0.01, #running-req: 0, #queue-req: 0"
+    ]
+
+
+@st.composite
+def logs(draw) -> bytes:
+    kinds = draw(st.lists(st.integers(0, 10), min_size=1, max_size=120))
+    lines: list[str] = []
+    for i, kind in enumerate(kinds):
+        lines.extend(_record(kind, i, draw(st.integers(0, 3))))
+    ending = draw(st.sampled_from(["\n", "", "\n\n"]))
+    return ("\n".join(lines) + ending).encode()
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    data=st.lists(logs(), min_size=1, max_size=3),
+    block=st.integers(64, 8192),
+    range_size=st.integers(128, 16384),
+    jobs=st.sampled_from([1, 1, 1, 2]),
+)
+def test_dataset_equals_whole_file_parse_for_any_blocks_ranges_and_workers(
+    tmp_path_factory, data: list[bytes], block: int, range_size: int, jobs: int
+) -> None:
+    folder = tmp_path_factory.mktemp("logs")
+    paths = []
+    for i, content in enumerate(data):
+        path = folder / f"host{i}.log"
+        path.write_bytes(content)
+        paths.append(path)
+    want = parse_paths(paths, ParseOptions(base_date=BASE_DATE))
+    out = tmp_path_factory.mktemp("out")
+    options = EngineOptions(jobs=jobs, block_bytes=block, range_bytes=range_size, base_date=BASE_DATE)
+    report = parse_to_dataset([str(p) for p in paths], str(out), options)
+    assert not report.problems
+    assert_same_tables(read_dataset(out), want)
+
+
+def test_sample_logs_in_small_ranges_on_two_workers(tmp_path: Path) -> None:
+    names = ["sweep_and_crash.log", "era_2024_timeonly.log", "wrappers.log", "era_2025_dp_attention.log"]
+    paths = [SAMPLE_LOGS / n for n in names]
+    options = EngineOptions(jobs=2, block_bytes=8 << 10, range_bytes=48 << 10, base_date=BASE_DATE)
+    parse_to_dataset([str(p) for p in paths], str(tmp_path / "out"), options)
+    assert_same_tables(read_dataset(tmp_path / "out"), parse_paths(paths, ParseOptions(base_date=BASE_DATE)))
+
+
+# --- inputs: archives, compression, broken members --------------------------------------------------------
+
+
+def _tar_gz(path: Path, members: dict[str, bytes]) -> None:
+    with tarfile.open(path, "w:gz") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            info.mtime = int(time.time())
+            tar.addfile(info, io.BytesIO(data))
+
+
+def test_archive_members_are_sources_and_a_broken_member_is_reported(tmp_path: Path) -> None:
+    fixed = (SAMPLE_LOGS / "eagle3_fixed.log").read_bytes()
+    rank = (SAMPLE_LOGS / "era_2024_rank.log").read_bytes()
+    logs_dir = tmp_path / "in"
+    logs_dir.mkdir()
+    _tar_gz(logs_dir / "hosts.tar.gz", {"a/fixed.log": fixed, "b/rank.log.gz": gzip.compress(rank)})
+    with zipfile.ZipFile(logs_dir / "more.zip", "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("rank.log", rank)
+        archive.writestr("broken.log", fixed[:50_000])
+    # A truncated gzip: what was read before the break is kept.
+    (logs_dir / "cut.log.gz").write_bytes(gzip.compress(fixed)[:20_000])
+    # Corrupt the zip's second member in place (its stored CRC no longer matches).
+    raw = bytearray((logs_dir / "more.zip").read_bytes())
+    at = raw.find(b"broken.log") + len(b"broken.log") + 200
+    raw[at : at + 50] = bytes(50)
+    (logs_dir / "more.zip").write_bytes(bytes(raw))
+    out = tmp_path / "out"
+    result = subprocess.run(
+        [*TRACELENS, "parse", str(logs_dir), "-o", str(out), "-q", "-j", "1"], capture_output=True, text=True
+    )
+    assert result.returncode == 1, result.stderr
+    skipped = [line for line in result.stderr.splitlines() if line.startswith("tracelens: skipped: ")]
+    assert any("cut.log.gz: unreadable after" in line for line in skipped), result.stderr
+    assert any("more.zip:broken.log" in line for line in skipped), result.stderr
+    assert "Traceback" not in result.stderr
+    lines = pl.read_parquet(out / T.LINES / "*.parquet")
+    by_source = dict(lines.group_by(C.SOURCE).len().iter_rows())
+    fixed_lines = fixed.count(b"\n")
+    assert by_source[f"{logs_dir / 'hosts.tar.gz'}:a/fixed.log"] == fixed_lines
+    assert by_source[f"{logs_dir / 'hosts.tar.gz'}:b/rank.log.gz"] == rank.count(b"\n")
+    assert by_source[f"{logs_dir / 'more.zip'}:rank.log"] == rank.count(b"\n")
+    assert 0 < by_source[str(logs_dir / "cut.log.gz")] < fixed_lines
+
+
+def test_glob_and_all_read_is_exit_0(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = subprocess.run(
+        [*TRACELENS, "parse", str(SAMPLE_LOGS / "era_2024_*.log"), "-o", str(out), "-q", "-j", "1"],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    sources = set(pl.read_parquet(out / T.LINES / "*.parquet").get_column(C.SOURCE))
+    assert sources == {str(p) for p in SAMPLE_LOGS.glob("era_2024_*.log")}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--executor", "spark"], "--executor must be one of"),
+        (["--block-size", "lots"], "--block-size wants a size"),
+        (["--executor", "dask"], "needs --scheduler"),
+    ],
+)
+def test_bad_engine_options_are_one_line_and_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
+    result = subprocess.run(
+        [*TRACELENS, "parse", str(SAMPLE_LOGS / "era_2024_rank.log"), "-o", str(tmp_path / "o"), *args],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 2
+    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+# --- the second look ---------------------------------------------------------------------------------------
+
+
+def test_rerun_skips_unchanged_and_a_grown_log_is_read_from_its_last_range(tmp_path: Path) -> None:
+    text = (SAMPLE_LOGS / "sweep_and_crash.log").read_bytes()
+    head, tail = text[: len(text) // 2], text[len(text) // 2 :]
+    cut = head.rfind(b"\n") + 1
+    head, tail = text[:cut], text[cut:]
+    log = tmp_path / "server.log"
+    log.write_bytes(head)
+    other = tmp_path / "other.log"
+    other.write_bytes((SAMPLE_LOGS / "era_2025_dp_attention.log").read_bytes())
+    out = tmp_path / "out"
+    options = EngineOptions(jobs=1, block_bytes=16 << 10, range_bytes=64 << 10, base_date=BASE_DATE)
+    paths = [str(log), str(other)]
+    first = parse_to_dataset(paths, str(out), options)
+    assert first.read == 2 and first.bytes_read == len(head) + other.stat().st_size
+
+    again = parse_to_dataset(paths, str(out), options)
+    assert (again.unchanged, again.read, again.bytes_read) == (2, 0, 0)
+
+    with log.open("ab") as fh:
+        fh.write(tail)
+    grown = parse_to_dataset(paths, str(out), options)
+    assert (grown.grown, grown.unchanged) == (1, 1)
+    assert 0 < grown.bytes_read < len(text), "a grown log is read from its last range, not from the start"
+    assert_same_tables(read_dataset(out), parse_paths([log, other], ParseOptions(base_date=BASE_DATE)))
+
+
+def test_changed_and_removed_inputs_are_replaced(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.log", tmp_path / "b.log"
+    a.write_bytes((SAMPLE_LOGS / "era_2024_rank.log").read_bytes())
+    b.write_bytes((SAMPLE_LOGS / "era_2024_gpu.log").read_bytes())
+    out = tmp_path / "out"
+    options = EngineOptions(jobs=1, base_date=BASE_DATE)
+    parse_to_dataset([str(a), str(b)], str(out), options)
+    a.write_bytes((SAMPLE_LOGS / "era_2026_comma.log").read_bytes())
+    parse_to_dataset([str(a)], str(out), options)
+    assert_same_tables(read_dataset(out), parse_paths([a], ParseOptions(base_date=BASE_DATE)))
+
+
+def test_killed_run_leaves_a_consistent_dataset_and_the_next_run_completes_it(tmp_path: Path) -> None:
+    big = tmp_path / "big.log"
+    with big.open("wb") as fh:
+        for _ in range(8):
+            fh.write((SAMPLE_LOGS / "eagle3_embed_capture.log").read_bytes())
+    small = tmp_path / "small.log"
+    small.write_bytes((SAMPLE_LOGS / "era_2024_rank.log").read_bytes())
+    out = tmp_path / "out"
+    parse_to_dataset([str(small)], str(out), EngineOptions(jobs=1, base_date=BASE_DATE))
+    before = read_dataset(out)
+    cmd = [*TRACELENS, "parse", str(small), str(big), "-o", str(out), "-q", "-j", "2", "--range-size", "256K"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    staging = out / META / "staging"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not any(staging.rglob("*.parquet")):
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    # Still the dataset of the first run: nothing half-written is visible.
+    middle = read_dataset(out)
+    for table in TABLES:
+        assert middle[table].equals(before[table]), table
+    assert not [p for p in out.rglob("*.tmp") if META not in p.parts]
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    want = parse_paths(
+        [small, big], ParseOptions(base_date=dt.datetime.fromtimestamp(big.stat().st_mtime).date())
+    )
+    got = read_dataset(out)
+    assert got[T.LINES].height == want[T.LINES].height
+    assert not (staging.exists() and any(staging.iterdir()))
+
+
+def test_an_interrupted_commit_is_replayed(tmp_path: Path) -> None:
+    from tracelens.engine import manifest as mf
+    from tracelens.engine.engine import recover
+    from tracelens.engine.store import Store
+
+    out = tmp_path / "out"
+    log = SAMPLE_LOGS / "era_2024_rank.log"
+    parse_to_dataset([str(log)], str(out), EngineOptions(jobs=1))
+    store = Store(str(out))
+    manifest = store.read_json(mf.MANIFEST)
+    # A commit stopped after its journal was written and one of its files was moved.
+    lines_file = manifest["tasks"][next(iter(manifest["tasks"]))]["files"][T.LINES][0]
+    staged = f"{META}/staging/x/{T.LINES}/moved.parquet"
+    store.move(lines_file, staged)
+    store.write_json(mf.JOURNAL, {"moves": [[staged, lines_file]], "deletes": [], "manifest": manifest})
+    recover(store)
+    assert not store.exists(mf.JOURNAL)
+    assert pl.read_parquet(out / lines_file).height == log.read_bytes().count(b"\n")
+
+
+# --- Dask ---------------------------------------------------------------------------------------------------
+
+
+def test_dask_local_cluster_gives_the_local_engines_tables(tmp_path: Path) -> None:
+    pytest.importorskip("distributed")
+    paths = [str(SAMPLE_LOGS / "sweep_and_crash.log"), str(SAMPLE_LOGS / "eagle3_embed_capture.log.gz")]
+    local = tmp_path / "local"
+    dask = tmp_path / "dask"
+    small = {"block_bytes": 32 << 10, "range_bytes": 128 << 10, "base_date": BASE_DATE}
+    parse_to_dataset(paths, str(local), EngineOptions(jobs=1, **small))
+    parse_to_dataset(paths, str(dask), EngineOptions(jobs=2, executor="dask-local", **small))
+    got, want = read_dataset(dask), read_dataset(local)
+    for table in TABLES:
+        keys = _KEYS.get(table, [C.SOURCE, C.LINE_NO])
+        assert (
+            got[table].sort(keys, maintain_order=True).equals(want[table].sort(keys, maintain_order=True))
+        ), table
