@@ -1,0 +1,195 @@
+"""The remote tail for real: an OpenSSH server on 127.0.0.1 (own config, host and user keys made here),
+a file another process keeps appending to, the connection killed several times, and every line must
+arrive exactly once, in order."""
+
+from __future__ import annotations
+
+import getpass
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from live_support import source_texts, wait_for
+
+from tracelens.live import LiveSession
+from tracelens.live import events as ev
+from tracelens.live.remote import Backoff, RemoteTarget, SshFollower
+from tracelens.live.spec import SSH, SourceSpec
+
+pytestmark = pytest.mark.timeout(180)
+SSHD = Path("/usr/sbin/sshd")
+LINES = 3000
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _children(pid: int) -> list[int]:
+    """Processes whose parent is ``pid`` (sshd's per-connection processes)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                out.append(int(entry.name))
+    return out
+
+
+@pytest.fixture
+def sshd(tmp_path: Path) -> Iterator[dict]:
+    if not SSHD.exists() or not shutil.which("ssh"):
+        if os.environ.get("CI"):
+            pytest.fail("openssh-server/openssh-client missing: .ci/run installs them")
+        pytest.skip("needs openssh-server and openssh-client (apt-get install openssh-server openssh-client)")
+    keys = tmp_path / "keys"
+    keys.mkdir()
+    for name in ("host", "user"):
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(keys / name)], check=True, timeout=30
+        )
+    (keys / "authorized_keys").write_text((keys / "user.pub").read_text())
+    port = _free_port()
+    config = keys / "sshd_config"
+    config.write_text(
+        f"""Port {port}
+ListenAddress 127.0.0.1
+HostKey {keys / "host"}
+PidFile {keys / "sshd.pid"}
+AuthorizedKeysFile {keys / "authorized_keys"}
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+PermitRootLogin yes
+LogLevel ERROR
+"""
+    )
+    if os.geteuid() == 0:
+        Path("/run/sshd").mkdir(exist_ok=True)  # privilege separation directory
+    server = subprocess.Popen([str(SSHD), "-D", "-e", "-f", str(config)], stderr=subprocess.PIPE)
+    try:
+        options = (
+            "-i",
+            str(keys / "user"),
+            "-o",
+            "IdentitiesOnly=yes",
+            "-o",
+            "StrictHostKeyChecking=no",
+            "-o",
+            f"UserKnownHostsFile={keys / 'known_hosts'}",
+        )
+        up = wait_for(lambda: _port_open(port), timeout=15)
+        assert up, server.stderr.read().decode() if server.poll() is not None else "sshd did not listen"
+        yield {"port": port, "options": options, "pid": server.pid}
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=10)
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.2)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+WRITER = """
+import sys, time
+path, n = sys.argv[1], int(sys.argv[2])
+with open(path, "a") as fh:
+    for i in range(n):
+        fh.write(f"[2026-11-20 10:00:00 TP0] line {i:05d} " + "x" * (i % 50) + "\\n")
+        if i % 7 == 0:
+            fh.flush()
+            time.sleep(0.02)
+"""
+
+
+def test_remote_tail_survives_dropped_connections(sshd: dict, tmp_path: Path) -> None:
+    log = tmp_path / "remote dir" / "server's log.log"  # a space and a quote: quoted, not interpreted
+    log.parent.mkdir()
+    log.write_text("")
+    target = RemoteTarget("127.0.0.1", str(log), getpass.getuser(), sshd["port"])
+    spec = SourceSpec(SSH, target.label, target=target)
+    session = LiveSession(
+        [spec],
+        interval=0.2,
+        follower_options={
+            spec.label: {"extra_options": sshd["options"], "backoff": Backoff(first=0.1, limit=0.5)}
+        },
+    )
+    session.start()
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(log), str(LINES)])
+    try:
+        follower: SshFollower = session.followers[0]
+        assert wait_for(lambda: session.sources[0].state == ev.CONNECTED, timeout=30), session.sources[0]
+        kills = 0
+        deadline = time.monotonic() + 90
+        while kills < 6 and time.monotonic() < deadline:
+            seen = session.index.count()
+            if not wait_for(lambda s=seen: session.index.count() > s + 50, timeout=10):
+                break
+            connections = follower.connections
+            sessions = _children(sshd["pid"])  # sshd's per-connection processes
+            if kills % 2 == 1 and sessions:
+                for pid in sessions:  # the server side drops
+                    os.kill(pid, signal.SIGKILL)
+            else:
+                os.kill(follower.process.pid, signal.SIGKILL)  # the client side drops
+            kills += 1
+            assert wait_for(
+                lambda c=connections: follower.connections > c and session.sources[0].state == ev.CONNECTED,
+                timeout=30,
+            )
+        writer.wait(timeout=60)
+        assert kills >= 3, "the writer finished before the connection could be dropped several times"
+        assert wait_for(lambda: session.index.count() >= LINES, timeout=60)
+        time.sleep(0.5)  # nothing more may come
+        texts = source_texts(session)
+        assert len(texts) == LINES
+        assert [t.split(" line ")[1][:5] for t in texts] == [f"{i:05d}" for i in range(LINES)]
+        assert texts == log.read_text().splitlines()
+        assert session.sources[0].reconnects >= kills
+        assert follower.connections >= kills + 1
+        assert session.sources[0].staleness(time.monotonic()) is not None
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+            writer.wait(timeout=10)
+        session.stop()
+
+
+def test_an_unreachable_host_is_retried_and_shown(tmp_path: Path, sshd: dict) -> None:
+    closed = _free_port()  # nothing listens there
+    target = RemoteTarget("127.0.0.1", "/var/log/x.log", getpass.getuser(), closed)
+    spec = SourceSpec(SSH, target.label, target=target)
+    session = LiveSession(
+        [spec],
+        follower_options={
+            spec.label: {"extra_options": sshd["options"], "backoff": Backoff(first=0.1, limit=0.2)}
+        },
+    )
+    session.start()
+    try:
+        assert wait_for(lambda: session.sources[0].reconnects >= 2, timeout=30)
+        assert session.sources[0].state == ev.RECONNECTING
+        assert "refused" in session.sources[0].detail.lower() or "status 255" in session.sources[0].detail
+    finally:
+        session.stop()
