@@ -37,7 +37,7 @@ _CONTROL = str.maketrans({chr(c): "�" for c in range(32) if c != 9} | {"\t": "
 
 
 class LogView(ScrollView, can_focus=True):
-    DEFAULT_CSS = "LogView { background: $surface; border: round $primary; }"
+    DEFAULT_CSS = "LogView { background: $surface; border: round $primary; overflow-x: hidden; }"
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("up", "cursor(-1)", "up", show=False),
@@ -102,11 +102,17 @@ class LogView(ScrollView, can_focus=True):
         self.virtual_size = Size(width, len(view))
         if self.follow and len(view):
             self.cursor = len(view) - 1
-            self.scroll_end(animate=False, immediate=True, x_axis=False)
+            # deferred until after the next refresh, when the new virtual size is laid out
+            self.scroll_end(animate=False, immediate=False, x_axis=False)
         self.cursor = min(self.cursor, max(len(view) - 1, 0))
         self._update_title()
         self.refresh()
         self.post_message(self.Moved())
+
+    def on_resize(self) -> None:
+        """The panels above grew or shrank: stay on the last line when following."""
+        if self.follow:
+            self.scroll_end(animate=False, immediate=False, x_axis=False)
 
     def _update_title(self) -> None:
         shown = f"{len(self.view):,} lines"
