@@ -3,13 +3,15 @@
 A presentation concern only, so it lives with the report and not in the analysis: the numbers on the
 page (means, speedups, rolling medians and spreads, findings) all come from the `Analysis`; what is
 done here only chooses which of its rows to draw. Every function returns rows (or values) of its input,
-except `envelope`, which draws the outer bounds of a band per bucket, and `pair_counts`, which draws
-repeated points once with their count.
+except `pair_counts`, which draws repeated points once with their count.
 
-- `keep_peaks`: a time series longer than the limit is cut into equal time buckets, and in each bucket
-  the row with the lowest and the row with the highest value are kept (min/max decimation), so spikes
-  and dips stay visible while a 10-million-row series draws at most `limit` points.
-- `envelope`: a band (rolling p10 to p90) keeps, per bucket, its lowest low and highest high.
+- `keep_peaks`, for raw values (a dot per decode line): a series longer than the limit is cut into equal
+  time buckets, and in each bucket the row with the lowest and the row with the highest value are kept
+  (min/max decimation), so spikes and dips stay visible while a 10-million-row series draws at most
+  `limit` points.
+- `decimate`, for smooth series the analysis already made (the rolling median, the p10-p90 band): one
+  row per time bucket, its middle one, so the line keeps its course instead of turning into a min/max
+  zigzag.
 - `quantile_sample`: a distribution keeps its values at evenly spaced ranks (the empirical quantile
   function, smallest and largest included), so a violin or box drawn from it matches the full data.
 - `pair_counts`: a scatter of (batch size, accept len) draws each distinct pair once, with how many rows
@@ -54,29 +56,19 @@ def keep_peaks(frame: pl.DataFrame, x: str, y: str, limit: int = TIME_POINTS) ->
     return data[rows.to_list()].drop(_ROW, _BUCKET)
 
 
-def envelope(frame: pl.DataFrame, x: str, low: str, high: str, limit: int = TIME_POINTS) -> pl.DataFrame:
-    """x, low, high of a band: the rows themselves when they fit in ``limit``, else per time bucket its
-    first and last x with the bucket's lowest low and highest high (the band never narrows)."""
-    data = (
-        frame.filter(_finite(low, frame.schema[low]) & _finite(high, frame.schema[high]))
-        .select(x, low, high)
-        .sort(x)
-    )
+def decimate(frame: pl.DataFrame, x: str, columns: list[str], limit: int = TIME_POINTS) -> pl.DataFrame:
+    """Rows of ``frame`` (sorted by ``x``, a number) where every one of ``columns`` is finite: all of
+    them when they fit in ``limit``, else the middle row of each of ``limit`` time buckets."""
+    keep = pl.lit(True)
+    for column in columns:
+        keep = keep & _finite(column, frame.schema[column])
+    data = frame.filter(keep).sort(x)
     if data.height <= limit:
         return data
-    per = (
-        data.with_columns(_buckets(x, max(limit // 2, 1)))
-        .group_by(_BUCKET)
-        .agg(
-            pl.col(x).min().alias("_x0"),
-            pl.col(x).max().alias("_x1"),
-            pl.col(low).min(),
-            pl.col(high).max(),
-        )
-    )
-    first = per.select(pl.col("_x0").alias(x), low, high)
-    last = per.select(pl.col("_x1").alias(x), low, high)
-    return pl.concat([first, last]).unique(subset=[x], keep="first").sort(x)
+    data = data.with_row_index(_ROW).with_columns(_buckets(x, limit))
+    # rows of a bucket are consecutive (sorted by x), so its middle row is halfway between its ends
+    middle = data.group_by(_BUCKET).agg(((pl.col(_ROW).min() + pl.col(_ROW).max()) // 2).alias("_mid"))
+    return data[middle.get_column("_mid").sort().to_list()].drop(_ROW, _BUCKET)
 
 
 def quantile_sample(values: pl.Series, limit: int = DISTRIBUTION_POINTS) -> np.ndarray:

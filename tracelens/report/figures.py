@@ -21,7 +21,7 @@ import plotly.graph_objects as go
 import polars as pl
 
 from tracelens.analysis import Analysis
-from tracelens.report.downsample import envelope, keep_peaks, pair_counts, quantile_sample
+from tracelens.report.downsample import TIME_POINTS, decimate, keep_peaks, pair_counts, quantile_sample
 from tracelens.report.escape import plot_text
 from tracelens.schema import A, C
 
@@ -141,11 +141,13 @@ def _series_figure(
     band: tuple[str, str] | None,
     what: str,
     fmt: str,
-) -> go.Figure | None:
+) -> tuple[go.Figure, bool] | None:
+    """The figure, and whether a run had more lines than it draws."""
     runs = _runs_with(analysis.series, value)
     if not runs:
         return None
     fig = go.Figure()
+    thinned = False
     base = baselines(analysis)
     changes = analysis.changes.filter(pl.col(A.METRIC) == value)
     for label, part in runs:
@@ -153,8 +155,9 @@ def _series_figure(
         meta = {"origin": origin}
         name = plot_text(label)
         part = part.with_columns((pl.col(A.T_SINCE_START) / 60.0).alias(_X))
+        thinned = thinned or part.height > TIME_POINTS
         if band is not None:
-            edge = envelope(part, _X, *band)
+            edge = decimate(part, _X, list(band))
             x = edge.get_column(_X).to_numpy()
             common = {"legendgroup": label, "showlegend": False, "hoverinfo": "skip", "meta": meta}
             fig.add_scatter(x=x, y=edge.get_column(band[0]).to_numpy(), mode="lines", line_width=0, **common)
@@ -180,7 +183,7 @@ def _series_figure(
             meta=meta,
             hovertemplate=f"%{{fullData.name}}<br>{what} %{{y:{fmt}}}<br>line %{{customdata}}<extra></extra>",
         )
-        mid = keep_peaks(part, _X, median)
+        mid = decimate(part, _X, [median])
         fig.add_scatter(
             x=mid.get_column(_X).to_numpy(),
             y=mid.get_column(median).to_numpy(),
@@ -212,13 +215,19 @@ def _series_figure(
                 ),
             )
     _time_layout(fig, what)
-    return fig
+    return fig, thinned
+
+
+THINNED = (
+    f" Runs with more than {TIME_POINTS} decode lines: dots are each time bucket's lowest and highest "
+    "line, the median and band are drawn at each bucket's middle line."
+)
 
 
 def acceptance_over_time(
     analysis: Analysis, colors: dict[str, str], origins: dict[str, float]
 ) -> Plot | None:
-    fig = _series_figure(
+    made = _series_figure(
         analysis,
         colors,
         origins,
@@ -228,13 +237,15 @@ def acceptance_over_time(
         "accept len",
         ".2f",
     )
-    if fig is None:
+    if made is None:
         return None
+    fig, thinned = made
     return Plot(
         "acceptance",
         "Acceptance over time",
         "Accept length per decode line (dots), its rolling median (line; dashed for a baseline) and rolling "
-        "p10-p90 spread (band); diamonds mark a change point. DP ranks are combined per round.",
+        "p10-p90 spread (band); diamonds mark a change point. DP ranks are combined per round."
+        + (THINNED if thinned else ""),
         fig,
         time_axis=True,
     )
@@ -243,16 +254,17 @@ def acceptance_over_time(
 def throughput_over_time(
     analysis: Analysis, colors: dict[str, str], origins: dict[str, float]
 ) -> Plot | None:
-    fig = _series_figure(
+    made = _series_figure(
         analysis, colors, origins, C.GEN_THROUGHPUT, A.TPUT_ROLLING_MEDIAN, None, "tok/s", ".1f"
     )
-    if fig is None:
+    if made is None:
         return None
+    fig, thinned = made
     return Plot(
         "throughput",
         "Throughput over time",
         "Generation throughput per decode line (dots, summed over DP ranks) and its rolling median (line); "
-        "diamonds mark a change point.",
+        "diamonds mark a change point." + (THINNED if thinned else ""),
         fig,
         time_axis=True,
     )

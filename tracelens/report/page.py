@@ -26,7 +26,7 @@ from tracelens.report.escape import clip, safe_json_text, text
 from tracelens.report.figures import Plot, baselines, run_colors
 from tracelens.schema import A, C, T
 
-EVIDENCE_CHARS = 2000  # of one evidence line (a log line can be megabytes)
+EVIDENCE_CHARS = 1000  # of one evidence line (a log line can be megabytes)
 TRACEBACK_CHARS = 20000
 MAX_INCIDENT_ROWS = 300
 DATA_ID = "tl-data"
@@ -209,8 +209,10 @@ def _cards(analysis: Analysis, colors: dict[str, str]) -> str:
             low, high = run[A.SPEEDUP_LOW], run[A.SPEEDUP_HIGH]
             interval = "" if low is None or high is None else f"[{low:.2f}-{high:.2f}] "
             value = "-" if run[A.SPEEDUP] is None else f"{run[A.SPEEDUP]:.2f}x"
-            stats.append(_stat(value, f"speedup {text(interval)}vs {text(run[A.BASELINE])}", _verdict(run)))
+            stats.append(_stat(value, f"speedup {text(interval)}".strip(), _verdict(run)))
         rows: list[tuple[str, str]] = []
+        if run[A.BASELINE] is not None:
+            rows.append(("baseline", _run_cell(run[A.BASELINE], colors)))
         if run[C.SPEC_ALGORITHM]:
             ids = debug_ids.get((run[C.SOURCE], run[C.RUN]))
             if ids is not None:
