@@ -11,6 +11,7 @@ else (Parquet files, DuckDB, Spark, notebooks). ``polars_schema()`` derives the 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
 import polars as pl
 import pyarrow as pa
@@ -422,6 +423,7 @@ TABLES: tuple[str, ...] = tuple(SCHEMAS)
 COMMON_COLUMNS: tuple[str, ...] = tuple(name for name, _ in _COMMON)
 
 
+@cache
 def polars_schema(table: str) -> pl.Schema:
     """The polars view of a table's Arrow schema."""
     return pl.DataFrame(SCHEMAS[table].empty_table()).schema
@@ -429,7 +431,7 @@ def polars_schema(table: str) -> pl.Schema:
 
 def empty(table: str) -> pl.DataFrame:
     """A zero-row frame with the table's exact schema."""
-    return pl.DataFrame(SCHEMAS[table].empty_table())
+    return pl.DataFrame(schema=polars_schema(table))
 
 
 def conform(table: str, df: pl.DataFrame) -> pl.DataFrame:

@@ -190,9 +190,10 @@ def _tasks(
     whole: list[Unit], split: dict[str, list[Unit]], root: str, staging: str, options: EngineOptions
 ) -> list[TaskSpec]:
     """One task per range of a split file; whole files grouped up to about a range's size."""
-    make = lambda units: TaskSpec(  # noqa: E731 - a local shorthand
-        _task_id(), tuple(units), root, staging, options.block_bytes, max(options.range_bytes // 2, 1)
-    )
+
+    def make(units: list[Unit]) -> TaskSpec:
+        return TaskSpec(_task_id(), tuple(units), root, staging, options.block_bytes)
+
     tasks = [make([u]) for units in split.values() for u in units]
     group: list[Unit] = []
     size = 0

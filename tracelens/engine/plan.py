@@ -58,7 +58,6 @@ class TaskSpec:
     root: str  # the dataset (a path or an fsspec URL)
     staging: str  # where this run's new files go, relative to root
     block_bytes: int = DEFAULT_BLOCK_BYTES
-    part_bytes: int = DEFAULT_RANGE_BYTES // 2
 
     @property
     def size(self) -> int:

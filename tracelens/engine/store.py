@@ -56,6 +56,11 @@ class Store:
                 frame.write_parquet(fh, compression=PARQUET_COMPRESSION, compression_level=PARQUET_LEVEL)
         self.fs.mv(self.path(tmp), self.path(rel))
 
+    def parquet_writer(self, rel: str) -> ParquetPart:
+        """A part file written row group by row group; it appears under ``rel`` only once closed."""
+        self._parent(rel)
+        return ParquetPart(self, rel, self._tmp(rel))
+
     def read_parquet(self, rel: str, columns: list[str] | None = None) -> pl.DataFrame:
         if self.local:
             return pl.read_parquet(self.path(rel), columns=columns)
@@ -91,3 +96,34 @@ class Store:
             return []
         base = self.path(rel)
         return sorted(posixpath.relpath(p, self.root) for p in self.fs.ls(base, detail=False))
+
+
+class ParquetPart:
+    """One Parquet file filled in row groups, so a worker holds one block's rows, not a whole part."""
+
+    def __init__(self, store: Store, rel: str, tmp: str) -> None:
+        self.store = store
+        self.rel = rel
+        self.tmp = tmp
+        self.writer = None
+        self.sink = None
+
+    def write(self, frame: pl.DataFrame) -> None:
+        import pyarrow.parquet as pq
+
+        table = frame.to_arrow()
+        if self.writer is None:
+            path = self.store.path(self.tmp)
+            self.sink = path if self.store.local else self.store.fs.open(path, "wb")
+            self.writer = pq.ParquetWriter(
+                self.sink, table.schema, compression=PARQUET_COMPRESSION, compression_level=PARQUET_LEVEL
+            )
+        self.writer.write_table(table.cast(self.writer.schema))
+
+    def close(self) -> None:
+        if self.writer is None:
+            return
+        self.writer.close()
+        if not isinstance(self.sink, str):
+            self.sink.close()
+        self.store.fs.mv(self.store.path(self.tmp), self.store.path(self.rel))

@@ -20,7 +20,7 @@ import polars as pl
 
 from tracelens.engine.inputs import FILE, TAR, Input
 from tracelens.engine.plan import TaskSpec, Unit
-from tracelens.engine.store import FAULTS_PRE, Store
+from tracelens.engine.store import FAULTS_PRE, ParquetPart, Store
 from tracelens.errors import SourceReadError
 from tracelens.parsers import ParseOptions, ParseState
 from tracelens.parsers.faults import join_tracebacks
@@ -69,35 +69,51 @@ class TaskResult:
 
 
 class PartWriter:
-    """Buffers a task's table rows and writes them as part files of about ``part_bytes`` of input."""
+    """Writes a task's rows: one part file per table, filled a row group at a time. Small tables are
+    gathered over blocks first, so that a row group is not a handful of rows."""
+
+    ROW_GROUP = 32_768
 
     def __init__(self, store: Store, spec: TaskSpec) -> None:
         self.store = store
         self.spec = spec
         self.buffers: dict[str, list[pl.DataFrame]] = {}
-        self.buffered_bytes = 0
-        self.files: dict[str, list[str]] = {}
+        self.buffered: dict[str, int] = {}
+        self.parts: dict[str, ParquetPart] = {}
         self.rows: dict[str, int] = {}
-        self.count = 0
+
+    @property
+    def files(self) -> dict[str, list[str]]:
+        return {table: [part.rel] for table, part in self.parts.items()}
 
     def add(self, table: str, frame: pl.DataFrame) -> None:
         if frame.height:
             self.buffers.setdefault(table, []).append(frame)
+            self.buffered[table] = self.buffered.get(table, 0) + frame.height
             self.rows[table] = self.rows.get(table, 0) + frame.height
 
     def consumed(self, nbytes: int) -> None:
-        self.buffered_bytes += nbytes
-        if self.buffered_bytes >= self.spec.part_bytes:
-            self.flush()
+        """After each block: write the tables that have gathered a row group's worth."""
+        for table, n in list(self.buffered.items()):
+            if n >= self.ROW_GROUP:
+                self._write(table)
 
-    def flush(self) -> None:
-        for table, frames in self.buffers.items():
-            name = f"{self.spec.staging}/{table}/{self.spec.task_id}-{self.count:04d}.parquet"
-            self.store.write_parquet(name, pl.concat(frames, how="vertical_relaxed"))
-            self.files.setdefault(table, []).append(name)
-        self.buffers = {}
-        self.buffered_bytes = 0
-        self.count += 1
+    def _write(self, table: str) -> None:
+        frames = self.buffers.pop(table, [])
+        self.buffered.pop(table, None)
+        if not frames:
+            return
+        if table not in self.parts:
+            self.parts[table] = self.store.parquet_writer(
+                f"{self.spec.staging}/{table}/{self.spec.task_id}.parquet"
+            )
+        self.parts[table].write(frames[0] if len(frames) == 1 else pl.concat(frames, how="vertical_relaxed"))
+
+    def close(self) -> None:
+        for table in list(self.buffers):
+            self._write(table)
+        for part in self.parts.values():
+            part.close()
 
 
 class SourceCollector:
@@ -318,5 +334,5 @@ def run_task(spec: TaskSpec) -> TaskResult:
             sources.extend(_tar_unit(unit, writer, spec.block_bytes))
         else:
             sources.extend(_zip_unit(unit, writer, spec.block_bytes))
-    writer.flush()
+    writer.close()
     return TaskResult(spec.task_id, sources, writer.files, writer.rows, sum(s.end - s.start for s in sources))

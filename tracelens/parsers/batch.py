@@ -32,6 +32,10 @@ SCALAR_PATTERN = r"^(?:-?[\d.]+%?|nan|inf|True|False|\d{4}-\d\d-\d\dT[\d:.]+)$"
 VALUE_PATTERN = r"\d{4}-\d\d-\d\dT\d[\d:.]*\d|-?\d+(?:\.\d+)*%?|\bnan\b|\binf\b|\bTrue\b|\bFalse\b"
 _SLOT = "\x00"  # where a value was cut out of a shape (a NUL never survives in a log line's body)
 
+# Percent to fraction by multiplying: polars divides a one-row column exactly but a longer one by
+# multiplying with the reciprocal, so `x / 100` would depend on how many lines a block holds.
+PERCENT = 0.01
+
 _KEY_MAP = pl.DataFrame(
     {C.KEY: [f.log_key for f in BATCH_FIELDS], "_column": [f.column for f in BATCH_FIELDS]}
 )
@@ -199,7 +203,7 @@ def _typed_values(present: list[str]) -> list[pl.Expr]:
             )
         elif dtype == pl.Float64:
             number = raw.str.strip_chars_end("%").cast(pl.Float64, strict=False)
-            exprs.append(pl.when(raw.str.ends_with("%")).then(number / 100).otherwise(number).alias(column))
+            exprs.append(pl.when(raw.str.ends_with("%")).then(number * PERCENT).otherwise(number).alias(column))
         elif dtype == pl.Int64:
             exprs.append(raw.cast(pl.Int64, strict=False))
     return exprs

@@ -24,7 +24,7 @@ from tracelens.parsers.kinds import ROUTES
 from tracelens.parsers.lifecycle import parse_lifecycle
 from tracelens.parsers.prefix import add_prefix_columns
 from tracelens.parsers.spec_metrics import parse_spec_metrics
-from tracelens.schema import COMMON_COLUMNS, KIND_TABLE, C, Kind, T, W, conform
+from tracelens.schema import COMMON_COLUMNS, KIND_TABLE, C, Kind, T, W, conform, empty
 from tracelens.tables import PARTS, Tables
 
 # Lines that continue a traceback: indented frames (or frames whose indentation a paste lost),
@@ -200,6 +200,8 @@ def _join_tracebacks(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFrame,
     # the next non-blank line continues it.
     next_is_cont = pl.when(~blank).then(pl.col(W.CONT)).backward_fill().fill_null(False)
     df = df.with_columns((pl.col(W.CONT) | (blank & next_is_cont)).alias(W.CONT))
+    if state.open_fault is None and not df.get_column(W.CONT).any():
+        return _no_continuations(df, state, is_frame)
     prev_cont = pl.col(W.CONT).shift(1, fill_value=state.prev_cont)
     starts_new = clean.str.strip_chars_start().str.starts_with(TRACEBACK_START) & ~prev_cont
     breaker = ~pl.col(W.CONT) | starts_new
@@ -216,13 +218,9 @@ def _join_tracebacks(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFrame,
         .otherwise(pl.col(C.LINE_NO))
     )
     df = df.with_columns(record.alias(C.RECORD))
-    # A frame's source line (`raise RuntimeError(f"NCCL error: ...")`) is code, never a fault of its
-    # own, even in a traceback whose head was not in the log.
-    df = df.with_columns(
+    df = df.with_columns(_frame_source_line_is_code()).with_columns(
         pl.when(pl.col(C.RECORD) != pl.col(C.LINE_NO))
         .then(pl.lit(Kind.FAULT))
-        .when(pl.col("_after_frame") & ~pl.col(W.PREFIXED) & (pl.col(C.KIND) == Kind.FAULT))
-        .then(pl.lit(Kind.UNPARSED))
         .otherwise(pl.col(C.KIND))
         .alias(C.KIND)
     )
@@ -237,6 +235,32 @@ def _join_tracebacks(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFrame,
         open_fault = seg.item(0, C.LINE_NO) if seg.item(0, C.KIND) == Kind.FAULT else None
     return df.drop("_seg", "_after_frame"), replace(
         state, open_fault=open_fault, prev_cont=bool(last[W.CONT]), prev_frame=last_frame
+    )
+
+
+def _frame_source_line_is_code() -> pl.Expr:
+    """A frame's source line (`raise RuntimeError(f"NCCL error: ...")`) is code, never a fault of its
+    own, even in a traceback whose head was not in the log."""
+    return (
+        pl.when(pl.col("_after_frame") & ~pl.col(W.PREFIXED) & (pl.col(C.KIND) == Kind.FAULT))
+        .then(pl.lit(Kind.UNPARSED))
+        .otherwise(pl.col(C.KIND))
+        .alias(C.KIND)
+    )
+
+
+def _no_continuations(
+    df: pl.DataFrame, state: ParseState, is_frame: pl.Expr
+) -> tuple[pl.DataFrame, ParseState]:
+    """`_join_tracebacks` for the common block where no line continues a record: each line is its own
+    record, and the segment bookkeeping (a window over every line) is skipped."""
+    df = df.with_columns(pl.col(C.LINE_NO).alias(C.RECORD)).with_columns(_frame_source_line_is_code())
+    if df.height == 0:
+        return df.drop("_after_frame"), state
+    last_frame = bool(df.select(is_frame.last()).item())
+    open_fault = int(df.item(-1, C.LINE_NO)) if df.item(-1, C.KIND) == Kind.FAULT else None
+    return df.drop("_after_frame"), replace(
+        state, open_fault=open_fault, prev_cont=False, prev_frame=last_frame
     )
 
 
@@ -313,24 +337,24 @@ def _fill_tables(df: pl.DataFrame) -> Tables:
     or unparsed, so that every line lands in exactly one table."""
     heads = pl.col(C.RECORD) == pl.col(C.LINE_NO)
     tables: dict[str, pl.DataFrame] = {}
-    parsed_lines: list[pl.DataFrame] = []
     by_kind = df.filter(heads).partition_by(C.KIND, as_dict=True)
+    failed: list[pl.Series] = []
     for kind, parse in _PARSERS.items():
-        table = parse(by_kind.get((kind,), df.clear()))
+        rows = by_kind.get((kind,))
+        # An absent kind costs nothing: a parser's fixed cost is many small polars calls per block.
+        table = parse(rows) if rows is not None else empty(_table_of(kind))
         tables[_table_of(kind)] = table
-        parsed_lines.append(table.select(C.SOURCE, C.LINE_NO))
-    parsed = pl.concat(parsed_lines)
-    routed = pl.col(C.KIND).is_in(list(_PARSERS))
-    failed = (
-        df.filter(routed & heads).join(parsed, on=[C.SOURCE, C.LINE_NO], how="anti").get_column(C.LINE_NO)
-    )
-    fallback = pl.when(pl.col(W.PREFIXED)).then(pl.lit(Kind.MESSAGE)).otherwise(pl.lit(Kind.UNPARSED))
-    df = df.with_columns(
-        pl.when(pl.col(C.LINE_NO).is_in(failed.implode()) & heads)
-        .then(fallback)
-        .otherwise(pl.col(C.KIND))
-        .alias(C.KIND)
-    )
+        if rows is not None and table.height < rows.height:  # lines its parser could not read
+            got = table.get_column(C.LINE_NO)
+            failed.append(rows.get_column(C.LINE_NO).filter(~rows.get_column(C.LINE_NO).is_in(got.implode())))
+    if failed:
+        fallback = pl.when(pl.col(W.PREFIXED)).then(pl.lit(Kind.MESSAGE)).otherwise(pl.lit(Kind.UNPARSED))
+        df = df.with_columns(
+            pl.when(pl.col(C.LINE_NO).is_in(pl.concat(failed).implode()) & heads)
+            .then(fallback)
+            .otherwise(pl.col(C.KIND))
+            .alias(C.KIND)
+        )
     messages = df.filter((pl.col(C.KIND) == Kind.MESSAGE) & heads).with_columns(
         pl.col(W.BODY).alias(C.MESSAGE)
     )

@@ -66,8 +66,11 @@ LEVEL_PATTERN = rf"^(?P<_prefix>{_LEVEL})"
 _LEAD_FIELDS = rf"^(?:{_BRACKET}|{_GPU})?(?:{_LEVEL})?"
 _LEAD = re.sub(r"\(\?P<\w+>", "(?:", _LEAD_FIELDS)  # the same pattern without captures
 _LEAD_COL = "_lead"
-# Any line that `clean` would change, except spliced records (tested apart, on few lines).
-_NEEDS_CLEANING = rf"{ANSI_PATTERN}|\r|^(?:{WRAPPER_PATTERN[1:]})|{OUTER_TS_PATTERN}"
+# Lines that `clean` would change, except spliced records (tested apart, on few lines): codes or
+# carriage returns anywhere, wrappers at the start. Two patterns: mixing anchored and unanchored
+# alternatives in one regex makes every alternative scan the whole line.
+_NEEDS_CLEANING_ANYWHERE = rf"{ANSI_PATTERN}|\r"
+_NEEDS_CLEANING_AT_START = rf"^(?:{WRAPPER_PATTERN[1:]}|{OUTER_TS_PATTERN[1:]})"
 
 
 def clean(text: pl.Expr) -> pl.Expr:
@@ -91,7 +94,8 @@ def clean_frame(df: pl.DataFrame) -> pl.DataFrame:
     text = df.get_column(C.TEXT)
     unbracketed = ~text.str.starts_with("[")
     needs = (
-        text.str.contains(_NEEDS_CLEANING).any()
+        text.str.contains(_NEEDS_CLEANING_ANYWHERE).any()
+        or text.str.contains(_NEEDS_CLEANING_AT_START).any()
         # the spliced-record pattern scans a whole line: only lines that do not start a record need it
         or (unbracketed.any() and text.filter(unbracketed).str.contains(SPLICED_PATTERN).any())
     )
@@ -122,11 +126,13 @@ def _lead_fields(leads: pl.Series, base_date: dt.date | None) -> pl.DataFrame:
     frame = frame.with_columns(
         pl.col(_LEAD_COL).str.len_chars().alias("_lead_len"),
         pl.coalesce(pl.col(W.GPU), pl.col("_rank")).cast(pl.Int32).alias(W.GPU),
-        *(
-            tags.str.extract(rf"(?:^| ){tag}(\d+)", 1).cast(pl.Int32).alias(col)
-            for col, tag in RANK_TAGS.items()
-        ),
-    ).with_columns(
+    )
+    # Distinct tag strings are fewer still (one per rank): read the six tags once per distinct string.
+    distinct = frame.select(pl.col(W.TAGS).unique())
+    ranks = distinct.with_columns(
+        tags.str.extract(rf"(?:^| ){tag}(\d+)", 1).cast(pl.Int32).alias(col) for col, tag in RANK_TAGS.items()
+    )
+    frame = frame.join(ranks, on=W.TAGS, how="left", maintain_order="left", nulls_equal=True).with_columns(
         pl.coalesce(pl.col(C.TP), pl.col(W.GPU)).alias(C.TP),
         (pl.col(W.TIME).is_not_null() | pl.col(W.GPU).is_not_null()).alias(W.PREFIXED),
     )

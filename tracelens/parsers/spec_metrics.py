@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from tracelens.parsers.batch import PERCENT
 from tracelens.schema import COMMON_COLUMNS, C, T, W, conform
 
 
@@ -31,7 +32,7 @@ def parse_spec_metrics(df: pl.DataFrame) -> pl.DataFrame:
         _num(r"Mean acceptance length: ([\w.]+)").alias(C.MEAN_ACCEPTANCE_LENGTH),
         pl.when(v0)
         .then(_num(r"Draft acceptance rate: ([\w.]+)"))
-        .otherwise(pct_rate / 100)
+        .otherwise(pct_rate * PERCENT)
         .alias(C.ACCEPTANCE_RATE),
         pl.coalesce(
             _num(r"Accepted: (\d+) tokens", pl.Int64), _num(r"Number of accepted tokens: (\d+)", pl.Int64)
