@@ -55,13 +55,17 @@ class InlineExecutor:
 
 
 class PoolExecutor:
-    """One worker process per job; spawned (not forked) so no polars thread pool is copied mid-use."""
+    """One worker process per job, forked from a fork server that has imported the task code and
+    nothing else: never forked from this process (its polars thread pool may be running), workers
+    start fast and share the library's memory pages with each other."""
 
     def __init__(self, jobs: int) -> None:
         self.workers = jobs
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(["tracelens.engine.task"])
         with _one_polars_thread():
-            self.pool = cf.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"))
-            # Start the workers now, while the variable is set.
+            self.pool = cf.ProcessPoolExecutor(jobs, mp_context=context)
+            # Start the fork server and the workers now, while the variable is set.
             list(self.pool.map(int, range(jobs)))
 
     def run(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
