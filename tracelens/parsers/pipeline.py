@@ -20,7 +20,7 @@ from tracelens.parsers.debug import parse_debug
 from tracelens.parsers.faults import EXCEPTION_NAME, parse_faults
 from tracelens.parsers.foreign import format_expr, parse_foreign
 from tracelens.parsers.http import parse_http
-from tracelens.parsers.kinds import ROUTES
+from tracelens.parsers.kinds import ROUTES, Route
 from tracelens.parsers.lifecycle import parse_lifecycle
 from tracelens.parsers.prefix import add_prefix_columns
 from tracelens.parsers.spec_metrics import parse_spec_metrics
@@ -84,16 +84,26 @@ def route_expr() -> pl.Expr:
     are recognised afterwards, on the few lines no route took)."""
     expr = pl.when(_blank()).then(pl.lit(Kind.BLANK))
     for route in ROUTES:
-        tests = []
-        if route.starts:
-            tests.append(pl.col(W.BODY).str.contains(_alternation(route.starts, anchored=True)))
-        if route.contains:
-            tests.append(pl.col(W.CLEAN).str.contains(_alternation(route.contains, anchored=False)))
-        test = pl.any_horizontal(*tests) if tests else pl.lit(True)
-        if route.prefixed is not None:
-            test = test & (pl.col(W.PREFIXED) == route.prefixed)
-        expr = expr.when(test).then(pl.lit(route.kind))
+        expr = expr.when(_route_test(route, _contains(route))).then(pl.lit(route.kind))
     return expr.otherwise(pl.lit(Kind.UNPARSED))
+
+
+def _contains(route: Route) -> pl.Expr | None:
+    if not route.contains:
+        return None
+    return pl.col(W.CLEAN).str.contains(_alternation(route.contains, anchored=False))
+
+
+def _route_test(route: Route, contains: pl.Expr | None) -> pl.Expr:
+    tests = []
+    if route.starts:
+        tests.append(pl.col(W.BODY).str.contains(_alternation(route.starts, anchored=True)))
+    if contains is not None:
+        tests.append(contains)
+    test = pl.any_horizontal(*tests) if tests else pl.lit(True)
+    if route.prefixed is not None:
+        test = test & (pl.col(W.PREFIXED) == route.prefixed)
+    return test
 
 
 def _add_foreign(df: pl.DataFrame) -> pl.DataFrame:
@@ -143,7 +153,8 @@ def parse_block(
 
 
 def _blank() -> pl.Expr:
-    return pl.col(W.CLEAN).str.strip_chars() == ""
+    # `\S` stops at the first visible character; stripping would copy every line first.
+    return ~pl.col(W.CLEAN).str.contains(r"\S")
 
 
 def _trailing_blank_lines(df: pl.DataFrame) -> int:
