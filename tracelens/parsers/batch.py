@@ -16,6 +16,7 @@ import re
 
 import polars as pl
 
+from tracelens.parsers.distinct import with_groups
 from tracelens.schema import BATCH_FIELDS, COMMON_COLUMNS, C, T, W, conform, polars_schema
 
 # `Prefill batch`, `Decode batch`, optional ` [N]` iteration counter, `.` or `,`; early 2024 `new fill batch.`
@@ -88,22 +89,19 @@ def read_shape(shape: str) -> dict[str, int] | None:
 
 def parse_batches(df: pl.DataFrame) -> pl.DataFrame:
     """Rows routed to `batch` -> the `batches` table (lines whose header does not match are dropped)."""
-    head = pl.col(W.BODY).str.extract_groups(HEADER_PATTERN)
     unlabelled = pl.col(W.BODY).str.starts_with("#running-req: ")
     base = (
-        df.select(*COMMON_COLUMNS, W.BODY, head.alias("_h"))
+        with_groups(df.select(*COMMON_COLUMNS, W.BODY), W.BODY, HEADER_PATTERN, "_header")
         .with_columns(
             pl.when(unlabelled)
             .then(pl.lit("decode"))
-            .otherwise(pl.col("_h").struct.field("_phase").replace_strict(_PHASES, default=None))
+            .otherwise(pl.col("_phase").replace_strict(_PHASES, default=None))
             .alias(C.PHASE),
-            pl.col("_h").struct.field("_iter").cast(pl.Int64).alias(C.FORWARD_ITER),
-            pl.col(W.BODY)
-            .str.slice(pl.col("_h").struct.field("_head").str.len_chars().fill_null(0))
-            .alias("_kv"),
+            pl.col("_iter").cast(pl.Int64).alias(C.FORWARD_ITER),
+            pl.col(W.BODY).str.slice(pl.col("_head").str.len_chars().fill_null(0)).alias("_kv"),
         )
         .filter(pl.col(C.PHASE).is_not_null())
-        .drop("_h", W.BODY)
+        .select(*COMMON_COLUMNS, C.PHASE, C.FORWARD_ITER, "_kv")
         .with_row_index(W.ROW)
     )
     if not base.height:
@@ -203,7 +201,9 @@ def _typed_values(present: list[str]) -> list[pl.Expr]:
             )
         elif dtype == pl.Float64:
             number = raw.str.strip_chars_end("%").cast(pl.Float64, strict=False)
-            exprs.append(pl.when(raw.str.ends_with("%")).then(number * PERCENT).otherwise(number).alias(column))
+            exprs.append(
+                pl.when(raw.str.ends_with("%")).then(number * PERCENT).otherwise(number).alias(column)
+            )
         elif dtype == pl.Int64:
             exprs.append(raw.cast(pl.Int64, strict=False))
     return exprs

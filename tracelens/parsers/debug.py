@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from tracelens.parsers.distinct import with_groups
 from tracelens.schema import COMMON_COLUMNS, C, T, W, conform
 
 # The header, wherever it starts in the body (`_pre` is what comes before it, usually nothing). The
@@ -49,16 +50,12 @@ def _event(found: pl.DataFrame) -> pl.Series:
 
 def parse_debug(df: pl.DataFrame) -> pl.DataFrame:
     """Rows routed to `debug` -> the `debug` table."""
-    head = pl.col(W.BODY).str.extract_groups(HEADER_PATTERN)
-    found = (
-        df.select(*COMMON_COLUMNS, W.BODY, head.alias("_d")).unnest("_d").filter(pl.col(C.TAG).is_not_null())
-    )
-    header_len = pl.sum_horizontal(
-        pl.col(c).str.len_chars().fill_null(0) for c in ("_pre", C.TAG, C.SITE, "_close", "_sp")
+    found = with_groups(df.select(*COMMON_COLUMNS, W.BODY), W.BODY, HEADER_PATTERN, "_header").filter(
+        pl.col(C.TAG).is_not_null()
     )
     found = found.with_columns(
         pl.when(pl.col("_sp").is_not_null())
-        .then(pl.col(W.BODY).str.slice(header_len + 1))  # + 1: the `[` after the tag
+        .then(pl.col(W.BODY).str.slice(pl.col("_header").str.len_chars()))
         .otherwise(pl.lit(""))
         .alias(_REST)
     ).drop(W.BODY)

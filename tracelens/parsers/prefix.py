@@ -12,6 +12,7 @@ import re
 
 import polars as pl
 
+from tracelens.parsers.distinct import with_groups
 from tracelens.schema import C, W
 
 # ANSI SGR codes, also when the ESC byte was lost in a copy-paste (bare `[36m`). Without the ESC a
@@ -108,35 +109,32 @@ def add_prefix_columns(df: pl.DataFrame, base_date: dt.date | None) -> pl.DataFr
     One capture-free anchored match finds each line's whole lead (SGLang prefix and level): without
     capture groups the regex engine runs its fast automaton. A block has few distinct leads (one per
     second and rank), so their fields are read once per distinct lead and joined back."""
-    df = clean_frame(df)
-    lead = pl.col(W.CLEAN).str.extract(_LEAD, 0).alias(_LEAD_COL)
-    df = df.with_columns(lead)
-    fields = _lead_fields(df.get_column(_LEAD_COL).unique(), base_date)
-    df = df.join(fields, on=_LEAD_COL, how="left", maintain_order="left")
+    df = with_groups(clean_frame(df), W.CLEAN, _LEAD_FIELDS, _LEAD_COL)
+    df = df.join(
+        _lead_fields(df, base_date), on=_LEAD_COL, how="left", maintain_order="left", nulls_equal=True
+    )
     body = pl.col(W.CLEAN).str.slice(pl.col("_lead_len"))
-    return df.with_columns(body.alias(W.BODY)).drop(_LEAD_COL, "_lead_len")
+    return df.with_columns(body.alias(W.BODY)).drop(_LEAD_COL, "_lead_len", "_rank", W.TAGS)
 
 
-def _lead_fields(leads: pl.Series, base_date: dt.date | None) -> pl.DataFrame:
-    """Prefix fields of each distinct lead: date, time, rank tags, level, logger, timestamp."""
-    frame = leads.to_frame(_LEAD_COL)
-    groups = pl.col(_LEAD_COL).str.extract_groups(_LEAD_FIELDS)
-    frame = frame.with_columns(groups.alias("_f")).unnest("_f")
-    tags = pl.col(W.TAGS)
+def _lead_fields(df: pl.DataFrame, base_date: dt.date | None) -> pl.DataFrame:
+    """Per distinct lead: its length, gpu and rank tags, PREFIXED and the timestamp (before roll-over)."""
+    frame = df.select(_LEAD_COL, W.DATE, W.TIME, W.FRAC, W.TAGS, W.GPU, "_rank").unique(_LEAD_COL)
     frame = frame.with_columns(
-        pl.col(_LEAD_COL).str.len_chars().alias("_lead_len"),
+        pl.col(_LEAD_COL).str.len_chars().fill_null(0).alias("_lead_len"),
         pl.coalesce(pl.col(W.GPU), pl.col("_rank")).cast(pl.Int32).alias(W.GPU),
     )
     # Distinct tag strings are fewer still (one per rank): read the six tags once per distinct string.
-    distinct = frame.select(pl.col(W.TAGS).unique())
-    ranks = distinct.with_columns(
+    tags = pl.col(W.TAGS)
+    ranks = frame.select(tags.unique()).with_columns(
         tags.str.extract(rf"(?:^| ){tag}(\d+)", 1).cast(pl.Int32).alias(col) for col, tag in RANK_TAGS.items()
     )
     frame = frame.join(ranks, on=W.TAGS, how="left", maintain_order="left", nulls_equal=True).with_columns(
         pl.coalesce(pl.col(C.TP), pl.col(W.GPU)).alias(C.TP),
         (pl.col(W.TIME).is_not_null() | pl.col(W.GPU).is_not_null()).alias(W.PREFIXED),
     )
-    return frame.with_columns(timestamp_expr(base_date).alias(C.TS)).drop("_rank")
+    frame = frame.with_columns(timestamp_expr(base_date).alias(C.TS))
+    return frame.select(_LEAD_COL, "_lead_len", W.GPU, W.PREFIXED, C.TS, *RANK_TAGS)
 
 
 def timestamp_expr(base_date: dt.date | None) -> pl.Expr:
