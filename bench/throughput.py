@@ -155,7 +155,18 @@ def main() -> None:
     print(f"{log}: {nbytes / 1e6:.0f} MB, {nlines:,} lines; {machine()}", flush=True)
 
     out = work / "dataset"
-    tracelens = [sys.executable, "-m", "tracelens.cli", "parse", str(log), "-o", str(out), "-q", "-j", str(args.jobs)]
+    tracelens = [
+        sys.executable,
+        "-m",
+        "tracelens.cli",
+        "parse",
+        str(log),
+        "-o",
+        str(out),
+        "-q",
+        "-j",
+        str(args.jobs),
+    ]
     results: dict[str, Measure] = {}
     results["tracelens"] = median_of(
         "tracelens", lambda: tracelens, args.runs, before=lambda: shutil.rmtree(out, ignore_errors=True)
@@ -182,9 +193,22 @@ def main() -> None:
         big_out = work / "dataset-big"
         shutil.rmtree(big_out, ignore_errors=True)
         seconds, big_peak = run_measured(
-            [sys.executable, "-m", "tracelens.cli", "parse", str(big), "-o", str(big_out), "-q", "-j", str(args.jobs)]
+            [
+                sys.executable,
+                "-m",
+                "tracelens.cli",
+                "parse",
+                str(big),
+                "-o",
+                str(big_out),
+                "-q",
+                "-j",
+                str(args.jobs),
+            ]
         )
-        print(f"  tracelens on {big.stat().st_size / 1e9:.1f} GB: {seconds:.1f} s, peak RSS {big_peak / 2**20:.0f} MiB")
+        print(
+            f"  tracelens on {big.stat().st_size / 1e9:.1f} GB: {seconds:.1f} s, peak RSS {big_peak / 2**20:.0f} MiB"
+        )
         shutil.rmtree(big_out, ignore_errors=True)
 
     table = report(results, rerun, nbytes, nlines, big_peak, big_size, args)
@@ -212,10 +236,16 @@ def report(results, rerun, nbytes, nlines, big_peak, big_size, args) -> str:
     ]
     if "re loop" in results:
         ratio = results["re loop"].seconds / ours.seconds
-        checks.append(f"- vs the `re` loop: {ratio:.2f}x (target {TARGET_VS_RE}x): " + ("met" if ratio >= TARGET_VS_RE else "**not met**"))
+        checks.append(
+            f"- vs the `re` loop: {ratio:.2f}x (target {TARGET_VS_RE}x): "
+            + ("met" if ratio >= TARGET_VS_RE else "**not met**")
+        )
     if "lnav" in results:
         ratio = results["lnav"].seconds / ours.seconds
-        checks.append(f"- vs lnav's indexing: {ratio:.2f}x (target {TARGET_VS_LNAV}x): " + ("met" if ratio >= TARGET_VS_LNAV else "**not met**"))
+        checks.append(
+            f"- vs lnav's indexing: {ratio:.2f}x (target {TARGET_VS_LNAV}x): "
+            + ("met" if ratio >= TARGET_VS_LNAV else "**not met**")
+        )
     else:
         checks.append("- lnav: not installed (`apt-get install lnav`), no ratio")
     peak = max(ours.peak_rss, big_peak or 0)
@@ -225,7 +255,9 @@ def report(results, rerun, nbytes, nlines, big_peak, big_size, args) -> str:
         + ("met" if peak <= MEMORY_LIMIT else "**not met**")
     )
     speedup = ours.seconds / rerun.seconds
-    checks.append(f"- re-run over the unchanged dataset: {rerun.seconds:.2f} s, {speedup:.0f}x faster than the first run (target 20x)")
+    checks.append(
+        f"- re-run over the unchanged dataset: {rerun.seconds:.2f} s, {speedup:.0f}x faster than the first run (target 20x)"
+    )
     head = (
         f"`python bench/throughput.py` on a {nbytes / 2**30:.0f} GiB EAGLE-3 session log ({nlines:,} lines), "
         f"median of {args.runs}, `--jobs {args.jobs}`, {time.strftime('%Y-%m-%d')}.\n"

@@ -26,19 +26,25 @@ class Executor(Protocol):
     def close(self) -> None: ...
 
 
+# Environment of worker processes. One polars thread each: parallelism comes from the processes, and
+# N processes x N threads on N cores only thrash. polars' allocator (jemalloc) gives freed pages back
+# at once instead of keeping them for seconds, so a worker's memory follows its block, not its past.
+WORKER_ENV = {"POLARS_MAX_THREADS": "1", "_RJEM_MALLOC_CONF": "dirty_decay_ms:0,muzzy_decay_ms:0"}
+
+
 @contextmanager
-def _one_polars_thread() -> Iterator[None]:
-    """Worker processes started meanwhile run polars on one thread: parallelism comes from the
-    processes, and N processes x N threads on N cores only thrash."""
-    old = os.environ.get("POLARS_MAX_THREADS")
-    os.environ["POLARS_MAX_THREADS"] = "1"
+def _worker_environment() -> Iterator[None]:
+    """Worker processes started meanwhile inherit `WORKER_ENV`."""
+    old = {key: os.environ.get(key) for key in WORKER_ENV}
+    os.environ.update(WORKER_ENV)
     try:
         yield
     finally:
-        if old is None:
-            os.environ.pop("POLARS_MAX_THREADS", None)
-        else:
-            os.environ["POLARS_MAX_THREADS"] = old
+        for key, value in old.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 class InlineExecutor:
@@ -63,7 +69,7 @@ class PoolExecutor:
         self.workers = jobs
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(["tracelens.engine.task"])
-        with _one_polars_thread():
+        with _worker_environment():
             self.pool = cf.ProcessPoolExecutor(jobs, mp_context=context)
             # Start the fork server and the workers now, while the variable is set.
             list(self.pool.map(int, range(jobs)))
@@ -86,7 +92,7 @@ class DaskExecutor:
         except ImportError as exc:  # pragma: no cover - an extra of the package
             raise InputError("--executor dask needs the dask extra: pip install 'tracelens[dask]'") from exc
         self.cluster = None
-        with _one_polars_thread():
+        with _worker_environment():
             if scheduler is None:
                 self.cluster = LocalCluster(
                     n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=None

@@ -25,7 +25,7 @@ from tracelens.parsers.prefix import add_prefix_columns
 from tracelens.schema import C, Kind, W
 from tracelens.sources import Block, block_lines
 
-DEFAULT_RANGE_BYTES = 64 << 20
+DEFAULT_RANGE_BYTES = 32 << 20
 DEFAULT_BLOCK_BYTES = 4 << 20
 _WINDOW = 256 << 10
 _MAX_WINDOW = 8 << 20

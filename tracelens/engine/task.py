@@ -72,7 +72,7 @@ class PartWriter:
     """Writes a task's rows: one part file per table, filled a row group at a time. Small tables are
     gathered over blocks first, so that a row group is not a handful of rows."""
 
-    ROW_GROUP = 32_768
+    ROW_GROUP = 16_384
 
     def __init__(self, store: Store, spec: TaskSpec) -> None:
         self.store = store
