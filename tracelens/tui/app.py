@@ -43,7 +43,7 @@ class SessionReported(Message):
 class TraceLensApp(App[None]):
     TITLE = "tracelens"
     CSS = """
-    #panels { height: 16; }
+    #panels { height: 16; max-height: 45%; }
     #panels > * { width: 1fr; height: 100%; }
     AcceptancePanel { width: 2fr; }
     LogView { height: 1fr; }
