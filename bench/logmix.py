@@ -61,7 +61,7 @@ def _startup(ts: str, run: int, steps: int) -> list[str]:
             + "max_total_num_tokens=94734, chunked_prefill_size=8192, max_prefill_tokens=16384, max_running_requests=48, context_len=163840",
         ]
     lines += [
-        f"Loading safetensors checkpoint shards: 100% Completed | 163/163 [02:30<00:00,  1.09it/s]",
+        "Loading safetensors checkpoint shards: 100% Completed | 163/163 [02:30<00:00,  1.09it/s]",
         f"[{ts}] INFO:     Started server process [{4000 + run}]",
         f"[{ts}] INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)",
         f"[{ts}] The server is fired up and ready to roll!",

@@ -31,6 +31,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
+import contextlib
+
 from logmix import generate  # noqa: E402
 
 MEMORY_LIMIT = 512 << 20
@@ -60,10 +62,8 @@ def _tree_rss(proc: psutil.Process) -> int:
     process as a sum of RSS would."""
     total = 0
     for p in [proc, *proc.children(recursive=True)]:
-        try:
+        with contextlib.suppress(psutil.Error):
             total += p.memory_full_info().pss
-        except psutil.Error:
-            pass
     return total
 
 
@@ -78,10 +78,8 @@ def run_measured(cmd: list[str], env: dict[str, str] | None = None) -> tuple[flo
     def sample() -> None:
         nonlocal peak
         while not done.is_set():
-            try:
+            with contextlib.suppress(psutil.Error):
                 peak = max(peak, _tree_rss(watched))
-            except psutil.Error:
-                pass
             time.sleep(0.02)
 
     sampler = threading.Thread(target=sample, daemon=True)
