@@ -13,6 +13,7 @@ unchanged dataset, and writes the table into README.md between the `bench` marke
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import shutil
@@ -30,8 +31,6 @@ import psutil
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
-
-import contextlib
 
 from logmix import generate  # noqa: E402
 
