@@ -301,6 +301,13 @@ def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]
     )
 
 
+def test_report_help_lists_the_expectation_options() -> None:
+    result = run("report", "--help")
+    assert result.returncode == 0, result.stderr
+    for option in ("--output", "--title", "--baseline", "--draft-config", "--expect-aux", "--embed-capture"):
+        assert option in result.stdout
+
+
 def test_report_command_writes_the_file(tmp_path: Path) -> None:
     out = tmp_path / "nested" / "acceptance.html"
     result = run(

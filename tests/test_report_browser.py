@@ -117,6 +117,21 @@ def test_time_axis_switch_zoom_link_and_legend_link(browser: Browser, sample_rep
     assert_clean(browser)
 
 
+def test_theme_button_overrides_the_system_scheme(browser: Browser, sample_report: Report) -> None:
+    browser.open(sample_report.path, scheme="light")
+    background = "getComputedStyle(document.body).backgroundColor"
+    assert browser.evaluate(background) == "rgb(255, 255, 255)"
+    for _ in range(2):  # auto -> light -> dark
+        browser.evaluate("document.getElementById('theme-toggle').click()")
+    browser.pump(1.5)
+    assert browser.evaluate(background) == "rgb(20, 23, 28)"
+    assert browser.evaluate("document.getElementById('theme-toggle').textContent") == "theme: dark"
+    font = "document.getElementById('plot-{}')._fullLayout.font.color"
+    for key in sample_report.plots:
+        assert browser.evaluate(font.format(key)).lower() == "#e3e7ed", key
+    assert_clean(browser)
+
+
 def test_findings_filter(browser: Browser, sample_report: Report) -> None:
     browser.open(sample_report.path)
     shown = "[...document.querySelectorAll('#findings-table tbody tr')].filter(r => r.offsetParent !== null).length"
