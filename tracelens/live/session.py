@@ -122,7 +122,11 @@ class LiveSession:
         self._accumulated: Tables | None = None
         self._threads: list[threading.Thread] = []
         self._pumping = False
+        self._parsing = False
         self._analysing = False
+        # lines indexed but not parsed yet: (source, frame, final); bounded so that a large file's
+        # backfill waits for the parser instead of filling memory
+        self._to_parse: queue.Queue[tuple[int, pl.DataFrame, bool]] = queue.Queue(maxsize=8)
 
     # ----- lifecycle -----
 
@@ -135,6 +139,7 @@ class LiveSession:
             self.followers.append(follower)
             self._spawn(f"follow {state.label}", self._run_follower, follower, state.label)
         self._spawn("pump", self._pump)
+        self._spawn("parse", self._parse_loop)
         self._spawn("analyse", self._analyse_loop)
 
     def stop(self) -> None:
@@ -158,6 +163,8 @@ class LiveSession:
         return (
             self._queue.empty()
             and not self._pumping
+            and self._to_parse.empty()
+            and not self._parsing
             and not self._analysing
             and not self._dirty.is_set()
             and not self._pending
@@ -259,7 +266,45 @@ class LiveSession:
         self._next_line[source] += frame.height
         state.lines += frame.height
         self._notify(ev.LinesIndexed(state.label, frame.height))
-        self._parse(source, frame, final=False)
+        self._queue_parse(source, frame, final=False)
+
+    def _queue_parse(self, source: int, frame: pl.DataFrame, final: bool) -> None:
+        while not self._stop.is_set():
+            try:
+                self._to_parse.put((source, frame, final), timeout=0.1)
+                return
+            except queue.Full:
+                continue
+
+    def _parse_loop(self) -> None:
+        """Parse what the pump indexed, in order; what piled up meanwhile is parsed as one block per
+        source (fewer, larger parses: the parser's cost is mostly per call)."""
+        while not self._stop.is_set():
+            try:
+                first = self._to_parse.get(timeout=0.05)
+            except queue.Empty:
+                continue
+            self._parsing = True
+            try:
+                items = [first]
+                while len(items) < 64:
+                    try:
+                        items.append(self._to_parse.get_nowait())
+                    except queue.Empty:
+                        break
+                runs: list[tuple[int, list[pl.DataFrame], bool]] = []
+                for source, frame, final in items:
+                    if runs and runs[-1][0] == source and not runs[-1][2]:
+                        runs[-1][1].append(frame)
+                        runs[-1] = (source, runs[-1][1], final)
+                    else:
+                        runs.append((source, [frame], final))
+                for source, frames, final in runs:
+                    self._parse(source, pl.concat(frames) if len(frames) > 1 else frames[0], final)
+            except Exception as exc:
+                self._notify(ev.SessionFailed(f"parsing failed: {type(exc).__name__}: {exc}"))
+            finally:
+                self._parsing = False
 
     def _parse(self, source: int, frame: pl.DataFrame, final: bool) -> None:
         """Parse new lines after those held back last time. Trailing blank lines are held back until
@@ -316,9 +361,7 @@ class LiveSession:
             entry.truncations += 1
             self._set_state(source, entry.state, "the file was truncated; reading from its start")
         elif isinstance(event, ev.SourceEnded):
-            self._parse(
-                source, self._held[source].clear() if self._held[source] is not None else _NO_LINES, True
-            )
+            self._queue_parse(source, _NO_LINES, final=True)
             self._set_state(source, ev.FAILED if event.failed else ev.ENDED, event.reason)
 
     def _analyse_loop(self) -> None:

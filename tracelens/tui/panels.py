@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import polars as pl
 from rich.text import Text
 from textual.message import Message
 from textual.widgets import OptionList, Static
@@ -106,6 +107,7 @@ class AcceptancePanel(Static):
         self.run: RunStatus | None = None
         self.latest_accept_len: float | None = None  # from the newest parsed decode line
         self.latest_gen_throughput: float | None = None
+        self._redraw_pending = False
 
     def show(self, run: RunStatus | None) -> None:
         self.run = run
@@ -116,6 +118,12 @@ class AcceptancePanel(Static):
             self.latest_accept_len = accept_len
         if gen_throughput is not None:
             self.latest_gen_throughput = gen_throughput
+        if not self._redraw_pending:  # at most a few redraws a second, however fast lines come
+            self._redraw_pending = True
+            self.set_timer(0.25, self._redraw)
+
+    def _redraw(self) -> None:
+        self._redraw_pending = False
         self.refresh_view()
 
     @property
@@ -140,7 +148,7 @@ class AcceptancePanel(Static):
             return text
         width = max(self.size.width - 4, 10)
         rows = max((self.size.height - 6) // 2, 2)
-        series = run.series
+        series = _binned(run.series, width * 2)
         xs = series.get_column(A.T_SINCE_START).to_list()
         text.append("accept len ", style="bold")
         text.append(_num(self.current_accept_len), style="bold cyan")
@@ -167,6 +175,22 @@ class AcceptancePanel(Static):
             text.append(line + "\n", style="green")
         text.rstrip()
         return text
+
+
+def _binned(series: pl.DataFrame, columns: int) -> pl.DataFrame:
+    """At most ``columns`` points: the mean per time bin (a long run has hundreds of thousands of
+    decode lines, and the plot has a hundred dot columns)."""
+    if series.height <= columns:
+        return series
+    t = pl.col(A.T_SINCE_START)
+    span = (t.max() - t.min()).fill_null(0.0)
+    bin_of = ((t - t.min()) / pl.when(span > 0).then(span).otherwise(1.0) * (columns - 1)).round()
+    return (
+        series.with_columns(bin_of.alias("_bin"))
+        .group_by("_bin")
+        .agg(pl.col(A.T_SINCE_START, C.ACCEPT_LEN, C.GEN_THROUGHPUT).mean())
+        .sort("_bin")
+    )
 
 
 class CapturePanel(Static):
