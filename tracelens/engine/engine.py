@@ -38,7 +38,7 @@ from tracelens.engine.store import FAULTS_PRE, META, Store
 from tracelens.engine.task import SourceResult, TaskResult, run_task
 from tracelens.parsers.faults import share_within_groups
 from tracelens.parsers.finalize import _RUN_ARGS, runs_from_spans
-from tracelens.schema import TABLES, C, T, conform, empty
+from tracelens.schema import TABLES, C, Kind, T, conform, empty
 
 # Called with (bytes done, bytes in total) as tasks finish.
 Progress = Callable[[int, int], None]
@@ -330,24 +330,20 @@ def _commit(
         return staged.get(rel, rel)
 
     # faults of every source a new or dropped task touched, shared within crash groups once whole
-    touched = {s["source"] for _, r in new_tasks.values() for s in map(_as_dict, r.sources)}
+    touched = {s.source for _, r in new_tasks.values() for s in r.sources}
     touched |= {s["source"] for task in dropped.values() for s in task["sources"]}
-    faults_files: dict[str, list[str]] = {}
+    # Where each source's faults (before crash groups share their exception) are: only in tasks whose
+    # piece of the source had fault lines.
+    fault_files: dict[str, set[str]] = {}
     for task in tasks.values():
         for s in task["sources"]:
-            faults_files.setdefault(s["source"], [locate(f) for f in task["files"].get(FAULTS_PRE, [])])
+            if s["lines_by_kind"].get(Kind.FAULT):
+                fault_files.setdefault(s["source"], set()).update(task["files"].get(FAULTS_PRE, []))
     manifest["faults"] = {k: v for k, v in old.get("faults", {}).items() if k not in touched}
     for source in sorted(touched):
         if source in old.get("faults", {}):
             deletes.append(old["faults"][source])
-        files = sorted(
-            {
-                f
-                for task in tasks.values()
-                if source in {s["source"] for s in task["sources"]}
-                for f in task["files"].get(FAULTS_PRE, [])
-            }
-        )
+        files = sorted(fault_files.get(source, ()))
         faults = (
             share_within_groups(_faults_of(store, [locate(f) for f in files], source))
             if files
@@ -369,10 +365,6 @@ def _commit(
     store.write_json(mf.JOURNAL, journal)
     _apply(store, journal)
     return manifest
-
-
-def _as_dict(s: SourceResult) -> dict[str, Any]:
-    return {"source": s.source}
 
 
 def _touched(item: Input, new_tasks: dict[str, tuple[TaskSpec, TaskResult]]) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import multiprocessing
 import os
+import signal
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol
@@ -47,6 +48,12 @@ def _worker_environment() -> Iterator[None]:
                 os.environ[key] = value
 
 
+def _ignore_interrupts() -> None:
+    """Workers leave Ctrl-C to the parent, which stops handing out tasks, lets the running ones end
+    and removes what they staged; a worker would otherwise die mid-write with a traceback."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 class InlineExecutor:
     """Tasks one after another in this process (`--jobs 1`)."""
 
@@ -70,7 +77,7 @@ class PoolExecutor:
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(["tracelens.engine.task"])
         with _worker_environment():
-            self.pool = cf.ProcessPoolExecutor(jobs, mp_context=context)
+            self.pool = cf.ProcessPoolExecutor(jobs, mp_context=context, initializer=_ignore_interrupts)
             # Start the fork server and the workers now, while the variable is set.
             list(self.pool.map(int, range(jobs)))
 
