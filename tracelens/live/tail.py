@@ -31,6 +31,9 @@ POLL_SECONDS = 0.02
 BLOCK_BYTES = 4 << 20
 PREVIEW_THRESHOLD = 8 << 20
 PREVIEW_BYTES = 256 << 10
+# After the preview, the backfill waits this long: reading and parsing a large file takes every core,
+# and the screen should paint the tail before that starts.
+PREVIEW_GRACE = 0.3
 
 
 class FileFollower:
@@ -43,6 +46,7 @@ class FileFollower:
         block_bytes: int = BLOCK_BYTES,
         preview_threshold: int = PREVIEW_THRESHOLD,
         preview_bytes: int = PREVIEW_BYTES,
+        preview_grace: float = PREVIEW_GRACE,
     ) -> None:
         self.path = str(path)
         self.label = label
@@ -50,6 +54,7 @@ class FileFollower:
         self.block_bytes = block_bytes
         self.preview_threshold = preview_threshold
         self.preview_bytes = preview_bytes
+        self.preview_grace = preview_grace
 
     def close(self) -> None:
         """Nothing to end: `run` closes its files when its stop event is set."""
@@ -89,6 +94,7 @@ class FileFollower:
         backfill = size if size > self.preview_threshold else 0
         if backfill:
             self._preview(fd, generation, size, emit)
+            stop.wait(self.preview_grace)
         emit(SourceConnected(self.label, self.path))
         cutter = LineCutter()
         cursor = 0  # next byte to read from the current file
