@@ -104,7 +104,9 @@ def analyze_tables(
             acceptance.change_points(series.filter(usual), C.GEN_THROUGHPUT),
         ]
     )
-    runs = _overview(runs, series, readiness, speedups, folded, expect, tables[T.SPEC_METRICS])
+    runs = _overview(
+        runs, series, readiness, speedups, folded, expect, tables[T.SPEC_METRICS], tables[T.DEBUG]
+    )
     curves = acceptance.position_curves(tables[T.SPEC_METRICS])
     ctx = Context(
         tables=tables,
@@ -164,6 +166,7 @@ def _overview(
     folded: pl.DataFrame,
     expect: Expectations,
     spec_metrics: pl.DataFrame,
+    debug: pl.DataFrame,
 ) -> pl.DataFrame:
     steady = series.filter(pl.col(A.STAGE) == "steady")
     stats = steady.group_by(RUN_KEY).agg(
@@ -199,16 +202,18 @@ def _overview(
             pl.col(A.ENDED_CLEANLY).fill_null(True),
         )
     )
-    words = (
-        describe_capture(expect.aux_layer_ids, expect.num_layers, expect.architecture)
-        if expect.aux_layer_ids is not None or expect.num_layers is not None
+    # Layer ids: the draft config's when given, else what the run's debug lines printed.
+    printed = capture.run_layer_ids(debug)
+    out = out.join(printed, on=RUN_KEY, how="left")
+    if expect.aux_layer_ids is not None:
+        out = out.with_columns(pl.lit(list(expect.aux_layer_ids), pl.List(pl.Int64)).alias(C.LAYER_IDS))
+    words = [
+        describe_capture(tuple(ids) if ids is not None else None, expect.num_layers, expect.architecture)
+        if spec and (ids is not None or expect.num_layers is not None)
         else None
-    )
-    return out.with_columns(
-        pl.when(pl.col(C.SPEC_ALGORITHM).is_not_null())
-        .then(pl.lit(words, pl.String))
-        .alias(A.CAPTURED_LAYERS)
-    )
+        for spec, ids in out.select(C.SPEC_ALGORITHM, C.LAYER_IDS).iter_rows()
+    ]
+    return out.with_columns(pl.Series(A.CAPTURED_LAYERS, words, dtype=pl.String))
 
 
 def _fill_evidence(findings: list[Finding], tables: Tables) -> None:
