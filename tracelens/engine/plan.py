@@ -27,7 +27,7 @@ from tracelens.sources import Block, block_lines
 
 DEFAULT_RANGE_BYTES = 32 << 20
 DEFAULT_BLOCK_BYTES = 4 << 20
-_WINDOW = 256 << 10
+_WINDOW = 16 << 10  # most lines carry the prefix: the first few usually hold one
 _MAX_WINDOW = 8 << 20
 _ARGS = b"server_args="
 
