@@ -168,7 +168,7 @@ def _overview(
     spec_metrics: pl.DataFrame,
     debug: pl.DataFrame,
 ) -> pl.DataFrame:
-    steady = series.filter(pl.col(A.STAGE) == "steady")
+    steady = acceptance.steady_rows(series)
     stats = steady.group_by(RUN_KEY).agg(
         pl.col(C.ACCEPT_LEN).mean().alias(A.MEAN_ACCEPT_LEN),
         pl.col(A.ACCEPTANCE_RATE).mean().alias(A.MEAN_ACCEPTANCE_RATE),

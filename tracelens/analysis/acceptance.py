@@ -81,6 +81,12 @@ def decode_series(batches: pl.DataFrame, runs: pl.DataFrame, ready: pl.DataFrame
     return out.drop("_ready", C.START_TS)
 
 
+def steady_rows(series: pl.DataFrame) -> pl.DataFrame:
+    """The steady-state rows of each run; a run too short to have any keeps all its rows."""
+    is_steady = pl.col(A.STAGE) == "steady"
+    return series.filter(is_steady | ~is_steady.any().over(RUN_KEY))
+
+
 def _sum_or_null(column: str) -> pl.Expr:
     """Sum over DP ranks; null (not 0) when no rank printed the field."""
     return pl.when(pl.col(column).is_not_null().any()).then(pl.col(column).sum()).alias(column)

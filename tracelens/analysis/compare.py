@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from tracelens.analysis.acceptance import steady_rows
 from tracelens.analysis.runs import RUN_KEY
 from tracelens.errors import InputError
 from tracelens.schema import A, C
@@ -45,7 +46,7 @@ def pick_baselines(runs: pl.DataFrame, series: pl.DataFrame, named: str | None) 
 
 def speedups(series: pl.DataFrame, runs: pl.DataFrame, baselines: pl.DataFrame) -> pl.DataFrame:
     """source, run, baseline, speedup, ci low/high, matched batch sizes, samples."""
-    steady = series.filter((pl.col(A.STAGE) == "steady") & pl.col(C.GEN_THROUGHPUT).is_not_null())
+    steady = steady_rows(series).filter(pl.col(C.GEN_THROUGHPUT).is_not_null())
     by_label = {
         label: frame
         for (label,), frame in steady.join(runs.select(*RUN_KEY, A.LABEL), on=RUN_KEY).group_by(A.LABEL)

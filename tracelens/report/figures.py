@@ -21,6 +21,7 @@ import plotly.graph_objects as go
 import polars as pl
 
 from tracelens.analysis import Analysis
+from tracelens.analysis.acceptance import steady_rows
 from tracelens.report.downsample import TIME_POINTS, decimate, keep_peaks, pair_counts, quantile_sample
 from tracelens.report.escape import plot_text
 from tracelens.schema import A, C
@@ -271,7 +272,7 @@ def throughput_over_time(
 
 
 def accept_by_batch(analysis: Analysis, colors: dict[str, str]) -> Plot | None:
-    steady = analysis.series.filter(pl.col(A.STAGE) == "steady")
+    steady = steady_rows(analysis.series)
     runs = [
         (label, part)
         for label, part in _runs_with(steady, C.ACCEPT_LEN)
@@ -313,7 +314,7 @@ def accept_by_batch(analysis: Analysis, colors: dict[str, str]) -> Plot | None:
 
 
 def accept_distribution(analysis: Analysis, colors: dict[str, str]) -> Plot | None:
-    steady = analysis.series.filter(pl.col(A.STAGE) == "steady")
+    steady = steady_rows(analysis.series)
     runs = _runs_with(steady, C.ACCEPT_LEN)
     if not runs:
         return None
