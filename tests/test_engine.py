@@ -304,6 +304,40 @@ def test_killed_run_leaves_a_consistent_dataset_and_the_next_run_completes_it(tm
     assert not (staging.exists() and any(staging.iterdir()))
 
 
+def test_ctrl_c_stops_cleanly_and_keeps_the_previous_dataset(tmp_path: Path) -> None:
+    big = tmp_path / "big.log"
+    with big.open("wb") as fh:
+        for _ in range(8):
+            fh.write((SAMPLE_LOGS / "eagle3_embed_capture.log").read_bytes())
+    small = tmp_path / "small.log"
+    small.write_bytes((SAMPLE_LOGS / "era_2024_rank.log").read_bytes())
+    out = tmp_path / "out"
+    parse_to_dataset([str(small)], str(out), EngineOptions(jobs=1, base_date=BASE_DATE))
+    before = read_dataset(out)
+    cmd = [*TRACELENS, "parse", str(small), str(big), "-o", str(out), "-j", "2", "--range-size", "256K"]
+    # A terminal sends Ctrl-C to the whole foreground process group: the command and its workers.
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    staging = out / META / "staging"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not any(staging.rglob("*.parquet")):
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    assert not any(staging.rglob("*")), "what the run staged is removed"
+    after = read_dataset(out)
+    for table in TABLES:
+        assert after[table].equals(before[table]), table
+
+
 def test_an_interrupted_commit_is_replayed(tmp_path: Path) -> None:
     from tracelens.engine import manifest as mf
     from tracelens.engine.engine import recover
