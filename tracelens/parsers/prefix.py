@@ -8,11 +8,9 @@ a user install any format. All patterns run on Rust's `regex` engine: linear tim
 from __future__ import annotations
 
 import datetime as dt
-import re
 
 import polars as pl
 
-from tracelens.parsers.distinct import with_groups
 from tracelens.schema import C, W
 
 # ANSI SGR codes, also when the ESC byte was lost in a copy-paste (bare `[36m`). Without the ESC a
@@ -65,8 +63,8 @@ LEVEL_PATTERN = rf"^(?P<_prefix>{_LEVEL})"
 # A line's whole lead, before its message: SGLang's prefix (the bracketed form first, else the gpu or
 # rank form), then the level. Both parts are optional: a line without them has an empty lead.
 _LEAD_FIELDS = rf"^(?:{_BRACKET}|{_GPU})?(?:{_LEVEL})?"
-_LEAD = re.sub(r"\(\?P<\w+>", "(?:", _LEAD_FIELDS)  # the same pattern without captures
 _LEAD_COL = "_lead"
+_LEAD_WITH_TEXT = rf"^(?P<{_LEAD_COL}>{_LEAD_FIELDS[1:]})"
 # Lines that `clean` would change, except spliced records (tested apart, on few lines): codes or
 # carriage returns anywhere, wrappers at the start. Two patterns: mixing anchored and unanchored
 # alternatives in one regex makes every alternative scan the whole line.
@@ -106,35 +104,26 @@ def clean_frame(df: pl.DataFrame) -> pl.DataFrame:
 def add_prefix_columns(df: pl.DataFrame, base_date: dt.date | None) -> pl.DataFrame:
     """Add CLEAN, BODY, PREFIXED, rank tags, LEVEL, LOGGER and TS (before day roll-over) to a line frame.
 
-    One capture-free anchored match finds each line's whole lead (SGLang prefix and level): without
-    capture groups the regex engine runs its fast automaton. A block has few distinct leads (one per
-    second and rank), so their fields are read once per distinct lead and joined back."""
-    df = with_groups(clean_frame(df), W.CLEAN, _LEAD_FIELDS, _LEAD_COL)
-    df = df.join(
-        _lead_fields(df, base_date), on=_LEAD_COL, how="left", maintain_order="left", nulls_equal=True
-    )
-    body = pl.col(W.CLEAN).str.slice(pl.col("_lead_len"))
-    return df.with_columns(body.alias(W.BODY)).drop(_LEAD_COL, "_lead_len", "_rank", W.TAGS)
-
-
-def _lead_fields(df: pl.DataFrame, base_date: dt.date | None) -> pl.DataFrame:
-    """Per distinct lead: its length, gpu and rank tags, PREFIXED and the timestamp (before roll-over)."""
-    frame = df.select(_LEAD_COL, W.DATE, W.TIME, W.FRAC, W.TAGS, W.GPU, "_rank").unique(_LEAD_COL)
-    frame = frame.with_columns(
+    One anchored match per line reads the whole lead (SGLang prefix and level). Leads are nearly as
+    many as lines (a timestamp per second and rank), so they are read line by line; their tag strings
+    are few (one per rank), so the six rank tags are read once per distinct tag string."""
+    lead = pl.col(W.CLEAN).str.extract_groups(_LEAD_WITH_TEXT)
+    df = clean_frame(df).with_columns(lead.alias("_f")).unnest("_f")
+    df = df.with_columns(
         pl.col(_LEAD_COL).str.len_chars().fill_null(0).alias("_lead_len"),
         pl.coalesce(pl.col(W.GPU), pl.col("_rank")).cast(pl.Int32).alias(W.GPU),
     )
-    # Distinct tag strings are fewer still (one per rank): read the six tags once per distinct string.
     tags = pl.col(W.TAGS)
-    ranks = frame.select(tags.unique()).with_columns(
+    ranks = df.select(tags.unique()).with_columns(
         tags.str.extract(rf"(?:^| ){tag}(\d+)", 1).cast(pl.Int32).alias(col) for col, tag in RANK_TAGS.items()
     )
-    frame = frame.join(ranks, on=W.TAGS, how="left", maintain_order="left", nulls_equal=True).with_columns(
+    df = df.join(ranks, on=W.TAGS, how="left", maintain_order="left", nulls_equal=True).with_columns(
         pl.coalesce(pl.col(C.TP), pl.col(W.GPU)).alias(C.TP),
         (pl.col(W.TIME).is_not_null() | pl.col(W.GPU).is_not_null()).alias(W.PREFIXED),
+        pl.col(W.CLEAN).str.slice(pl.col("_lead_len")).alias(W.BODY),
+        timestamp_expr(base_date).alias(C.TS),
     )
-    frame = frame.with_columns(timestamp_expr(base_date).alias(C.TS))
-    return frame.select(_LEAD_COL, "_lead_len", W.GPU, W.PREFIXED, C.TS, *RANK_TAGS)
+    return df.drop(_LEAD_COL, "_lead_len", "_rank", W.TAGS)
 
 
 def timestamp_expr(base_date: dt.date | None) -> pl.Expr:
