@@ -271,7 +271,8 @@ def test_changed_and_removed_inputs_are_replaced(tmp_path: Path) -> None:
     assert_same_tables(read_dataset(out), parse_paths([a], ParseOptions(base_date=BASE_DATE)))
 
 
-def test_killed_run_leaves_a_consistent_dataset_and_the_next_run_completes_it(tmp_path: Path) -> None:
+def _a_dataset_and_more_to_read(tmp_path: Path) -> tuple[Path, Path, Path, dict[str, pl.DataFrame]]:
+    """A dataset of one small log, and a 7 MB log to add to it: long enough to stop mid-way."""
     big = tmp_path / "big.log"
     with big.open("wb") as fh:
         for _ in range(8):
@@ -281,12 +282,22 @@ def test_killed_run_leaves_a_consistent_dataset_and_the_next_run_completes_it(tm
     out = tmp_path / "out"
     parse_to_dataset([str(small)], str(out), EngineOptions(jobs=1, base_date=BASE_DATE))
     before = read_dataset(out)
-    cmd = [*TRACELENS, "parse", str(small), str(big), "-o", str(out), "-q", "-j", "2", "--range-size", "256K"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    return small, big, out, before
+
+
+def _wait_for_staged_parts(out: Path) -> Path:
     staging = out / META / "staging"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not any(staging.rglob("*.parquet")):
         time.sleep(0.05)
+    return staging
+
+
+def test_killed_run_leaves_a_consistent_dataset_and_the_next_run_completes_it(tmp_path: Path) -> None:
+    small, big, out, before = _a_dataset_and_more_to_read(tmp_path)
+    cmd = [*TRACELENS, "parse", str(small), str(big), "-o", str(out), "-q", "-j", "2", "--range-size", "256K"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    staging = _wait_for_staged_parts(out)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     # Still the dataset of the first run: nothing half-written is visible.
@@ -305,15 +316,7 @@ def test_killed_run_leaves_a_consistent_dataset_and_the_next_run_completes_it(tm
 
 
 def test_ctrl_c_stops_cleanly_and_keeps_the_previous_dataset(tmp_path: Path) -> None:
-    big = tmp_path / "big.log"
-    with big.open("wb") as fh:
-        for _ in range(8):
-            fh.write((SAMPLE_LOGS / "eagle3_embed_capture.log").read_bytes())
-    small = tmp_path / "small.log"
-    small.write_bytes((SAMPLE_LOGS / "era_2024_rank.log").read_bytes())
-    out = tmp_path / "out"
-    parse_to_dataset([str(small)], str(out), EngineOptions(jobs=1, base_date=BASE_DATE))
-    before = read_dataset(out)
+    small, big, out, before = _a_dataset_and_more_to_read(tmp_path)
     cmd = [*TRACELENS, "parse", str(small), str(big), "-o", str(out), "-j", "2", "--range-size", "256K"]
     # A terminal sends Ctrl-C to the whole foreground process group: the command and its workers.
     proc = subprocess.Popen(
@@ -324,10 +327,7 @@ def test_ctrl_c_stops_cleanly_and_keeps_the_previous_dataset(tmp_path: Path) -> 
         start_new_session=True,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
-    staging = out / META / "staging"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not any(staging.rglob("*.parquet")):
-        time.sleep(0.05)
+    staging = _wait_for_staged_parts(out)
     os.killpg(proc.pid, signal.SIGINT)
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130, stderr

@@ -21,6 +21,18 @@ from rich.progress import (
 from tracelens.sources import compression_of
 
 
+def _bar() -> Progress:
+    """A transient bar on stderr: bytes done, MB/s, ETA."""
+    columns = (
+        TextColumn("parsing"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+    )
+    return Progress(*columns, console=Console(stderr=True), transient=True)
+
+
 @contextmanager
 def byte_progress(files: list[Path], enabled: bool = True) -> Iterator[Callable[[str, int], None] | None]:
     """Yield a callback(source, bytes) that advances a bar over all ``files``, or None when disabled or
@@ -31,14 +43,7 @@ def byte_progress(files: list[Path], enabled: bool = True) -> Iterator[Callable[
         return
     compressed = any(compression_of(f) for f in files)
     total = None if compressed else sum(f.stat().st_size for f in files)
-    columns = (
-        TextColumn("parsing"),
-        BarColumn(),
-        DownloadColumn(),
-        TransferSpeedColumn(),
-        TimeRemainingColumn(),
-    )
-    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+    with _bar() as bar:
         task = bar.add_task("parse", total=total)
         yield lambda _source, nbytes: bar.advance(task, nbytes)
 
@@ -52,14 +57,7 @@ def engine_progress(quiet: bool = False) -> Iterator[Callable[[int, int], None] 
         yield None
         return
     if sys.stderr.isatty():
-        columns = (
-            TextColumn("parsing"),
-            BarColumn(),
-            DownloadColumn(),
-            TransferSpeedColumn(),
-            TimeRemainingColumn(),
-        )
-        with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+        with _bar() as bar:
             task = bar.add_task("parse", total=None)
 
             def advance(done: int, total: int) -> None:

@@ -143,35 +143,19 @@ class SourceCollector:
 
     def _records(self, frames: dict[str, pl.DataFrame], final: bool) -> None:
         """Finish the faults and `server_args` records that can no longer grow."""
-        faults = [f for f in (self.open_faults, frames.get(T.FAULTS)) if f is not None and f.height]
-        parts = [p for p in (self.open_parts, frames.get(PARTS)) if p is not None and p.height]
-        faults_df = pl.concat(faults, how="vertical_relaxed") if faults else None
-        parts_df = pl.concat(parts, how="vertical_relaxed") if parts else None
         still_open = (
             [] if final else [n for n in (self.state.open_fault, self.state.open_args) if n is not None]
         )
-        if faults_df is not None:
-            is_open = pl.col(C.LINE_NO).is_in(still_open)
-            self.open_faults = faults_df.filter(is_open)
-            closed = faults_df.filter(~is_open)
-        else:
-            self.open_faults, closed = pl.DataFrame(), None
-        if parts_df is not None:
-            is_open = pl.col(C.RECORD).is_in(still_open)
-            self.open_parts = parts_df.filter(is_open)
-            closed_parts = parts_df.filter(~is_open)
-        else:
-            self.open_parts, closed_parts = pl.DataFrame(), None
-        if closed is not None and closed.height:
+        self.open_faults, closed = _split_open(self.open_faults, frames.get(T.FAULTS), C.LINE_NO, still_open)
+        self.open_parts, closed_parts = _split_open(self.open_parts, frames.get(PARTS), C.RECORD, still_open)
+        if closed.height:
             fault_parts = (
-                closed_parts.filter(pl.col(C.KIND) == Kind.FAULT)
-                if closed_parts is not None
-                else closed.clear()
+                closed_parts.filter(pl.col(C.KIND) == Kind.FAULT) if closed_parts.height else closed_parts
             )
             self.writer.add(
                 FAULTS_PRE, join_tracebacks(closed, fault_parts) if fault_parts.height else closed
             )
-        if closed_parts is not None and closed_parts.height:
+        if closed_parts.height:
             self.writer.add(T.SERVER_ARGS, server_args_from_parts(closed_parts))
 
     def finish(self, end: int) -> SourceResult:
@@ -193,6 +177,18 @@ class SourceCollector:
                     ]
                 )
         return result
+
+
+def _split_open(
+    pending: pl.DataFrame, new: pl.DataFrame | None, key: str, still_open: list[int]
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(rows of records still open, rows of closed records) of the pending rows and a block's new ones."""
+    frames = [f for f in (pending, new) if f is not None and f.height]
+    if not frames:
+        return pl.DataFrame(), pl.DataFrame()
+    rows = pl.concat(frames, how="vertical_relaxed")
+    is_open = pl.col(key).is_in(still_open)
+    return rows.filter(is_open), rows.filter(~is_open)
 
 
 def _us(value: dt.datetime | None) -> int | None:
