@@ -358,6 +358,28 @@ def test_an_interrupted_commit_is_replayed(tmp_path: Path) -> None:
     assert pl.read_parquet(out / lines_file).height == log.read_bytes().count(b"\n")
 
 
+def test_an_fsspec_url_is_a_dataset_location_too() -> None:
+    import fsspec
+
+    paths = [SAMPLE_LOGS / "sweep_and_crash.log", SAMPLE_LOGS / "wrappers.log"]
+    options = EngineOptions(jobs=1, range_bytes=128 << 10, base_date=BASE_DATE)
+    url = f"memory://tracelens-test-{os.getpid()}"
+    report = parse_to_dataset([str(p) for p in paths], url, options)
+    assert not report.problems
+    fs = fsspec.filesystem("memory")
+    root = url.removeprefix("memory://")
+    got = {}
+    for table in TABLES:
+        frames = []
+        for name in fs.ls(f"/{root}/{table}", detail=False):
+            with fs.open(name, "rb") as fh:
+                frames.append(pl.read_parquet(fh))
+        got[table] = pl.concat(frames)
+    assert_same_tables(got, parse_paths(paths, ParseOptions(base_date=BASE_DATE)))
+    assert parse_to_dataset([str(p) for p in paths], url, options).unchanged == 2
+    fs.rm(f"/{root}", recursive=True)
+
+
 # --- Dask ---------------------------------------------------------------------------------------------------
 
 
