@@ -161,3 +161,19 @@ def test_summary_json_gains_acceptance_and_findings() -> None:
     (run,) = [r for r in json.loads(result.stdout)["runs"] if r["decode_lines"]]
     assert run["acceptance_rate"]["mean"] == pytest.approx(0.19, abs=0.02)
     assert run["findings"] >= 2
+
+
+def test_a_parsed_dataset_analyses_like_its_logs(tmp_path) -> None:
+    logs = [SAMPLE_LOGS / "baseline_tp8.log", SAMPLE_LOGS / "eagle3_embed_capture.log"]
+    out = tmp_path / "dataset"
+    assert cli("parse", *map(str, logs), "-o", str(out), "-q").returncode == 0
+    from_logs = analyze(logs)
+    from_dataset = analyze([out])
+    assert [(f.code, f.label) for f in from_dataset.findings] == [
+        (f.code, f.label) for f in from_logs.findings
+    ]
+    assert from_dataset.runs.select(A.LABEL, A.MEAN_ACCEPT_LEN).equals(
+        from_logs.runs.select(A.LABEL, A.MEAN_ACCEPT_LEN)
+    )
+    result = cli("check", str(out), "--embed-capture", "no", "-q")
+    assert result.returncode == 1 and "embed-capture-unexpected" in result.stdout

@@ -40,6 +40,7 @@ from tracelens.render import (
     render_summary,
 )
 from tracelens.sources import expand_paths
+from tracelens.tables import Tables
 
 app = typer.Typer(
     name="tracelens",
@@ -54,6 +55,7 @@ out = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 SAMPLE_LOGS = Path(__file__).resolve().parent.parent / "sample_logs"
+SAMPLE_TIME_ONLY_DATE = "2024-09-02"
 
 Paths = Annotated[
     list[Path],
@@ -84,6 +86,8 @@ def _options(date: str | None) -> ParseOptions | None:
 
 
 def _parse(paths: list[Path], date: str | None, quiet: bool):
+    if len(paths) == 1 and Tables.is_dataset(paths[0]):  # the output of `tracelens parse -o DIR`
+        return Tables.read_dataset(paths[0])
     files = expand_paths(paths)
     with byte_progress(files, enabled=not quiet) as progress:
         return parse_paths(files, _options(date), progress=progress)
@@ -315,7 +319,10 @@ def demo(
 
     if not logs.is_dir():
         raise InputError(f"sample logs not found at {logs} (run from a checkout of tracelens)")
-    analysis = _analysis([logs], None, quiet)
+    # The one time-only sample (era_2024_timeonly.log) was recorded from 2 Sep 2024; without a date it
+    # would take the checkout's file time and land in today's report axis.
+    date = SAMPLE_TIME_ONLY_DATE if logs == SAMPLE_LOGS else None
+    analysis = _analysis([logs], date, quiet)
     render_summary(out, summarize(analysis))
     _write_report(analysis, output, None)
 

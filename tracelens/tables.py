@@ -8,7 +8,10 @@ from pathlib import Path
 
 import polars as pl
 
-from tracelens.schema import TABLES, empty
+from tracelens.schema import TABLES, C, T, empty
+
+# The dataset's hidden metadata folder (manifest, journal), as the batch engine names it.
+DATASET_META = ".tracelens"
 
 # Working table of multi-line record pieces (source, run, record, line_no, kind, text); `finalize` joins them.
 PARTS = "_parts"
@@ -30,6 +33,25 @@ class Tables:
             for name, frame in part.frames.items():
                 collected.setdefault(name, []).append(frame)
         return Tables({name: pl.concat(frames, how="vertical_relaxed") for name, frames in collected.items()})
+
+    @staticmethod
+    def is_dataset(path: Path) -> bool:
+        """A folder written by `tracelens parse -o` (one sub-folder of part files per table)."""
+        return path.is_dir() and (path / DATASET_META).is_dir() and (path / "lines").is_dir()
+
+    @staticmethod
+    def read_dataset(path: Path) -> Tables:
+        """The tables of a dataset written by `tracelens parse -o`, ready to analyse."""
+        frames = {}
+        for name in TABLES:
+            parts = sorted((path / name).glob("*.parquet"))
+            frames[name] = (
+                pl.concat([pl.read_parquet(p) for p in parts], how="vertical_relaxed")
+                if parts
+                else empty(name)
+            )
+        frames[T.LINES] = frames[T.LINES].sort(C.SOURCE, C.LINE_NO)
+        return Tables(frames)
 
     def write_parquet(self, out_dir: Path) -> dict[str, Path]:
         out_dir.mkdir(parents=True, exist_ok=True)

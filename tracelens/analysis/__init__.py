@@ -69,12 +69,15 @@ def analyze(
     options: ParseOptions | None = None,
 ) -> Analysis:
     """Parse (unless given tables) and analyse logs. ``baseline``: a run label such as `baseline.log#1`."""
-    if isinstance(paths_or_dataset, Tables):
+    paths = None if isinstance(paths_or_dataset, Tables) else [Path(p) for p in paths_or_dataset]
+    if paths is None:
         tables = paths_or_dataset
+    elif len(paths) == 1 and Tables.is_dataset(paths[0]):
+        tables = Tables.read_dataset(paths[0])
     else:
         from tracelens.ingest import parse_paths
 
-        tables = parse_paths(list(paths_or_dataset), options)
+        tables = parse_paths(paths, options)
     return analyze_tables(tables, expectations, baseline=baseline, stall_seconds=stall_seconds)
 
 
