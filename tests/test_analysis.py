@@ -136,6 +136,7 @@ def test_check_gates_ci_with_exit_codes() -> None:
     bad = cli("check", embed, "--embed-capture", "no", "-q")
     assert bad.returncode == 1
     assert "ERROR   embed-capture-unexpected" in bad.stdout
+    assert "the draft receives the embedding output, the output of layer 2" in bad.stdout
     assert cli("check", embed, "--embed-capture", "maybe").returncode == 2
     result = cli("check", embed, "--expect-aux", "3", "--embed-capture", "no", "--json")
     data = json.loads(result.stdout)

@@ -122,11 +122,15 @@ def render_findings(console: Console, analysis: Analysis) -> None:
     if not analysis.findings:
         console.print(f"no findings in {analysis.runs.height} run(s)")
         return
+    captured = dict(analysis.runs.select(A.LABEL, A.CAPTURED_LAYERS).drop_nulls().iter_rows())
     current = None
     for finding in analysis.findings:
         if finding.label != current:
             current = finding.label
             console.print(Text(f"\n{finding.label}", style="bold"))
+            layers = captured.get(finding.label)
+            if layers:
+                console.print(Text(f"  the draft receives {layers}", style="dim"))
         when = f" {finding.ts:%Y-%m-%d %H:%M:%S}" if finding.ts else ""
         line = Text("  ")
         line.append(f"{finding.severity.upper():7}", style=_SEVERITY_STYLE[finding.severity])
