@@ -3,7 +3,6 @@ it never parses a line itself. Errors a user can fix print one line on stderr an
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import sys
@@ -26,6 +25,7 @@ from tracelens.cli_options import (
     HiddenSizeOpt,
     StallOpt,
     TargetConfigOpt,
+    date_option,
     expectations_from,
 )
 from tracelens.errors import InputError
@@ -77,12 +77,8 @@ QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress outpu
 
 
 def _options(date: str | None) -> ParseOptions | None:
-    if date is None:
-        return None
-    try:
-        return ParseOptions(base_date=dt.date.fromisoformat(date))
-    except ValueError as exc:
-        raise InputError(f"--date wants YYYY-MM-DD, got {date!r}") from exc
+    base_date = date_option(date)
+    return None if base_date is None else ParseOptions(base_date=base_date)
 
 
 def _parse(paths: list[Path], date: str | None, quiet: bool):

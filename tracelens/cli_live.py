@@ -6,7 +6,6 @@ prints, `tui` draws. Neither reads a line itself: a `LiveSession` parses and ana
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import sys
 import time
@@ -25,6 +24,7 @@ from tracelens.cli_options import (
     HiddenSizeOpt,
     StallOpt,
     TargetConfigOpt,
+    date_option,
     expectations_from,
 )
 from tracelens.errors import InputError
@@ -56,15 +56,6 @@ IntervalOpt = Annotated[
 ]
 
 
-def _date(date: str | None) -> dt.date | None:
-    if date is None:
-        return None
-    try:
-        return dt.date.fromisoformat(date)
-    except ValueError as exc:
-        raise InputError(f"--date wants YYYY-MM-DD, got {date!r}") from exc
-
-
 def _specs(sources: list[str] | None, cmds: list[str] | None):
     from tracelens.live.spec import command_spec, parse_spec
 
@@ -89,7 +80,7 @@ def _session(specs, expect, baseline, stall_seconds, date, interval, stdin_fd: i
         expect,
         baseline=baseline,
         stall_seconds=stall_seconds,
-        base_date=_date(date),
+        base_date=date_option(date),
         interval=interval,
         follower_options=options,
     )

@@ -5,6 +5,7 @@ into an `Expectations` (a bad file or value is an `InputError`: one line, exit 2
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 from typing import Annotated
 
@@ -72,6 +73,16 @@ StallOpt = Annotated[
     typer.Option("--stall-seconds", min=1, help="Silence during start-up that counts as a stall."),
 ]
 DEFAULT_STALL = DEFAULT_STALL_SECONDS
+
+
+def date_option(date: str | None) -> dt.date | None:
+    """The value of `--date` (YYYY-MM-DD), for logs whose prefix has only a time."""
+    if date is None:
+        return None
+    try:
+        return dt.date.fromisoformat(date)
+    except ValueError as exc:
+        raise InputError(f"--date wants YYYY-MM-DD, got {date!r}") from exc
 
 
 def expectations_from(
