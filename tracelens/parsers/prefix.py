@@ -11,6 +11,7 @@ import datetime as dt
 
 import polars as pl
 
+from tracelens.parsers.distinct import without_captures
 from tracelens.schema import C, W
 
 # ANSI SGR codes, also when the ESC byte was lost in a copy-paste (bare `[36m`). Without the ESC a
@@ -65,6 +66,12 @@ LEVEL_PATTERN = rf"^(?P<_prefix>{_LEVEL})"
 _LEAD_FIELDS = rf"^(?:{_BRACKET}|{_GPU})?(?:{_LEVEL})?"
 _LEAD_COL = "_lead"
 _LEAD_WITH_TEXT = rf"^(?P<{_LEAD_COL}>{_LEAD_FIELDS[1:]})"
+_LEAD_TEXT = without_captures(_LEAD_WITH_TEXT)
+# The variable part of a bracketed lead, `[date time.frac`, and the stamp that stands in for it.
+_STAMP = r"^\[(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d(?:[.,]\d{1,6})?"
+_KEY_STAMP = "[2000-01-01 00:00:00"
+_STAMP_COL = "_stamp"
+_KEY_COL = "_lead_key"
 # Lines that `clean` would change, except spliced records (tested apart, on few lines): codes or
 # carriage returns anywhere, wrappers at the start. Two patterns: mixing anchored and unanchored
 # alternatives in one regex makes every alternative scan the whole line.
@@ -104,26 +111,63 @@ def clean_frame(df: pl.DataFrame) -> pl.DataFrame:
 def add_prefix_columns(df: pl.DataFrame, base_date: dt.date | None) -> pl.DataFrame:
     """Add CLEAN, BODY, PREFIXED, rank tags, LEVEL, LOGGER and TS (before day roll-over) to a line frame.
 
-    One anchored match per line reads the whole lead (SGLang prefix and level). Leads are nearly as
-    many as lines (a timestamp per second and rank), so they are read line by line; their tag strings
-    are few (one per rank), so the six rank tags are read once per distinct tag string."""
-    lead = pl.col(W.CLEAN).str.extract_groups(_LEAD_WITH_TEXT)
-    df = clean_frame(df).with_columns(lead.alias("_f")).unnest("_f")
+    One anchored match per line finds the whole lead (SGLang prefix and level), without captures: a
+    capture group makes the regex engine leave its fast automaton, and costs five times as much. Leads
+    are nearly as many as lines (a timestamp per second and rank), but without their timestamp they are
+    few (one per rank and logger), so the named groups are read once per distinct stamp-less lead and
+    joined back; the timestamp's fields sit at fixed places and are sliced."""
+    df = clean_frame(df)
+    lead = df.get_column(W.CLEAN).str.extract(_LEAD_TEXT, 0)
+    stamp = lead.str.extract(_STAMP, 0)
+    # The lead with its stamp replaced by one fixed stamp: same groups, few distinct values.
+    lead_col, stamp_col = pl.col(_LEAD_COL), pl.col(_STAMP_COL)
+    key = (
+        pl.when(stamp_col.is_not_null())
+        .then(pl.lit(_KEY_STAMP) + lead_col.str.slice(stamp_col.str.len_chars()))
+        .otherwise(lead_col)
+    )
+    df = df.with_columns(lead.alias(_LEAD_COL), stamp.alias(_STAMP_COL)).with_columns(
+        key.alias(_KEY_COL), *_stamp_fields(pl.col(_STAMP_COL))
+    )
+    df = df.join(_lead_groups(df.get_column(_KEY_COL)), on=_KEY_COL, how="left", maintain_order="left")
     df = df.with_columns(
-        pl.col(_LEAD_COL).str.len_chars().fill_null(0).alias("_lead_len"),
-        pl.coalesce(pl.col(W.GPU), pl.col("_rank")).cast(pl.Int32).alias(W.GPU),
-    )
-    tags = pl.col(W.TAGS)
-    ranks = df.select(tags.unique()).with_columns(
-        tags.str.extract(rf"(?:^| ){tag}(\d+)", 1).cast(pl.Int32).alias(col) for col, tag in RANK_TAGS.items()
-    )
-    df = df.join(ranks, on=W.TAGS, how="left", maintain_order="left", nulls_equal=True).with_columns(
         pl.coalesce(pl.col(C.TP), pl.col(W.GPU)).alias(C.TP),
         (pl.col(W.TIME).is_not_null() | pl.col(W.GPU).is_not_null()).alias(W.PREFIXED),
-        pl.col(W.CLEAN).str.slice(pl.col("_lead_len")).alias(W.BODY),
+        pl.col(W.CLEAN).str.slice(pl.col(_LEAD_COL).str.len_chars().fill_null(0)).alias(W.BODY),
         timestamp_expr(base_date).alias(C.TS),
     )
-    return df.drop(_LEAD_COL, "_lead_len", "_rank", W.TAGS)
+    return df.drop(_LEAD_COL, _STAMP_COL, _KEY_COL)
+
+
+def _stamp_fields(stamp: pl.Expr) -> list[pl.Expr]:
+    """DATE, TIME and FRAC of a `[YYYY-MM-DD HH:MM:SS.ffffff` or `[HH:MM:SS.ffffff` stamp, by position."""
+    dated = stamp.str.slice(5, 1) == "-"
+    time_at = pl.when(dated).then(12).otherwise(1)
+    frac = stamp.str.slice(time_at + 9)
+    return [
+        pl.when(dated).then(stamp.str.slice(1, 10)).alias(W.DATE),
+        stamp.str.slice(time_at, 8).alias(W.TIME),
+        pl.when(frac.str.len_bytes() > 0).then(frac).alias(W.FRAC),
+    ]
+
+
+def _lead_groups(keys: pl.Series) -> pl.DataFrame:
+    """Per distinct stamp-less lead: GPU, LEVEL, LOGGER and the six rank tags (null key: no lead)."""
+    distinct = keys.unique().to_frame(_KEY_COL)
+    groups = distinct.with_columns(pl.col(_KEY_COL).str.extract_groups(_LEAD_WITH_TEXT).alias("_f")).unnest(
+        "_f"
+    )
+    tags = pl.col(W.TAGS)
+    return groups.select(
+        _KEY_COL,
+        pl.coalesce(pl.col(W.GPU), pl.col("_rank")).cast(pl.Int32).alias(W.GPU),
+        C.LEVEL,
+        C.LOGGER,
+        *(
+            tags.str.extract(rf"(?:^| ){tag}(\d+)", 1).cast(pl.Int32).alias(col)
+            for col, tag in RANK_TAGS.items()
+        ),
+    )
 
 
 def timestamp_expr(base_date: dt.date | None) -> pl.Expr:
