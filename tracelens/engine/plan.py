@@ -20,7 +20,7 @@ import numpy as np
 import polars as pl
 
 from tracelens.engine.inputs import Input
-from tracelens.parsers.pipeline import _add_foreign, route_expr
+from tracelens.parsers.pipeline import add_kinds
 from tracelens.parsers.prefix import add_prefix_columns
 from tracelens.schema import C, Kind, W
 from tracelens.sources import Block, block_lines
@@ -149,6 +149,6 @@ def server_args_heads(lines: list[bytes]) -> int:
         return 0
     frame = block_lines(Block("", 1, 0, b"\n".join(lines) + b"\n"))
     df = add_prefix_columns(frame, None)
-    df = _add_foreign(df.with_columns(route_expr().alias(C.KIND)))
+    df = add_kinds(df)
     heads = (pl.col(C.KIND) == Kind.LIFECYCLE) & pl.col(W.BODY).str.starts_with("server_args=")
     return int(df.select(heads.sum()).item())

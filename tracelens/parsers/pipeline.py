@@ -79,13 +79,30 @@ def _alternation(literals: tuple[str, ...], anchored: bool) -> str:
     return f"^(?:{body})" if anchored else body
 
 
-def route_expr() -> pl.Expr:
-    """The kind of each line, first match in `ROUTES` order, from literal tests only (foreign formats
+# Routes tested on every line; the rest are tested only on the lines these leave. Batch and debug
+# lines are most of a busy log, and first-match order is the same however the chain is cut.
+_BULK_ROUTES = 2
+
+
+def route_expr(routes: tuple[Route, ...] = ROUTES, otherwise: str | None = Kind.UNPARSED) -> pl.Expr:
+    """The kind of each line, first match in ``routes`` order, from literal tests only (foreign formats
     are recognised afterwards, on the few lines no route took)."""
     expr = pl.when(_blank()).then(pl.lit(Kind.BLANK))
-    for route in ROUTES:
+    for route in routes:
         expr = expr.when(_route_test(route, _contains(route))).then(pl.lit(route.kind))
-    return expr.otherwise(pl.lit(Kind.UNPARSED))
+    return expr.otherwise(pl.lit(otherwise, dtype=pl.String))
+
+
+def add_kinds(df: pl.DataFrame) -> pl.DataFrame:
+    """Add KIND (and FORMAT for foreign lines) to a frame with prefix columns. The bulk routes run on
+    every line, the others on the lines left: a chain of `when`s evaluates every test on every row."""
+    kind = df.select(route_expr(ROUTES[:_BULK_ROUTES], otherwise=None)).to_series()
+    left = kind.is_null()
+    if left.any():
+        idx = left.arg_true()
+        rest = df.select(pl.col(W.CLEAN, W.BODY, W.PREFIXED).gather(idx))
+        kind = kind.scatter(idx, rest.select(route_expr(ROUTES[_BULK_ROUTES:])).to_series())
+    return _add_foreign(df.with_columns(kind.alias(C.KIND)))
 
 
 def _contains(route: Route) -> pl.Expr | None:
@@ -145,7 +162,7 @@ def parse_block(
             return Tables({}), state, held
         df = df.head(df.height - held)
     df, state = _roll_days(df, state, options)
-    df = _add_foreign(df.with_columns(route_expr().alias(C.KIND)))
+    df = add_kinds(df)
     df, state = _join_tracebacks(df, state)
     df, state = _join_wrapped_args(df, state)
     df, state = _number_runs(df, state)
