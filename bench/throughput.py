@@ -7,13 +7,16 @@ median of ``--runs``: tracelens end to end (every line typed into a Parquet data
 `re` loop of bench/re_baseline.py, and, when installed, `wc -l` and `rg -c` (the scan ceiling) and lnav
 (Debian's `lnav`, the peer: its indexing of the file). It prints MB/s, lines/s, the peak RSS of each
 process tree and the ratios, checks the memory bound on a ``--big`` input too, times a re-run over the
-unchanged dataset, and writes the table into README.md between the `bench` markers.
+unchanged dataset, runs bench/stages.py for the per-core cost of each stage of the engine (and so the
+ceiling that reading, splitting and writing put on the rate, with parsing free), and writes the table
+into README.md between the `bench` markers.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import platform
 import shutil
@@ -209,7 +212,9 @@ def main() -> None:
         )
         shutil.rmtree(big_out, ignore_errors=True)
 
-    table = report(results, rerun, nbytes, nlines, big_peak, big_size, args)
+    print("stages (bench/stages.py) ...", flush=True)
+    stages = measure_stages(log)
+    table = report(results, rerun, nbytes, nlines, big_peak, big_size, args) + stage_lines(stages, args.jobs)
     print()
     print(table)
     if not args.no_readme:
@@ -262,6 +267,33 @@ def report(results, rerun, nbytes, nlines, big_peak, big_size, args) -> str:
         f"Machine: {machine()}.\n"
     )
     return head + "\n" + "\n".join(rows) + "\n\n" + "\n".join(checks) + "\n"
+
+
+def measure_stages(log: Path) -> dict[str, float]:
+    """MB/s of input per core of each engine stage, from bench/stages.py in its own process."""
+    out = subprocess.run(
+        [sys.executable, str(HERE / "stages.py"), str(log)], capture_output=True, check=True, text=True
+    ).stdout
+    return {name: stage["mb_per_s_per_core"] for name, stage in json.loads(out)["stages"].items()}
+
+
+def stage_lines(rates: dict[str, float], jobs: int) -> str:
+    """The per-stage table, and what the stages other than parsing allow on ``jobs`` cores."""
+    rows = [
+        "",
+        "Per core, each stage of the engine alone (`bench/stages.py`, first 128 MiB, one polars thread):",
+        "",
+        "| stage | MB/s per core |",
+        "|---|---:|",
+        *(f"| {name} | {rate:,.0f} |" for name, rate in rates.items()),
+    ]
+    fixed = 1 / sum(1 / rates[name] for name in ("read", "split", "write"))
+    rows += [
+        "",
+        f"- with parsing free, reading, splitting and writing alone allow at most {fixed * jobs:,.0f} MB/s "
+        f"on {jobs} cores (the targets ask {TARGET_MBPS} MB/s and {TARGET_VS_LNAV}x lnav)",
+    ]
+    return "\n".join(rows) + "\n"
 
 
 def write_readme(table: str) -> None:

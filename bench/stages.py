@@ -1,0 +1,104 @@
+"""Where `tracelens parse` spends its time, stage by stage, on one core: the ceiling each fixed stage puts
+on the end-to-end rate, whatever the parsers cost.
+
+    python bench/stages.py LOG [--mb 128]
+
+On the first ``--mb`` MiB of LOG (cut at a line end), in one process with one polars thread, the CPU
+seconds of each stage of the engine's own code path:
+
+- read: the file in line-aligned blocks (`sources.iter_blocks`);
+- split: each block into an Arrow array of lines (`sources.block_lines`);
+- parse: the lines into typed tables (`stream.parse_blocks`, which also splits: split is subtracted);
+- write: those tables into Parquet with the engine's writer and row-group size (`engine.store`).
+
+It prints JSON: per stage, CPU seconds and MB/s of input per core. `bench/throughput.py` runs it and puts
+the figures in the README, so the gap between the targets and what Arrow and Parquet alone allow is
+measured, not argued.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ["POLARS_MAX_THREADS"] = "1"  # one core, as each engine worker
+
+from tracelens.engine.store import Store
+from tracelens.engine.task import PartWriter
+from tracelens.parsers import ParseOptions
+from tracelens.sources import block_lines, iter_blocks
+from tracelens.stream import parse_blocks
+
+
+def head_of(log: Path, nbytes: int, folder: Path) -> Path:
+    """The first ``nbytes`` of ``log``, cut after a newline, as a file of its own."""
+    out = folder / "head.log"
+    with log.open("rb") as src:
+        data = src.read(nbytes)
+    out.write_bytes(data[: data.rfind(b"\n") + 1] if b"\n" in data else data)
+    return out
+
+
+class _Spec:
+    """What `PartWriter` needs to know of a task: where its part files go."""
+
+    staging = "staging"
+    task_id = "stages"
+
+
+def measure(log: Path) -> dict[str, float]:
+    """CPU seconds of each stage over the whole of ``log``."""
+    clock = time.process_time
+    started = clock()
+    blocks = list(iter_blocks(log))
+    read = clock() - started
+
+    started = clock()
+    for block in blocks:
+        block_lines(block)
+    split = clock() - started
+
+    started = clock()
+    parsed = list(parse_blocks(blocks, ParseOptions()))
+    parse = clock() - started - split
+
+    folder = Path(tempfile.mkdtemp(prefix="tracelens-stages-"))
+    try:
+        writer = PartWriter(Store(str(folder)), _Spec())  # type: ignore[arg-type]
+        started = clock()
+        for result in parsed:
+            for table, frame in result.tables.frames.items():
+                writer.add(table, frame)
+            writer.consumed(result.bytes_read)
+        writer.close()
+        write = clock() - started
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return {"read": read, "split": split, "parse": parse, "write": write}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("log", type=Path)
+    parser.add_argument("--mb", type=int, default=128, help="MiB from the start of LOG to measure on")
+    args = parser.parse_args()
+    folder = Path(tempfile.mkdtemp(prefix="tracelens-stages-"))
+    try:
+        head = head_of(args.log, args.mb << 20, folder)
+        size = head.stat().st_size
+        seconds = measure(head)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    stages = {name: {"cpu_s": s, "mb_per_s_per_core": size / s / 1e6} for name, s in seconds.items()}
+    json.dump({"bytes": size, "stages": stages}, sys.stdout, indent=2)
+    print()
+
+
+if __name__ == "__main__":
+    main()
