@@ -431,17 +431,32 @@ def polars_schema(table: str) -> pl.Schema:
 
 def empty(table: str) -> pl.DataFrame:
     """A zero-row frame with the table's exact schema."""
+    return _empty(table).clone()  # a copy, cheap, so that no caller can change the cached frame
+
+
+@cache
+def _empty(table: str) -> pl.DataFrame:
     return pl.DataFrame(schema=polars_schema(table))
 
 
 def conform(table: str, df: pl.DataFrame) -> pl.DataFrame:
     """Select, order and cast ``df``'s columns to the table schema; missing columns become null."""
     schema = polars_schema(table)
-    exprs = [
-        (pl.col(name) if name in df.columns else pl.lit(None)).cast(dtype).alias(name)
-        for name, dtype in schema.items()
+    have = df.schema
+    return df.select(_conform_exprs(table, tuple((name, have[name]) for name in schema if name in have)))
+
+
+@cache
+def _conform_exprs(table: str, present: tuple[tuple[str, pl.DataType], ...]) -> list[pl.Expr]:
+    """`conform`'s expressions for frames with the same columns: a parser's output has one of a few
+    shapes, and building the expressions anew for every block cost more than running them."""
+    have = dict(present)
+    return [
+        pl.col(name)
+        if have.get(name) == dtype
+        else (pl.col(name) if name in have else pl.lit(None)).cast(dtype).alias(name)
+        for name, dtype in polars_schema(table).items()
     ]
-    return df.select(exprs)
 
 
 class W:

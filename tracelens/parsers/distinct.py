@@ -9,6 +9,7 @@ on the distinct texts only, then joined back.
 from __future__ import annotations
 
 import re
+from functools import cache
 
 import polars as pl
 
@@ -18,13 +19,22 @@ def without_captures(pattern: str) -> str:
     return re.sub(r"\(\?P<\w+>", "(?:", pattern)
 
 
+@cache
+def groups_expr(column: str, pattern: str, strip: bool = False) -> pl.Expr:
+    """``column`` (stripped of surrounding whitespace when ``strip``) read by ``pattern``'s named groups,
+    as a struct. Built once per pattern: building it compiles the pattern, which cost more per block
+    than matching a block's few distinct texts."""
+    text = pl.col(column).str.strip_chars() if strip else pl.col(column)
+    return text.str.extract_groups(pattern)
+
+
 def with_groups(df: pl.DataFrame, column: str, pattern: str, key: str) -> pl.DataFrame:
     """``df`` plus ``key`` (the text ``pattern`` matched in ``column``, null when none) and one column
     per named group of the anchored ``pattern``."""
     df = df.with_columns(pl.col(column).str.extract(without_captures(pattern), 0).alias(key))
     distinct = (
         df.select(pl.col(key).unique())
-        .with_columns(pl.col(key).str.extract_groups(pattern).alias("_groups"))
+        .with_columns(groups_expr(key, pattern).alias("_groups"))
         .unnest("_groups")
     )
     return df.join(distinct, on=key, how="left", maintain_order="left", nulls_equal=True)

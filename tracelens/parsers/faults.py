@@ -6,8 +6,11 @@ whole traceback, its last line and exception type are filled in when the tables 
 
 from __future__ import annotations
 
+from functools import cache
+
 import polars as pl
 
+from tracelens.parsers.distinct import groups_expr
 from tracelens.parsers.kinds import FAULT_PHRASES
 from tracelens.schema import COMMON_COLUMNS, C, T, W, conform
 
@@ -21,6 +24,7 @@ EXCEPTION_NAME = (
 EXCEPTION_LINE_PATTERN = rf"^(?P<type>{EXCEPTION_NAME})(?::\s*(?P<msg>.*))?$"
 
 
+@cache  # one chain of thirty phrases, built once rather than per block
 def fault_kind_expr() -> pl.Expr:
     """The fault kind of a clean line, from the first phrase it contains."""
     expr: pl.Expr | pl.When | pl.Then = pl
@@ -32,7 +36,7 @@ def fault_kind_expr() -> pl.Expr:
 def parse_faults(df: pl.DataFrame) -> pl.DataFrame:
     """Rows routed to `fault` -> the `faults` table, one row per head line (traceback joined later)."""
     body = pl.col(W.BODY)
-    exc = body.str.strip_chars().str.extract_groups(EXCEPTION_LINE_PATTERN)
+    exc = groups_expr(W.BODY, EXCEPTION_LINE_PATTERN, strip=True)
     out = df.with_columns(
         body.str.extract(r"(\w+) hit an exception", 1).alias(C.COMPONENT),
         fault_kind_expr().alias(C.FAULT_KIND),
@@ -71,7 +75,7 @@ def join_tracebacks(faults: pl.DataFrame, parts: pl.DataFrame) -> pl.DataFrame:
         return faults
     joined = (
         parts.sort(C.SOURCE, C.LINE_NO)
-        .with_columns(pl.col(C.TEXT).str.strip_chars().str.extract_groups(EXCEPTION_LINE_PATTERN).alias("_e"))
+        .with_columns(groups_expr(C.TEXT, EXCEPTION_LINE_PATTERN, strip=True).alias("_e"))
         .group_by(C.SOURCE, C.RECORD)
         .agg(
             pl.col(C.TEXT).str.join("\n").alias("_tb"),

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from tracelens.parsers.distinct import groups_expr
 from tracelens.schema import COMMON_COLUMNS, C, T, W, conform
 
 _LEVELS = r"DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL"
@@ -61,7 +62,7 @@ def parse_foreign(df: pl.DataFrame) -> pl.DataFrame:
         sub = df.filter(pl.col(C.FORMAT) == fmt.name)
         if not sub.height:
             continue
-        groups = pl.col(W.CLEAN).str.extract_groups(fmt.pattern)
+        groups = groups_expr(W.CLEAN, fmt.pattern)
         names = [g for g in ("level", "msg", "ts") if f"?P<{g}>" in fmt.pattern]
         sub = sub.with_columns(*(groups.struct.field(g).alias(f"_{g}") for g in names))
         level = pl.col("_level").replace(_GLOG_LEVELS) if "level" in names else pl.lit(None, pl.String)

@@ -11,7 +11,7 @@ import datetime as dt
 
 import polars as pl
 
-from tracelens.parsers.distinct import without_captures
+from tracelens.parsers.distinct import groups_expr, without_captures
 from tracelens.schema import C, W
 
 # ANSI SGR codes, also when the ESC byte was lost in a copy-paste (bare `[36m`). Without the ESC a
@@ -154,9 +154,7 @@ def _stamp_fields(stamp: pl.Expr) -> list[pl.Expr]:
 def _lead_groups(keys: pl.Series) -> pl.DataFrame:
     """Per distinct stamp-less lead: GPU, LEVEL, LOGGER and the six rank tags (null key: no lead)."""
     distinct = keys.unique().to_frame(_KEY_COL)
-    groups = distinct.with_columns(pl.col(_KEY_COL).str.extract_groups(_LEAD_WITH_TEXT).alias("_f")).unnest(
-        "_f"
-    )
+    groups = distinct.with_columns(groups_expr(_KEY_COL, _LEAD_WITH_TEXT).alias("_f")).unnest("_f")
     tags = pl.col(W.TAGS)
     return groups.select(
         _KEY_COL,
