@@ -142,6 +142,7 @@ def main() -> None:
     parser.add_argument("--big", default="4G", help="size of the memory-bound check (0: skip)")
     parser.add_argument("--no-readme", action="store_true")
     args = parser.parse_args()
+    args.load_before = os.getloadavg()[0]
 
     work = Path(tempfile.gettempdir()) / "tracelens-bench"
     work.mkdir(exist_ok=True)
@@ -264,7 +265,8 @@ def report(results, rerun, nbytes, nlines, big_peak, big_size, args) -> str:
     head = (
         f"`python bench/throughput.py` on a {nbytes / 2**30:.0f} GiB EAGLE-3 session log ({nlines:,} lines), "
         f"median of {args.runs}, `--jobs {args.jobs}`, {time.strftime('%Y-%m-%d')}.\n"
-        f"Machine: {machine()}.\n"
+        f"Machine: {machine()}; load average {args.load_before:.1f} before the run, "
+        f"{os.getloadavg()[0]:.1f} after (above 0.5, something else was running).\n"
     )
     return head + "\n" + "\n".join(rows) + "\n\n" + "\n".join(checks) + "\n"
 
