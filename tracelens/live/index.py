@@ -76,15 +76,30 @@ class SourceLines:
 
     def set_parsed(self, lines: pl.DataFrame, first_index: int = 0) -> None:
         """Fill kind, ranks and time from a parsed `lines` frame (line_no 1-based, after ``first_index``)."""
-        if not lines.height:
+        self.fill(parsed_columns(lines), first_index)
+
+    def fill(self, columns: dict[str, np.ndarray], first_index: int = 0) -> None:
+        """Fill kind, ranks and time from `parsed_columns` (plain array stores: quick under a lock)."""
+        if not len(columns[C.LINE_NO]):
             return
-        idx = lines.get_column(C.LINE_NO).to_numpy() - 1 - first_index
-        codes = lines.get_column(C.KIND).replace_strict(KIND_CODES, default=UNKNOWN, return_dtype=pl.Int8)
-        self.kind.data[idx] = codes.to_numpy()
-        self.tp.data[idx] = lines.get_column(C.TP).fill_null(UNKNOWN).to_numpy()
-        self.dp.data[idx] = lines.get_column(C.DP).fill_null(UNKNOWN).to_numpy()
-        ts = lines.get_column(C.TS).dt.epoch("us").fill_null(NO_TS).to_numpy()
-        self.ts.data[idx] = ts
+        idx = columns[C.LINE_NO] - 1 - first_index
+        for name in ("kind", "tp", "dp", "ts"):
+            getattr(self, name).data[idx] = columns[name]
+
+
+def parsed_columns(lines: pl.DataFrame) -> dict[str, np.ndarray]:
+    """What the index keeps of a parsed `lines` frame, as numpy arrays: line_no, kind code, ranks, time."""
+    if not lines.height:
+        return {C.LINE_NO: np.zeros(0, dtype=np.int64)}
+    return {
+        C.LINE_NO: lines.get_column(C.LINE_NO).to_numpy(),
+        "kind": lines.get_column(C.KIND)
+        .replace_strict(KIND_CODES, default=UNKNOWN, return_dtype=pl.Int8)
+        .to_numpy(),
+        "tp": lines.get_column(C.TP).fill_null(UNKNOWN).to_numpy(),
+        "dp": lines.get_column(C.DP).fill_null(UNKNOWN).to_numpy(),
+        "ts": lines.get_column(C.TS).dt.epoch("us").fill_null(NO_TS).to_numpy(),
+    }
 
 
 @dataclass(frozen=True)
@@ -163,8 +178,13 @@ class LogIndex:
             self.version += 1
 
     def set_parsed(self, source: int, lines: pl.DataFrame) -> None:
+        self.fill_parsed(source, parsed_columns(lines))  # polars work outside the lock
+
+    def fill_parsed(self, source: int, columns: dict[str, np.ndarray]) -> None:
+        """Kinds, ranks and times of parsed lines (`parsed_columns`); only array stores under the lock,
+        which the pump and the view wait on."""
         with self._lock:
-            self.lines[source].set_parsed(lines)
+            self.lines[source].fill(columns)
             self.version += 1
 
     def store(self, source: int) -> TextStore:
