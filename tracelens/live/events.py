@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from tracelens.analysis import Analysis, Finding
+    from tracelens.analysis import Finding
     from tracelens.live.status import Snapshot
     from tracelens.live.store import FileGeneration
     from tracelens.tables import Tables
@@ -106,12 +106,14 @@ class LinesIndexed:
 
 @dataclass(frozen=True)
 class LinesParsed:
-    """New lines were parsed: ``tables`` holds their rows (not finalized)."""
+    """New lines were parsed: ``tables`` holds their rows (not finalized); ``newest_decode`` the
+    (accept len, gen throughput) of the newest decode line among them (`status.newest_decode`)."""
 
     source: str
     first_line: int
     count: int
     tables: Tables
+    newest_decode: tuple[float | None, float | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -131,9 +133,11 @@ class SourceStateChanged:
 
 @dataclass(frozen=True)
 class AnalysisUpdated:
-    """A new analysis of everything seen so far; ``new_findings`` were not in the previous one."""
+    """A new analysis of everything seen so far: its ``findings`` (all of them; ``new_findings`` were
+    not in the previous one) and what the screen shows (``snapshot``). The full `Analysis`, with every
+    table, stays in the worker process: `LiveSession.analysis` fetches it when read."""
 
-    analysis: Analysis
+    findings: list[Finding]
     snapshot: Snapshot
     new_findings: list[Finding] = field(default_factory=list)
     seconds: float = 0.0

@@ -1,15 +1,18 @@
 """A live session: followers feed lines in, the same parser reads them block by block as they arrive,
 and the same analysis re-runs on everything seen so far, at a bounded rate.
 
-Three kinds of threads, none of them the UI's:
+In this process, threads that never parse:
 
 - one per source, running its follower (`tail`, `remote`, `command`, `replay`), which puts source
   events on a bounded queue (a fast reader waits for the parser instead of filling memory);
-- the pump, which drains the queue, stores the text, indexes the lines for the log view, and runs
-  `parse_lines` on each source's new lines with that source's carried `ParseState`, exactly as a batch
-  parse reads blocks;
-- the analyser, which at most every `interval` seconds (longer when an analysis takes long) concatenates
-  the parsed parts, runs `finalize` and `analyze_tables`, and reports what is new.
+- the pump, which drains the queue, stores the text, indexes the lines for the log view (the view has
+  them at once) and hands them to the worker.
+
+In a worker process (`tracelens.live.worker`, at a lower priority): `parse_lines` on each source's new
+lines with that source's carried `ParseState`, exactly as a batch parse reads blocks, and at most every
+`interval` seconds (longer when an analysis takes long) `finalize` and `analyze_tables` on everything
+parsed. Its replies (the new rows' tables; findings and the `Snapshot`) arrive on the worker client's
+reader thread, which fills in the index's kinds and ranks and reports what is new.
 
 Listeners (`subscribe`) are called on those threads with the events of `tracelens.live.events`.
 """
@@ -27,28 +30,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import polars as pl
+import numpy as np
 
-from tracelens.analysis import Analysis, Evidence, Finding, analyze_tables
+from tracelens.analysis import Analysis, Evidence, Finding
 from tracelens.analysis.expectations import Expectations
 from tracelens.analysis.startup import DEFAULT_STALL_SECONDS
 from tracelens.live import events as ev
 from tracelens.live.index import LogIndex
 from tracelens.live.spec import FILE, SourceSpec
-from tracelens.live.status import Snapshot, snapshot
+from tracelens.live.status import Snapshot
 from tracelens.live.store import TextStore
+from tracelens.live.worker import WorkerClient, WorkerConfig, WorkerGone
 from tracelens.parsers import ParseOptions, ParseState, parse_lines
-from tracelens.parsers.finalize import finalize
-from tracelens.parsers.pipeline import parse_block
-from tracelens.schema import C, T
+from tracelens.schema import T
 from tracelens.sources import Block, block_lines
 from tracelens.tables import Tables
 
 Listener = Callable[[Any], None]
-_NO_LINES = block_lines(Block("", 1, 0, b""))
 ANALYSIS_INTERVAL = 0.75
 _QUEUE_ITEMS = 32
 _BATCH_BYTES = 16 << 20
+_FETCH_TIMEOUT = 120.0  # seconds to wait for the worker's full analysis (`LiveSession.analysis`)
 
 
 @dataclass
@@ -104,8 +106,8 @@ class LiveSession:
         self.sources = [SourceState(s.label, s, options=_options(s, base_date)) for s in specs]
         for state in self.sources:
             self.index.add_source(state.label)
-        self.analysis: Analysis | None = None
         self.snapshot = Snapshot()
+        self.findings: list[Finding] = []  # of the newest analysis, evidence read from the store
         self.analyses = 0
         self.findings_seen: dict[tuple[str, str, str, int], int] = {}  # key -> order first seen
         self._follower_options = follower_options or {}
@@ -113,20 +115,19 @@ class LiveSession:
         self._queue: queue.Queue[ev.SourceEvent] = queue.Queue(maxsize=_QUEUE_ITEMS)
         self._listeners: list[Listener] = []
         self._stop = threading.Event()
-        self._dirty = threading.Event()
-        self._lock = threading.Lock()
-        self._parse_states = [ParseState() for _ in specs]
         self._next_line = [1 for _ in specs]
-        self._held: list[pl.DataFrame | None] = [None for _ in specs]  # trailing blank lines held back
-        self._pending: list[Tables] = []
-        self._accumulated: Tables | None = None
         self._threads: list[threading.Thread] = []
         self._pumping = False
-        self._parsing = False
-        self._analysing = False
-        # lines indexed but not parsed yet: (source, frame, final); bounded so that a large file's
-        # backfill waits for the parser instead of filling memory
-        self._to_parse: queue.Queue[tuple[int, pl.DataFrame, bool]] = queue.Queue(maxsize=8)
+        self._worker: WorkerClient | None = None
+        self._worker_gone = False
+        # Parse messages are numbered; the worker's replies say which it has parsed (`_parsed_seq`) and
+        # which the newest analysis covers (`_analysed_seq`), so `idle` knows what is still on its way.
+        self._sent_seq = 0
+        self._parsed_seq = 0
+        self._rows_seq = 0  # the last parse message that produced rows (an analysis must cover it)
+        self._analysed_seq = 0
+        self._seq_lock = threading.Lock()
+        self._fetched: tuple[int, Analysis | None] = (0, None)  # (analyses, full analysis) last fetched
 
     # ----- lifecycle -----
 
@@ -138,9 +139,19 @@ class LiveSession:
             follower = state.spec.follower(**self._follower_options.get(state.label, {}))
             self.followers.append(follower)
             self._spawn(f"follow {state.label}", self._run_follower, follower, state.label)
+        config = WorkerConfig(
+            labels=[s.label for s in self.sources],
+            options=[s.options for s in self.sources],
+            expectations=self.expectations,
+            baseline=self.baseline,
+            stall_seconds=self.stall_seconds,
+            interval=self.interval,
+        )
+        try:
+            self._worker = WorkerClient(config, self._from_worker, self._worker_ended)
+        except OSError as exc:
+            self._worker_ended(f"it could not start: {exc}")
         self._spawn("pump", self._pump)
-        self._spawn("parse", self._parse_loop)
-        self._spawn("analyse", self._analyse_loop)
 
     def stop(self) -> None:
         self._stop.set()
@@ -148,6 +159,8 @@ class LiveSession:
             follower.close()
         for thread in self._threads:
             thread.join(timeout=5)
+        if self._worker is not None:
+            self._worker.close()
         self.index.close()
 
     @property
@@ -160,15 +173,12 @@ class LiveSession:
 
     def idle(self) -> bool:
         """Nothing queued, parsed or analysed is waiting (for tests and `follow`'s last report)."""
-        return (
-            self._queue.empty()
-            and not self._pumping
-            and self._to_parse.empty()
-            and not self._parsing
-            and not self._analysing
-            and not self._dirty.is_set()
-            and not self._pending
-        )
+        if not (self._queue.empty() and not self._pumping):
+            return False
+        if self._worker_gone:
+            return True
+        with self._seq_lock:
+            return self._parsed_seq == self._sent_seq and self._analysed_seq >= self._rows_seq
 
     def wait_idle(self, timeout: float = 30.0, settle: float = 0.1) -> bool:
         """Wait until idle (and still idle ``settle`` seconds later); False on timeout."""
@@ -181,13 +191,32 @@ class LiveSession:
             time.sleep(0.02)
         return False
 
+    @property
+    def analysis(self) -> Analysis | None:
+        """The newest full analysis of everything seen (every table), None before the first. The worker
+        holds it: reading this asks the worker for it (when newer than the one read last) and waits,
+        so read it off the screen's thread (the panels use `snapshot` and `findings`)."""
+        if self.analyses == 0:
+            return None
+        fetched_at, fetched = self._fetched
+        if fetched is not None and fetched_at >= self.analyses:
+            return fetched
+        if self._worker is None or self._worker_gone:
+            return fetched
+        try:
+            count, analysis = self._worker.request_analysis(_FETCH_TIMEOUT)
+        except WorkerGone:
+            return fetched
+        if analysis is not None:
+            self._fill_evidence(analysis.findings)
+            self._fetched = (count, analysis)
+        return analysis if analysis is not None else fetched
+
     def findings_newest_first(self) -> list[Finding]:
-        if self.analysis is None:
-            return []
         order = self.findings_seen
         far = dt.datetime.min
         return sorted(
-            self.analysis.findings,
+            self.findings,
             key=lambda f: (order.get(finding_key(f), 0), f.ts or far),
             reverse=True,
         )
@@ -261,73 +290,82 @@ class LiveSession:
     def _ingest(self, source: int, parts: list[tuple[int, bytes]]) -> None:
         state = self.sources[source]
         data = b"".join(p[1] for p in parts)
-        frame = block_lines(Block(state.label, self._next_line[source], parts[0][0], data))
+        first_line = self._next_line[source]
+        frame = block_lines(Block(state.label, first_line, parts[0][0], data))
         self.index.append(source, frame)
         self._next_line[source] += frame.height
         state.lines += frame.height
         self._notify(ev.LinesIndexed(state.label, frame.height))
-        self._queue_parse(source, frame, final=False)
+        self._send_parse(source, first_line, parts[0][0], data, final=False)
 
-    def _queue_parse(self, source: int, frame: pl.DataFrame, final: bool) -> None:
-        while not self._stop.is_set():
-            try:
-                self._to_parse.put((source, frame, final), timeout=0.1)
-                return
-            except queue.Full:
-                continue
-
-    def _parse_loop(self) -> None:
-        """Parse what the pump indexed, in order; what piled up meanwhile is parsed as one block per
-        source (fewer, larger parses: the parser's cost is mostly per call)."""
-        while not self._stop.is_set():
-            try:
-                first = self._to_parse.get(timeout=0.05)
-            except queue.Empty:
-                continue
-            self._parsing = True
-            try:
-                items = [first]
-                while len(items) < 64:
-                    try:
-                        items.append(self._to_parse.get_nowait())
-                    except queue.Empty:
-                        break
-                runs: list[tuple[int, list[pl.DataFrame], bool]] = []
-                for source, frame, final in items:
-                    if runs and runs[-1][0] == source and not runs[-1][2]:
-                        runs[-1][1].append(frame)
-                        runs[-1] = (source, runs[-1][1], final)
-                    else:
-                        runs.append((source, [frame], final))
-                for source, frames, final in runs:
-                    self._parse(source, pl.concat(frames) if len(frames) > 1 else frames[0], final)
-            except Exception as exc:
-                self._notify(ev.SessionFailed(f"parsing failed: {type(exc).__name__}: {exc}"))
-            finally:
-                self._parsing = False
-
-    def _parse(self, source: int, frame: pl.DataFrame, final: bool) -> None:
-        """Parse new lines after those held back last time. Trailing blank lines are held back until
-        the next line arrives (a blank line belongs to a traceback when the line after it continues
-        it), exactly as a batch parse holds them back at a block boundary."""
-        state = self.sources[source]
-        held = self._held[source]
-        if held is not None:
-            frame = pl.concat([held, frame])
-        if not frame.height:
+    def _send_parse(self, source: int, first_line: int, offset: int, data: bytes, final: bool) -> None:
+        """Hand lines to the worker (in order: only the pump sends)."""
+        if self._worker is None:
             return
-        tables, self._parse_states[source], n_held = parse_block(
-            frame, self._parse_states[source], state.options, final
-        )
-        self._held[source] = frame.tail(n_held) if n_held else None
-        parsed = frame.height - n_held
-        if not parsed:
-            return
-        self.index.set_parsed(source, tables[T.LINES])
-        with self._lock:
-            self._pending.append(tables)
-        self._dirty.set()
-        self._notify(ev.LinesParsed(state.label, int(frame.item(0, C.LINE_NO)), parsed, tables))
+        with self._seq_lock:
+            self._sent_seq += 1
+            seq = self._sent_seq
+        self._worker.parse(seq, source, first_line, offset, data, final)
+
+    # ----- the worker's replies (on its client's reader thread) -----
+
+    def _from_worker(self, message: tuple) -> None:
+        try:
+            if message[0] == "parsed":
+                self._on_parsed(*message[1:])
+            elif message[0] == "analysed":
+                self._on_analysed(*message[1:])
+            elif message[0] == "not analysed":  # nothing to analyse, or the analysis failed
+                _, through, text = message
+                with self._seq_lock:
+                    self._analysed_seq = max(self._analysed_seq, through)
+                if text:
+                    self._notify(ev.SessionFailed(text))
+            elif message[0] == "failed":
+                self._notify(ev.SessionFailed(message[1]))
+        except Exception as exc:
+            self._notify(
+                ev.SessionFailed(f"reading the parser's results failed: {type(exc).__name__}: {exc}")
+            )
+
+    def _on_parsed(
+        self,
+        seq: int,
+        source: int,
+        first_line: int,
+        count: int,
+        tables: Tables | None,
+        columns: dict[str, np.ndarray] | None,
+        decode: tuple[float | None, float | None] | None,
+    ) -> None:
+        if columns is not None and count:
+            self.index.fill_parsed(source, columns)
+        with self._seq_lock:
+            self._parsed_seq = max(self._parsed_seq, seq)
+            if count:
+                self._rows_seq = max(self._rows_seq, seq)
+        if tables is not None and count:
+            self._notify(ev.LinesParsed(self.sources[source].label, first_line, count, tables, decode))
+
+    def _on_analysed(
+        self, through: int, count: int, findings: list[Finding], snap: Snapshot, seconds: float
+    ) -> None:
+        self._fill_evidence(findings)
+        new = []
+        for finding in findings:
+            key = finding_key(finding)
+            if key not in self.findings_seen:
+                self.findings_seen[key] = len(self.findings_seen) + 1
+                new.append(finding)
+        self.findings, self.snapshot = findings, snap
+        self.analyses = count
+        with self._seq_lock:
+            self._analysed_seq = max(self._analysed_seq, through)
+        self._notify(ev.AnalysisUpdated(findings, snap, new, seconds))
+
+    def _worker_ended(self, reason: str) -> None:
+        self._worker_gone = True
+        self._notify(ev.SessionFailed(f"the parser's process ended ({reason}); new lines are shown unparsed"))
 
     def _set_state(self, source: int, state: str, detail: str = "") -> None:
         entry = self.sources[source]
@@ -361,61 +399,13 @@ class LiveSession:
             entry.truncations += 1
             self._set_state(source, entry.state, "the file was truncated; reading from its start")
         elif isinstance(event, ev.SourceEnded):
-            self._queue_parse(source, _NO_LINES, final=True)
+            self._send_parse(source, self._next_line[source], self.index.store(source).size, b"", final=True)
             self._set_state(source, ev.FAILED if event.failed else ev.ENDED, event.reason)
 
-    def _analyse_loop(self) -> None:
-        wait = self.interval
-        last = 0.0
-        while not self._stop.is_set():
-            if not self._dirty.wait(0.1):
-                continue
-            pause = last + wait - time.monotonic()
-            if pause > 0 and self._stop.wait(pause):
-                return
-            self._analysing = True
-            self._dirty.clear()
-            last = time.monotonic()
-            try:
-                self._analyse_once()
-            except Exception as exc:
-                self._notify(ev.SessionFailed(f"analysis failed: {type(exc).__name__}: {exc}"))
-            finally:
-                self._analysing = False
-            took = time.monotonic() - last
-            wait = max(self.interval, 2 * took)  # a long analysis leaves time for parsing
-
-    def _analyse_once(self) -> None:
-        started = time.monotonic()
-        with self._lock:
-            parts, self._pending = self._pending, []
-        if not parts and self._accumulated is None:
-            return
-        if self._accumulated is not None:
-            parts = [self._accumulated, *parts]
-        self._accumulated = Tables.concat(parts) if len(parts) > 1 else parts[0]
-        analysis = analyze_tables(
-            finalize(self._accumulated),
-            self.expectations,
-            baseline=self.baseline,
-            stall_seconds=self.stall_seconds,
-        )
-        self._fill_evidence(analysis)
-        new = []
-        for finding in analysis.findings:
-            key = finding_key(finding)
-            if key not in self.findings_seen:
-                self.findings_seen[key] = len(self.findings_seen) + 1
-                new.append(finding)
-        snap = snapshot(analysis, [s.label for s in self.sources])
-        self.analysis, self.snapshot = analysis, snap
-        self.analyses += 1
-        self._notify(ev.AnalysisUpdated(analysis, snap, new, time.monotonic() - started))
-
-    def _fill_evidence(self, analysis: Analysis) -> None:
+    def _fill_evidence(self, findings: list[Finding]) -> None:
         """Evidence text from the session's own store: a live source's offsets are in its logical
         stream (across rotations), not necessarily in the file its label names."""
-        for finding in analysis.findings:
+        for finding in findings:
             out = []
             for e in finding.evidence:
                 key = self.index.key_of(e.source, e.line_no)

@@ -13,6 +13,7 @@ import polars as pl
 
 from tracelens.analysis import Analysis
 from tracelens.schema import A, C, T
+from tracelens.tables import Tables
 
 # The server's phases, as the header names them.
 WAITING = "waiting for a server start"
@@ -216,6 +217,16 @@ def run_status(analysis: Analysis, source: str) -> RunStatus:
         sites=_sites(analysis, source, run),
         series=series.select([c for c in keep if c in series.columns]),
     )
+
+
+def newest_decode(tables: Tables) -> tuple[float | None, float | None] | None:
+    """(accept len, gen throughput) of the newest decode line of freshly parsed rows, None without one:
+    the acceptance panel shows it before the next analysis has it."""
+    decode = tables[T.BATCHES].filter(pl.col(C.PHASE) == "decode")
+    if not decode.height:
+        return None
+    last = decode.row(-1, named=True)
+    return last.get(C.ACCEPT_LEN), last.get(C.GEN_THROUGHPUT)
 
 
 def snapshot(analysis: Analysis, sources: list[str]) -> Snapshot:

@@ -12,7 +12,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
-import polars as pl
 from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
@@ -24,7 +23,6 @@ from tracelens.errors import InputError
 from tracelens.live import LiveSession
 from tracelens.live import events as ev
 from tracelens.live.status import RunStatus
-from tracelens.schema import C, T
 from tracelens.tui.logview import LogView
 from tracelens.tui.panels import AcceptancePanel, CapturePanel, FindingsList, HeaderBar
 from tracelens.tui.screens import FilterScreen, HelpScreen
@@ -155,10 +153,8 @@ class TraceLensApp(App[None]):
         """The newest decode line's values, before the next analysis has them."""
         if self.current_source is not None and event.source != self.current_source:
             return
-        decode = event.tables[T.BATCHES].filter(pl.col(C.PHASE) == "decode")
-        if decode.height:
-            last = decode.row(-1, named=True)
-            self.acceptance.note_decode(last.get(C.ACCEPT_LEN), last.get(C.GEN_THROUGHPUT))
+        if event.newest_decode is not None:
+            self.acceptance.note_decode(*event.newest_decode)
 
     def _show_analysis(self, event: ev.AnalysisUpdated) -> None:
         self.header.show(event.snapshot)
@@ -243,20 +239,23 @@ class TraceLensApp(App[None]):
         self.notify("its evidence line is not in the log view")
 
     def action_report(self) -> None:
-        analysis = self.session.analysis
-        if analysis is None:
+        if not self.session.analyses:
             self.notify("nothing analysed yet", severity="warning")
             return
-        self._write_report(analysis, self.report_path)
+        self._write_report(self.report_path)
 
     @work(thread=True, exclusive=True, group="report")
-    def _write_report(self, analysis, path: Path) -> None:
+    def _write_report(self, path: Path) -> None:
         try:
             from tracelens.report import write_report
         except ImportError:
             self.call_from_thread(
                 self.notify, "the HTML report writer (tracelens.report) is not installed", severity="error"
             )
+            return
+        analysis = self.session.analysis  # fetched from the session's worker: off the screen's thread
+        if analysis is None:
+            self.call_from_thread(self.notify, "the analysis is not available", severity="error")
             return
         try:
             write_report(analysis, path, "tracelens live: " + ", ".join(self.session.index.labels))

@@ -1,0 +1,426 @@
+"""The live session's parser and analyser, in a process of their own.
+
+Why a process: a parse or an analysis of a growing log holds Python's interpreter lock for tens of
+milliseconds at a time, and on a 2-core machine it also takes the cores the screen needs. In a
+process of its own, at a lower scheduling priority (`NICE`), it holds neither the screen's lock nor
+the CPU while the screen has work: the screen's process only reads, indexes and draws.
+
+    parent (LiveSession)                          child (python -m tracelens.live.worker)
+    pump -> WorkerClient.parse(bytes) -- stdin -> reader -> parse loop: parse_block per source
+                                                              (carried ParseState, held blank lines)
+    WorkerClient reader <------------- stdout --- "parsed" (the new rows' tables, the index's columns)
+                                                  analyser: finalize + analyze_tables at most every
+                                                  `interval` s -> "analysed" (findings, snapshot)
+    LiveSession.analysis -- "analysis?" --------> the newest full `Analysis` (every table), on request
+
+Messages are pickles (polars frames pickle as Arrow IPC), each framed by its length. The child is
+started with `sys.executable -m`, not `multiprocessing`: its `spawn` and `forkserver` contexts import
+the parent's `__main__` (the Textual app) into the child, and the forkserver is one per process, set
+up by the batch engine with its own preload. The child ends when its stdin closes (the parent ended,
+even by `kill -9`), and ignores Ctrl-C (the parent stops it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import queue
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import polars as pl
+
+from tracelens.analysis import Analysis, analyze_tables
+from tracelens.analysis.expectations import Expectations
+from tracelens.live.index import parsed_columns
+from tracelens.live.status import newest_decode, snapshot
+from tracelens.parsers import ParseOptions, ParseState
+from tracelens.parsers.finalize import finalize
+from tracelens.parsers.pipeline import parse_block
+from tracelens.schema import C, T
+from tracelens.sources import Block, block_lines
+from tracelens.tables import Tables
+
+NICE = 10  # how much lower the child's scheduling priority is than its parent's (a nice increment)
+_HEADER = struct.Struct("<Q")
+_PARSE_BATCH = 64  # parse messages read ahead and parsed as one block per source
+_READ_AHEAD = 8  # parse messages the child holds before the parent's writes wait
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    labels: list[str]
+    options: list[ParseOptions]
+    expectations: Expectations | None
+    baseline: str | None
+    stall_seconds: float
+    interval: float
+
+
+# ----- framing -----
+
+
+def send(stream: BinaryIO, message: Any) -> None:
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(_HEADER.pack(len(data)))
+    stream.write(data)
+    stream.flush()
+
+
+def receive(stream: BinaryIO) -> Any:
+    """The next message, or None at the end of the stream."""
+    header = stream.read(_HEADER.size)
+    if len(header) < _HEADER.size:
+        return None
+    (size,) = _HEADER.unpack(header)
+    data = stream.read(size)
+    if len(data) < size:
+        return None
+    return pickle.loads(data)
+
+
+# ----- the child -----
+
+
+class _Worker:
+    """Parses each source's new lines in order and analyses everything parsed, as `LiveSession` did in
+    threads of its own process before."""
+
+    def __init__(self, config: WorkerConfig, out: BinaryIO) -> None:
+        self.config = config
+        self._out = out
+        self._out_lock = threading.Lock()
+        self._inbox: queue.Queue[tuple | None] = queue.Queue(maxsize=_READ_AHEAD)
+        self._states = [ParseState() for _ in config.labels]
+        self._held: list[pl.DataFrame | None] = [None for _ in config.labels]
+        self._lock = threading.Lock()
+        self._pending: list[Tables] = []
+        self._pending_seq = 0  # the last parse message whose rows are in `_pending`
+        self._accumulated: Tables | None = None
+        self._analysis: Analysis | None = None
+        self._analyses = 0
+        self._dirty = threading.Event()
+        self._done = threading.Event()
+
+    def reply(self, message: tuple) -> None:
+        with self._out_lock:
+            send(self._out, message)
+
+    def run(self, inp: BinaryIO) -> None:
+        threading.Thread(target=self._read, args=(inp,), name="worker read", daemon=True).start()
+        threading.Thread(target=self._analyse_loop, name="worker analyse", daemon=True).start()
+        self._parse_loop()
+
+    def _read(self, inp: BinaryIO) -> None:
+        try:
+            while True:
+                message = receive(inp)
+                if message is None or message[0] == "stop":
+                    return
+                if message[0] == "analysis?":
+                    self._send_analysis(message[1])
+                else:
+                    self._inbox.put(message)
+        finally:
+            self._inbox.put(None)  # the parse loop ends, and so does the process
+
+    def _parse_loop(self) -> None:
+        while True:
+            first = self._inbox.get()
+            if first is None:
+                break
+            items = [first]
+            while len(items) < _PARSE_BATCH:
+                try:
+                    item = self._inbox.get_nowait()
+                except queue.Empty:
+                    break
+                if item is None:
+                    self._inbox.put(None)  # seen after this batch
+                    break
+                items.append(item)
+            try:
+                self._parse_batch(items)
+            except Exception as exc:
+                # what this batch held is lost for the tables (as a failed parse always was); the
+                # parent hears that every message of it was handled, and why
+                _, seq, source = items[-1][:3]
+                self.reply(("parsed", seq, source, 0, 0, None, None, None))
+                self.reply(("failed", f"parsing failed: {type(exc).__name__}: {exc}"))
+        self._done.set()
+
+    def _parse_batch(self, items: list[tuple]) -> None:
+        """Consecutive messages of one source become one block (the parser's cost is mostly per call)."""
+        runs: list[tuple[int, int, list[pl.DataFrame], bool]] = []  # source, last seq, frames, final
+        for _, seq, source, first_line, offset, data, final in items:
+            frame = block_lines(Block(self.config.labels[source], first_line, offset, data))
+            if runs and runs[-1][0] == source and not runs[-1][3]:
+                runs[-1][2].append(frame)
+                runs[-1] = (source, seq, runs[-1][2], final)
+            else:
+                runs.append((source, seq, [frame], final))
+        for source, seq, frames, final in runs:
+            self._parse(seq, source, pl.concat(frames) if len(frames) > 1 else frames[0], final)
+
+    def _parse(self, seq: int, source: int, frame: pl.DataFrame, final: bool) -> None:
+        """Parse new lines after those held back last time. Trailing blank lines are held back until
+        the next line arrives (a blank line belongs to a traceback when the line after it continues
+        it), exactly as a batch parse holds them back at a block boundary."""
+        held = self._held[source]
+        if held is not None:
+            frame = pl.concat([held, frame])
+        if not frame.height:
+            self.reply(("parsed", seq, source, 0, 0, None, None, None))
+            return
+        tables, self._states[source], n_held = parse_block(
+            frame, self._states[source], self.config.options[source], final
+        )
+        self._held[source] = frame.tail(n_held) if n_held else None
+        parsed = frame.height - n_held
+        if not parsed:
+            self.reply(("parsed", seq, source, 0, 0, None, None, None))
+            return
+        # the index's columns are computed here too: the screen's process only stores them
+        columns = parsed_columns(tables[T.LINES])
+        first = int(frame.item(0, C.LINE_NO))
+        self.reply(("parsed", seq, source, first, parsed, tables, columns, newest_decode(tables)))
+        with self._lock:
+            self._pending.append(tables)
+            self._pending_seq = seq
+        self._dirty.set()
+
+    def _analyse_loop(self) -> None:
+        wait = self.config.interval
+        last = 0.0
+        while not self._done.is_set():
+            if not self._dirty.wait(0.1):
+                continue
+            pause = last + wait - time.monotonic()
+            if pause > 0 and self._done.wait(pause):
+                return
+            self._dirty.clear()
+            last = time.monotonic()
+            with self._lock:
+                parts, self._pending = self._pending, []
+                through = self._pending_seq
+            try:
+                self._analyse_once(parts, through, last)
+            except Exception as exc:
+                self.reply(("not analysed", through, f"analysis failed: {type(exc).__name__}: {exc}"))
+            took = time.monotonic() - last
+            wait = max(self.config.interval, 2 * took)  # a long analysis leaves time for parsing
+
+    def _analyse_once(self, parts: list[Tables], through: int, started: float) -> None:
+        if self._accumulated is not None:
+            parts = [self._accumulated, *parts]
+        if not parts:
+            self.reply(("not analysed", through, None))
+            return
+        self._accumulated = Tables.concat(parts) if len(parts) > 1 else parts[0]
+        analysis = analyze_tables(
+            finalize(self._accumulated),
+            self.config.expectations,
+            baseline=self.config.baseline,
+            stall_seconds=self.config.stall_seconds,
+        )
+        snap = snapshot(analysis, self.config.labels)
+        with self._lock:
+            self._analysis = analysis
+            self._analyses += 1
+            count = self._analyses
+        self.reply(("analysed", through, count, analysis.findings, snap, time.monotonic() - started))
+
+    def _send_analysis(self, request: int) -> None:
+        with self._lock:
+            analysis, count = self._analysis, self._analyses
+        self.reply(("analysis", request, count, analysis))
+
+
+def main() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the parent, which stops us
+    inp, out = sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = sys.stderr  # a stray print must not corrupt the message stream
+    config = receive(inp)
+    if config is None:
+        return
+    _Worker(config, out).run(inp)
+
+
+# ----- the parent's side -----
+
+
+class WorkerGone(Exception):
+    """The worker process ended (or never started); what it said last on stderr is the message."""
+
+
+class WorkerClient:
+    """Starts the worker, sends it lines (from a queue, so a caller never waits on the pipe unless
+    ``max_bytes`` are already waiting) and hands every reply to ``on_message`` on a reader thread."""
+
+    def __init__(
+        self,
+        config: WorkerConfig,
+        on_message: Callable[[tuple], None],
+        on_exit: Callable[[str], None],
+        max_bytes: int = 32 << 20,
+    ) -> None:
+        self.config = config
+        self._on_message = on_message
+        self._on_exit = on_exit
+        self._max_bytes = max_bytes
+        self._outbox: queue.Queue[tuple | None] = queue.Queue()
+        self._queued_bytes = 0
+        self._room = threading.Condition()
+        self._requests: dict[int, queue.Queue[tuple]] = {}
+        self._next_request = 0
+        self._closing = False
+        self.gone = False  # the worker ended: what is sent now is dropped
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (the child writes it; `close` closes it)
+        env = dict(os.environ)
+        # the child imports this same tracelens, wherever it was imported from
+        root = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tracelens.live.worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            env=env,
+            close_fds=True,
+        )
+        # set by the parent at once (the threads the child starts later inherit it): its imports
+        # already run below the screen
+        with contextlib.suppress(OSError, AttributeError):  # no setpriority on some platforms
+            mine = os.getpriority(os.PRIO_PROCESS, 0)
+            os.setpriority(os.PRIO_PROCESS, self.process.pid, min(mine + NICE, 19))
+        self._threads = [
+            threading.Thread(target=self._write, name="tracelens worker write", daemon=True),
+            threading.Thread(target=self._read, name="tracelens worker read", daemon=True),
+        ]
+        self._outbox.put(("config", config))
+        for thread in self._threads:
+            thread.start()
+
+    def parse(self, seq: int, source: int, first_line: int, offset: int, data: bytes, final: bool) -> None:
+        """Queue lines for parsing; waits only while ``max_bytes`` are already queued (a large file's
+        backfill waits for the parser instead of filling memory)."""
+        with self._room:
+            while self._queued_bytes >= self._max_bytes and not (self._closing or self.gone):
+                self._room.wait(0.1)
+            if self.gone:
+                return
+            self._queued_bytes += len(data)
+        self._outbox.put(("parse", seq, source, first_line, offset, data, final))
+
+    def request_analysis(self, timeout: float) -> tuple[int, Analysis | None]:
+        """(analyses so far, the newest full analysis) from the worker; raises WorkerGone."""
+        reply: queue.Queue[tuple] = queue.Queue(maxsize=1)
+        with self._room:
+            self._next_request += 1
+            request = self._next_request
+            self._requests[request] = reply
+        self._outbox.put(("analysis?", request))
+        try:
+            message = reply.get(timeout=timeout)
+        except queue.Empty:
+            raise WorkerGone("the worker did not answer in time") from None
+        finally:
+            with self._room:
+                self._requests.pop(request, None)
+        if message[0] == "gone":
+            raise WorkerGone(message[1])
+        return message[2], message[3]
+
+    def close(self, timeout: float = 5.0) -> None:
+        self._closing = True
+        with self._room:
+            self._room.notify_all()
+        self._outbox.put(None)
+        for thread in self._threads:
+            thread.join(timeout=timeout)
+        try:
+            self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=timeout)
+        with contextlib.suppress(OSError):
+            self.process.stdout.close()
+        self._stderr.close()
+
+    def _write(self) -> None:
+        stdin = self.process.stdin
+        try:
+            while True:
+                item = self._outbox.get()
+                if item is None:
+                    send(stdin, ("stop",))
+                    break
+                if item[0] == "config":
+                    send(stdin, item[1])
+                    continue
+                send(stdin, item)
+                if item[0] == "parse":
+                    with self._room:
+                        self._queued_bytes -= len(item[5])
+                        self._room.notify_all()
+        except (BrokenPipeError, OSError, ValueError):
+            self._set_gone()  # the worker ended: the reader reports it
+        finally:
+            with contextlib.suppress(OSError, BrokenPipeError, ValueError):
+                stdin.close()
+
+    def _read(self) -> None:
+        stdout = self.process.stdout
+        while True:
+            try:
+                message = receive(stdout)
+            except (OSError, ValueError, EOFError, pickle.UnpicklingError):
+                message = None
+            if message is None:
+                break
+            if message[0] == "analysis":
+                with self._room:
+                    reply = self._requests.get(message[1])
+                if reply is not None:
+                    reply.put(message)
+                continue
+            self._on_message(message)
+        self._set_gone()
+        reason = self._exit_reason()
+        with self._room:
+            waiting = list(self._requests.values())
+        for reply in waiting:
+            reply.put(("gone", reason))
+        if not self._closing:
+            self._on_exit(reason)
+
+    def _set_gone(self) -> None:
+        with self._room:
+            self.gone = True
+            self._room.notify_all()
+
+    def _exit_reason(self) -> str:
+        try:
+            code = self.process.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            code = None
+        try:
+            self._stderr.seek(0)
+            said = self._stderr.read().decode("utf-8", "replace").strip().splitlines()
+        except (OSError, ValueError):
+            said = []
+        return f"exit status {code}" + (f": {said[-1]}" if said else "")
+
+
+if __name__ == "__main__":
+    main()
