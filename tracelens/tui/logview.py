@@ -12,7 +12,7 @@ from rich.style import Style
 from textual import work
 from textual.binding import Binding, BindingType
 from textual.cache import LRUCache
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
@@ -70,6 +70,8 @@ class LogView(ScrollView, can_focus=True):
         self.filtering = False
         self._index_version = -1
         self._cache: LRUCache[int, str] = LRUCache(4096)
+        # line numbers and kinds of the rows being drawn, read in one call per frame (`render_lines`)
+        self._frame: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None = None
         self.border_title = "log"
 
     # ----- data -----
@@ -102,7 +104,9 @@ class LogView(ScrollView, can_focus=True):
         self.virtual_size = Size(width, len(view))
         if self.follow and len(view):
             self.cursor = len(view) - 1
-            # deferred until after the next refresh, when the new virtual size is laid out
+            # now, so that the next frame draws the new lines (the maximum scroll follows the virtual
+            # size just set), and again after that frame, should the layout have changed meanwhile
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
             self.scroll_end(animate=False, immediate=False, x_axis=False)
         self.cursor = min(self.cursor, max(len(view) - 1, 0))
         self._update_title()
@@ -136,15 +140,33 @@ class LogView(ScrollView, can_focus=True):
             self._cache[key] = text
         return text
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """Read the visible rows' line numbers and kinds at once: one short hold of the index's lock
+        per frame, not one per row (the session's threads append under the same lock)."""
+        top = self.scroll_offset.y
+        keys = self.view[top : top + self.size.height]
+        self._frame = (top, keys, self.index.line_numbers(keys), self.index.kinds(keys))
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._frame = None
+
+    def _row(self, row: int) -> tuple[int, int, int]:
+        """(key, line number, kind) of a row of the view."""
+        frame = self._frame
+        if frame is not None and 0 <= row - frame[0] < len(frame[1]):
+            i = row - frame[0]
+            return int(frame[1][i]), int(frame[2][i]), int(frame[3][i])
+        key = np.array([self.view[row]])
+        return int(key[0]), int(self.index.line_numbers(key)[0]), int(self.index.kinds(key)[0])
+
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
         row = scroll_y + y
         width = self.size.width
         if row >= len(self.view):
             return Strip.blank(width)
-        key = int(self.view[row])
-        number = int(self.index.line_numbers(np.array([key]))[0])
-        kind = int(self.index.kinds(np.array([key]))[0])
+        key, number, kind = self._row(row)
         gutter = f"{number:>8} " if number else f"{'…':>8} "
         segments = [Segment(gutter, GUTTER)]
         if len(self.index.labels) > 1:
