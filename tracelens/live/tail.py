@@ -27,7 +27,9 @@ from tracelens.live.store import FileGeneration
 
 Emit = Callable[[SourceEvent], None]
 
-POLL_SECONDS = 0.02
+# A new line waits for the next look at the file: half this on average (a look that finds nothing is
+# three system calls).
+POLL_SECONDS = 0.01
 BLOCK_BYTES = 4 << 20
 PREVIEW_THRESHOLD = 8 << 20
 PREVIEW_BYTES = 256 << 10
