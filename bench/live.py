@@ -3,8 +3,11 @@
 - first paint: `tracelens tui` on a large existing file (1 GiB by default, `bench/logmix.py`); time from
   creating the app to the log view holding the file's last lines (its tail preview), then the time the
   whole file takes to be read and analysed in the background;
-- latency: a writer appends 10,000 lines/s to a followed file; for each line, the time from its write
-  to the log view holding it (the view model the next frame paints), p50/p99/max.
+- latency: a writer (a thread of the same process) appends 10,000 lines/s to a followed file, 100
+  lines every 10 ms; for each write, the time until the log view holds its lines (the view model the
+  next frame paints) and until a frame of the log view has drawn them (its last visible row is at or
+  past them), p50/p99/max. The load average is printed too: on a busy machine the tail is the
+  scheduler's.
 
     python bench/live.py first-paint [--size-mb 1024] [--keep PATH]
     python bench/live.py latency [--rate 10000] [--seconds 10]
@@ -16,6 +19,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import bisect
+import itertools
 import os
 import sys
 import tempfile
@@ -35,12 +40,26 @@ SIZE = (160, 50)
 
 
 class TimedApp(TraceLensApp):
-    """Notes when the log view took in new lines (after its refresh) and the preview."""
+    """Notes when the log view took in new lines (after its refresh), when a frame drew them, and the
+    preview."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.view_counts: list[tuple[float, int]] = []
+        self.paint_counts: list[tuple[float, int]] = []  # lines up to the last row a frame drew
         self.preview_at: float | None = None
+
+    def on_mount(self) -> None:  # Textual calls TraceLensApp.on_mount too (each class's handler)
+        view = self.log_view
+        render_lines = view.render_lines
+
+        def timed(crop):
+            strips = render_lines(crop)
+            drawn = min(len(view.view), view.scroll_offset.y + view.scrollable_content_region.height)
+            self.paint_counts.append((time.perf_counter(), drawn))
+            return strips
+
+        view.render_lines = timed
 
     def on_session_reported(self, message: SessionReported) -> None:
         super().on_session_reported(message)
@@ -108,6 +127,7 @@ async def latency(rate: int, seconds: float) -> None:
                 if pause > 0:
                     time.sleep(pause)
 
+    load_before = os.getloadavg()[0]
     async with app.run_test(size=SIZE) as pilot:
         while session.sources[0].state != ev.CONNECTED:
             await asyncio.sleep(0.01)
@@ -120,33 +140,31 @@ async def latency(rate: int, seconds: float) -> None:
         while (not app.view_counts or app.view_counts[-1][1] < total) and time.perf_counter() < deadline:
             await asyncio.sleep(0.02)
         await pilot.pause()
-    # latency of each write batch: first view count covering it minus its write time
-    import bisect
+    achieved = total / (written[-1][0] - written[0][0] + 1e-9)
+    print(f"lines written: {total:,} at {achieved:,.0f} lines/s for {seconds:.0f} s")
+    for what, seen in (("in the log view", app.view_counts), ("drawn by a frame", app.paint_counts)):
+        lat = _latencies(written, seen)
+        pick = lambda q, lat=lat: lat[min(int(q * len(lat)), len(lat) - 1)] * 1000  # noqa: E731
+        print(
+            f"write -> {what}: p50 {pick(0.5):.1f} ms, p99 {pick(0.99):.1f} ms, "
+            f"max {lat[-1] * 1000:.1f} ms ({len(lat)} writes)"
+        )
+    print(f"load average (1 min) before the run: {load_before:.2f}, after: {os.getloadavg()[0]:.2f}")
+    path.unlink()
+    folder.rmdir()
 
-    seen_times = [t for t, _ in app.view_counts]
-    seen_counts = [c for _, c in app.view_counts]
-    # view counts only grow while following; the running max guards against a filtered moment
-    running = []
-    best = 0
-    for c in seen_counts:
-        best = max(best, c)
-        running.append(best)
-    lat = []
+
+def _latencies(written: list[tuple[float, int]], seen: list[tuple[float, int]]) -> list[float]:
+    """Per write (time, lines written so far): seconds until the first ``seen`` (time, count) that
+    covers it, sorted."""
+    # counts only grow while following; the running max guards against a filtered moment
+    running = list(itertools.accumulate((c for _, c in seen), max))
+    out = []
     for t, n in written:
         i = bisect.bisect_left(running, n)
         if i < len(running):
-            lat.append(max(seen_times[i] - t, 0.0))
-    lat.sort()
-    pick = lambda q: lat[min(int(q * len(lat)), len(lat) - 1)] * 1000  # noqa: E731
-    achieved = total / (written[-1][0] - written[0][0] + 1e-9)
-    print(
-        f"lines written: {total:,} at {achieved:,.0f} lines/s for {seconds:.0f} s; batches measured: {len(lat)}"
-    )
-    print(
-        f"write -> in the log view: p50 {pick(0.5):.1f} ms, p99 {pick(0.99):.1f} ms, max {lat[-1] * 1000:.1f} ms"
-    )
-    path.unlink()
-    folder.rmdir()
+            out.append(max(seen[i][0] - t, 0.0))
+    return sorted(out)
 
 
 def main() -> None:
