@@ -7,11 +7,15 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from live_support import Recorder, view_texts, wait_for
 
 from tracelens.live import LiveSession, parse_spec
 from tracelens.live import events as ev
-from tracelens.schema import T
+from tracelens.live.lines import line_spans
+from tracelens.schema import C, T
+from tracelens.sources import Block, block_lines
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -101,3 +105,14 @@ def test_a_dead_worker_never_makes_the_sender_wait(tmp_path: Path) -> None:
         assert not sender.is_alive()
     finally:
         client.close()
+
+
+@given(st.lists(st.sampled_from([b"a", b"\n", b"\r", b"\r\n", b"\xc3\xa9", b" "]), max_size=60))
+def test_the_pump_cuts_lines_where_the_parser_does(pieces: list[bytes]) -> None:
+    """The pump indexes lines with `line_spans` (numpy only); the worker parses `block_lines` frames of
+    the same bytes: both must agree on every line's offset and length."""
+    data = b"".join(pieces)
+    starts, lengths = line_spans(data)
+    frame = block_lines(Block("x", 1, 0, data))
+    assert starts.tolist() == frame.get_column(C.BYTE_OFFSET).to_list()
+    assert lengths.tolist() == frame.get_column(C.BYTE_LEN).to_list()

@@ -169,12 +169,11 @@ class LogIndex:
     def source_of(self, label: str) -> int:
         return self.labels.index(label)
 
-    def append(self, source: int, frame: pl.DataFrame) -> None:
-        """Lines of a `block_lines` frame whose bytes are already in the source's store."""
+    def append(self, source: int, offsets: np.ndarray, lengths: np.ndarray) -> None:
+        """Lines (byte offsets in the source's stream, byte lengths) whose bytes are already in the
+        source's store."""
         with self._lock:
-            self.lines[source].append(
-                frame.get_column(C.BYTE_OFFSET).to_numpy(), frame.get_column(C.BYTE_LEN).to_numpy()
-            )
+            self.lines[source].append(offsets, lengths)
             self.version += 1
 
     def set_parsed(self, source: int, lines: pl.DataFrame) -> None:

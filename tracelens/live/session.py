@@ -37,6 +37,7 @@ from tracelens.analysis.expectations import Expectations
 from tracelens.analysis.startup import DEFAULT_STALL_SECONDS
 from tracelens.live import events as ev
 from tracelens.live.index import LogIndex
+from tracelens.live.lines import line_spans
 from tracelens.live.spec import FILE, SourceSpec
 from tracelens.live.status import Snapshot
 from tracelens.live.store import TextStore
@@ -291,11 +292,11 @@ class LiveSession:
         state = self.sources[source]
         data = b"".join(p[1] for p in parts)
         first_line = self._next_line[source]
-        frame = block_lines(Block(state.label, first_line, parts[0][0], data))
-        self.index.append(source, frame)
-        self._next_line[source] += frame.height
-        state.lines += frame.height
-        self._notify(ev.LinesIndexed(state.label, frame.height))
+        starts, lengths = line_spans(data)  # numpy only: the worker makes the parser's frame
+        self.index.append(source, starts + parts[0][0], lengths)
+        self._next_line[source] += len(starts)
+        state.lines += len(starts)
+        self._notify(ev.LinesIndexed(state.label, len(starts)))
         self._send_parse(source, first_line, parts[0][0], data, final=False)
 
     def _send_parse(self, source: int, first_line: int, offset: int, data: bytes, final: bool) -> None:
