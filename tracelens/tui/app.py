@@ -7,6 +7,7 @@ Textual allows); panels redraw from the latest `Snapshot`, the log view from the
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -112,6 +113,11 @@ class TraceLensApp(App[None]):
         self.header.show()
         self.set_interval(1.0, self.header.show)  # staleness ticks even when nothing arrives
         self.log_view.focus()
+        # What is loaded by now (modules, classes, the widgets) lives as long as the screen: frozen,
+        # it is left out of the collector's full passes, which otherwise walk it every few hundred
+        # milliseconds while lines stream in and stall a frame for tens of milliseconds each time.
+        gc.collect()
+        gc.freeze()
         if self.start_session:
             self.session.start()
 
