@@ -127,6 +127,7 @@ class TraceLensApp(App[None]):
 
     async def on_unmount(self) -> None:
         self.session.stop()
+        gc.unfreeze()  # back to the collector (another app, or tests, may run in this process)
 
     # ----- session events -----
 
