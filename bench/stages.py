@@ -3,10 +3,11 @@ on the end-to-end rate, whatever the parsers cost.
 
     python bench/stages.py LOG [--mb 128]
 
-On the first ``--mb`` MiB of LOG (cut at a line end), in one process with one polars thread, the CPU
+On the first ``--mb`` MiB of LOG (cut at a line end), in one process set up as an engine worker (one
+polars thread, the same allocator settings), the CPU
 seconds of each stage of the engine's own code path:
 
-- read: the file in line-aligned blocks (`sources.iter_blocks`);
+- read: the file in line-aligned blocks of the engine's size (`sources.iter_blocks`);
 - split: each block into an Arrow array of lines (`sources.block_lines`);
 - parse: the lines into typed tables (`stream.parse_blocks`, which also splits: split is subtracted);
 - write: those tables into Parquet with the engine's writer and row-group size (`engine.store`).
@@ -27,13 +28,15 @@ import tempfile
 import time
 from pathlib import Path
 
-os.environ["POLARS_MAX_THREADS"] = "1"  # one core, as each engine worker
-
+from tracelens.engine.executors import WORKER_ENV
+from tracelens.engine.plan import DEFAULT_BLOCK_BYTES
 from tracelens.engine.store import Store
 from tracelens.engine.task import PartWriter
 from tracelens.parsers import ParseOptions
 from tracelens.sources import block_lines, iter_blocks
 from tracelens.stream import parse_blocks
+
+_AS_WORKER = "TRACELENS_STAGES_AS_WORKER"  # set once the process runs with the workers' environment
 
 
 def head_of(log: Path, nbytes: int, folder: Path) -> Path:
@@ -56,7 +59,7 @@ def measure(log: Path) -> dict[str, float]:
     """CPU seconds of each stage over the whole of ``log``."""
     clock = time.process_time
     started = clock()
-    blocks = list(iter_blocks(log))
+    blocks = list(iter_blocks(log, DEFAULT_BLOCK_BYTES))  # the engine's blocks
     read = clock() - started
 
     started = clock()
@@ -88,6 +91,11 @@ def main() -> None:
     parser.add_argument("log", type=Path)
     parser.add_argument("--mb", type=int, default=128, help="MiB from the start of LOG to measure on")
     args = parser.parse_args()
+    if _AS_WORKER not in os.environ:
+        # One polars thread and the allocator settings of an engine worker; allocators read their
+        # settings when they load, so the process starts again with them.
+        env = {**os.environ, **WORKER_ENV, _AS_WORKER: "1"}
+        os.execve(sys.executable, [sys.executable, *sys.argv], env)
     folder = Path(tempfile.mkdtemp(prefix="tracelens-stages-"))
     try:
         head = head_of(args.log, args.mb << 20, folder)

@@ -29,12 +29,13 @@ class Executor(Protocol):
 
 # Environment of worker processes. One polars thread each: parallelism comes from the processes, and
 # N processes x N threads on N cores only thrash. polars' allocator (jemalloc) gives freed pages back
-# at once instead of keeping them for seconds, so a worker's memory follows its block, not its past.
-# pyarrow (the Parquet writer) allocates from the C library's malloc instead of its default mimalloc
-# pool, which kept about 25 MiB per worker it no longer used (measured with bench/throughput.py).
+# after 200 ms instead of keeping them for seconds, so a worker's memory follows its block, not its
+# past; giving them back at once (0 ms) cost a fifth of the workers' time in page faults. pyarrow (the
+# Parquet writer) allocates from the C library's malloc instead of its default mimalloc pool, which
+# kept about 25 MiB per worker it no longer used (measured with bench/throughput.py).
 WORKER_ENV = {
     "POLARS_MAX_THREADS": "1",
-    "_RJEM_MALLOC_CONF": "dirty_decay_ms:0,muzzy_decay_ms:0",
+    "_RJEM_MALLOC_CONF": "dirty_decay_ms:200,muzzy_decay_ms:0",
     "ARROW_DEFAULT_MEMORY_POOL": "system",
 }
 

@@ -26,7 +26,9 @@ from tracelens.schema import C, Kind, W
 from tracelens.sources import Block, block_lines
 
 DEFAULT_RANGE_BYTES = 32 << 20
-DEFAULT_BLOCK_BYTES = 4 << 20
+# A worker holds about 25 times its block at its peak; 3 MiB keeps two workers and the parent under
+# 512 MB, and smaller blocks pay the parsers' fixed cost per block more often (bench/throughput.py).
+DEFAULT_BLOCK_BYTES = 3 << 20
 _WINDOW = 16 << 10  # most lines carry the prefix: the first few usually hold one
 _MAX_WINDOW = 8 << 20
 _ARGS = b"server_args="
