@@ -13,9 +13,8 @@ from live_support import Recorder, view_texts, wait_for
 
 from tracelens.live import LiveSession, parse_spec
 from tracelens.live import events as ev
-from tracelens.live.lines import line_spans
 from tracelens.schema import C, T
-from tracelens.sources import Block, block_lines
+from tracelens.sources import Block, block_lines, line_spans
 
 pytestmark = pytest.mark.timeout(90)
 

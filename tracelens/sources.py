@@ -226,15 +226,23 @@ def _describe(exc: Exception) -> str:
     return text.splitlines()[0][:200]
 
 
+def line_spans(data: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """Start offset (int64) and byte length (int32, the newline left out) of each line of ``data``, in
+    numpy alone: the live pump indexes lines with it and must never wait for polars' thread pool."""
+    newlines = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 0x0A)
+    starts = np.concatenate(([0], newlines + 1))
+    ends = np.append(newlines, len(data))
+    if not data or data.endswith(b"\n"):  # nothing follows the last newline
+        starts, ends = starts[:-1], ends[:-1]
+    return starts.astype(np.int64), (ends - starts).astype(np.int32)
+
+
 def block_lines(block: Block) -> pl.DataFrame:
     """The lines of a block: source, line_no, byte_offset, byte_len and text (line ends stripped)."""
     buf = block.data
     arr = np.frombuffer(buf, dtype=np.uint8)
-    newlines = np.flatnonzero(arr == 0x0A)
-    starts = np.concatenate(([0], newlines + 1))
-    ends = np.concatenate((newlines, [len(buf)]))
-    if not buf or buf.endswith(b"\n"):  # nothing follows the last newline
-        starts, ends = starts[:-1], ends[:-1]
+    starts, lengths = line_spans(buf)
+    ends = starts + lengths
     # A CRLF line keeps its text without the CR; offsets still point at the real bytes.
     has_cr = (ends > starts) & (arr[np.maximum(ends - 1, 0)] == 0x0D) if len(arr) else ends > starts
     text_ends = ends - has_cr.astype(np.int64)
@@ -251,7 +259,7 @@ def block_lines(block: Block) -> pl.DataFrame:
             C.SOURCE: pl.Series([block.source], dtype=pl.String).new_from_index(0, n),
             C.LINE_NO: pl.int_range(block.first_line_no, block.first_line_no + n, eager=True, dtype=pl.Int64),
             C.BYTE_OFFSET: pl.Series(starts + block.start_offset, dtype=pl.Int64),
-            C.BYTE_LEN: pl.Series(ends - starts, dtype=pl.Int32),
+            C.BYTE_LEN: pl.Series(lengths, dtype=pl.Int32),
             C.TEXT: text,
         }
     )

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 
 class LineCutter:
     """Keeps the partial last line until its newline arrives."""
@@ -22,16 +20,3 @@ class LineCutter:
         """The partial line, made complete (at the end of a stream, or before a rotation)."""
         out, self.pending = self.pending, b""
         return out + b"\n" if out else b""
-
-
-def line_spans(data: bytes) -> tuple[np.ndarray, np.ndarray]:
-    """Start offset and byte length (the newline left out) of each line of ``data``: the
-    ``byte_offset`` and ``byte_len`` of `sources.block_lines`, in numpy alone. The log view's index
-    needs no more, and the pump that feeds it must never wait for polars' thread pool, which the
-    screen's other work may hold."""
-    newlines = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 0x0A)
-    starts = np.concatenate(([0], newlines + 1))
-    ends = np.append(newlines, len(data))
-    if not data or data.endswith(b"\n"):  # nothing follows the last newline
-        starts, ends = starts[:-1], ends[:-1]
-    return starts.astype(np.int64), (ends - starts).astype(np.int32)

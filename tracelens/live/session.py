@@ -37,14 +37,13 @@ from tracelens.analysis.expectations import Expectations
 from tracelens.analysis.startup import DEFAULT_STALL_SECONDS
 from tracelens.live import events as ev
 from tracelens.live.index import LogIndex
-from tracelens.live.lines import line_spans
 from tracelens.live.spec import FILE, SourceSpec
 from tracelens.live.status import Snapshot
 from tracelens.live.store import TextStore
 from tracelens.live.worker import WorkerClient, WorkerConfig, WorkerGone
 from tracelens.parsers import ParseOptions, ParseState, parse_lines
 from tracelens.schema import T
-from tracelens.sources import Block, block_lines
+from tracelens.sources import Block, block_lines, line_spans
 from tracelens.tables import Tables
 
 Listener = Callable[[Any], None]
