@@ -447,16 +447,16 @@ def conform(table: str, df: pl.DataFrame) -> pl.DataFrame:
 
 
 @cache
-def _conform_exprs(table: str, present: tuple[tuple[str, pl.DataType], ...]) -> list[pl.Expr]:
+def _conform_exprs(table: str, present: tuple[tuple[str, pl.DataType], ...]) -> tuple[pl.Expr, ...]:
     """`conform`'s expressions for frames with the same columns: a parser's output has one of a few
     shapes, and building the expressions anew for every block cost more than running them."""
     have = dict(present)
-    return [
+    return tuple(
         pl.col(name)
         if have.get(name) == dtype
         else (pl.col(name) if name in have else pl.lit(None)).cast(dtype).alias(name)
         for name, dtype in polars_schema(table).items()
-    ]
+    )
 
 
 class W:

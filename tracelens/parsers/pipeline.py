@@ -84,7 +84,7 @@ def _alternation(literals: tuple[str, ...], anchored: bool) -> str:
 _BULK_ROUTES = 2
 
 
-def route_expr(routes: tuple[Route, ...] = ROUTES, otherwise: str | None = Kind.UNPARSED) -> pl.Expr:
+def route_expr(routes: tuple[Route, ...], otherwise: str | None = Kind.UNPARSED) -> pl.Expr:
     """The kind of each line, first match in ``routes`` order, from literal tests only (foreign formats
     are recognised afterwards, on the few lines no route took)."""
     expr = pl.when(_blank()).then(pl.lit(Kind.BLANK))
