@@ -176,9 +176,6 @@ class LogIndex:
             self.lines[source].append(offsets, lengths)
             self.version += 1
 
-    def set_parsed(self, source: int, lines: pl.DataFrame) -> None:
-        self.fill_parsed(source, parsed_columns(lines))  # polars work outside the lock
-
     def fill_parsed(self, source: int, columns: dict[str, np.ndarray]) -> None:
         """Kinds, ranks and times of parsed lines (`parsed_columns`); only array stores under the lock,
         which the pump and the view wait on."""
