@@ -1,13 +1,16 @@
-"""Parse a source's blocks in order, carrying the parse state and the lines a block must hold back.
+"""Parse a source's lines in order, carrying the parse state and the lines a block must hold back.
 
-Both the in-memory `ingest.parse_source` and the batch engine's tasks read sources through here, so
-the tables never depend on where a block was cut (see `parsers.pipeline.parse_block`).
+The in-memory `ingest.parse_source`, the batch engine's tasks and the live worker all read sources
+through `SourceParser`, so the tables never depend on where a block was cut (see
+`parsers.pipeline.parse_block`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+
+import polars as pl
 
 from tracelens.parsers import ParseOptions, ParseState
 from tracelens.parsers.pipeline import parse_block
@@ -25,45 +28,38 @@ class Parsed:
     bytes_read: int
 
 
+class SourceParser:
+    """Parses one source's line frames as they come. Trailing blank lines of a frame that is not the
+    last are held back and parsed in front of the next one: a blank line belongs to a traceback when
+    the line after it continues it."""
+
+    def __init__(self, options: ParseOptions, state: ParseState | None = None) -> None:
+        self.options = options
+        self.state = state or ParseState()
+        self.held: pl.DataFrame | None = None
+
+    def feed(self, lines: pl.DataFrame, final: bool) -> tuple[Tables, int, int]:
+        """(tables, first line number, lines parsed) of the held lines followed by ``lines``; the count is
+        0, and the first line number meaningless, when all of them were held back."""
+        frame = lines if self.held is None else pl.concat([self.held, lines])
+        tables, self.state, n_held = parse_block(frame, self.state, self.options, final)
+        self.held = frame.tail(n_held) if n_held else None
+        parsed = frame.height - n_held
+        first = int(frame.item(0, C.LINE_NO)) if parsed else 0
+        return tables, first, parsed
+
+
 def parse_blocks(
     blocks: Iterable[Block], options: ParseOptions, state: ParseState | None = None
 ) -> Iterator[Parsed]:
-    """Parse blocks of one source in order. Trailing blank lines a block holds back are put in front
-    of the next block; the last block is parsed as final."""
-    state = state or ParseState()
-    held: Block | None = None
+    """Parse blocks of one source in order; the last block is parsed as final."""
+    parser = SourceParser(options, state)
     pending: Block | None = None
     for block in blocks:
         if pending is not None:
-            yield_block = _join(held, pending)
-            parsed, held = _parse_one(yield_block, state, options, final=False)
-            state = parsed.state
-            yield Parsed(parsed.tables, state, len(pending.data))
+            tables, _, _ = parser.feed(block_lines(pending), final=False)
+            yield Parsed(tables, parser.state, len(pending.data))
         pending = block
-    if pending is not None or held is not None:
-        last = _join(held, pending)
-        parsed, _ = _parse_one(last, state, options, final=True)
-        yield Parsed(parsed.tables, parsed.state, len(pending.data) if pending is not None else 0)
-
-
-def _join(held: Block | None, block: Block | None) -> Block:
-    """The held-back lines of the previous block followed by ``block``."""
-    if held is None:
-        assert block is not None
-        return block
-    if block is None:
-        return held
-    return Block(held.source, held.first_line_no, held.start_offset, held.data + block.data)
-
-
-def _parse_one(
-    block: Block, state: ParseState, options: ParseOptions, final: bool
-) -> tuple[Parsed, Block | None]:
-    lines = block_lines(block)
-    tables, new_state, n_held = parse_block(lines, state, options, final)
-    if not n_held:
-        return Parsed(tables, new_state, len(block.data)), None
-    first_held = lines.height - n_held
-    cut = int(lines.item(first_held, C.BYTE_OFFSET)) - block.start_offset
-    held = Block(block.source, block.first_line_no + first_held, block.start_offset + cut, block.data[cut:])
-    return Parsed(tables, new_state, cut), held
+    if pending is not None:
+        tables, _, _ = parser.feed(block_lines(pending), final=True)
+        yield Parsed(tables, parser.state, len(pending.data))

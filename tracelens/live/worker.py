@@ -44,11 +44,11 @@ from tracelens.analysis import Analysis, analyze_tables
 from tracelens.analysis.expectations import Expectations
 from tracelens.live.index import parsed_columns
 from tracelens.live.status import newest_decode, snapshot
-from tracelens.parsers import ParseOptions, ParseState
+from tracelens.parsers import ParseOptions
 from tracelens.parsers.finalize import finalize
-from tracelens.parsers.pipeline import parse_block
-from tracelens.schema import C, T
+from tracelens.schema import T
 from tracelens.sources import Block, block_lines
+from tracelens.stream import SourceParser
 from tracelens.tables import Tables
 
 NICE = 10  # how much lower the child's scheduling priority is than its parent's (a nice increment)
@@ -101,8 +101,7 @@ class _Worker:
         self._out = out
         self._out_lock = threading.Lock()
         self._inbox: queue.Queue[tuple | None] = queue.Queue(maxsize=_READ_AHEAD)
-        self._states = [ParseState() for _ in config.labels]
-        self._held: list[pl.DataFrame | None] = [None for _ in config.labels]
+        self._parsers = [SourceParser(options) for options in config.options]
         self._lock = threading.Lock()
         self._pending: list[Tables] = []
         self._pending_seq = 0  # the last parse message whose rows are in `_pending`
@@ -173,26 +172,18 @@ class _Worker:
             self._parse(seq, source, pl.concat(frames) if len(frames) > 1 else frames[0], final)
 
     def _parse(self, seq: int, source: int, frame: pl.DataFrame, final: bool) -> None:
-        """Parse new lines after those held back last time. Trailing blank lines are held back until
-        the next line arrives (a blank line belongs to a traceback when the line after it continues
-        it), exactly as a batch parse holds them back at a block boundary."""
-        held = self._held[source]
-        if held is not None:
-            frame = pl.concat([held, frame])
-        if not frame.height:
+        """Parse new lines after those held back last time, exactly as a batch parse reads blocks
+        (`stream.SourceParser`)."""
+        parser = self._parsers[source]
+        if parser.held is None and not frame.height:
             self.reply(("parsed", seq, source, 0, 0, None, None, None))
             return
-        tables, self._states[source], n_held = parse_block(
-            frame, self._states[source], self.config.options[source], final
-        )
-        self._held[source] = frame.tail(n_held) if n_held else None
-        parsed = frame.height - n_held
+        tables, first, parsed = parser.feed(frame, final)
         if not parsed:
             self.reply(("parsed", seq, source, 0, 0, None, None, None))
             return
         # the index's columns are computed here too: the screen's process only stores them
         columns = parsed_columns(tables[T.LINES])
-        first = int(frame.item(0, C.LINE_NO))
         self.reply(("parsed", seq, source, first, parsed, tables, columns, newest_decode(tables)))
         with self._lock:
             self._pending.append(tables)
