@@ -136,12 +136,24 @@ def test_check_gates_ci_with_exit_codes() -> None:
     bad = cli("check", embed, "--embed-capture", "no", "-q")
     assert bad.returncode == 1
     assert "ERROR   embed-capture-unexpected" in bad.stdout
-    assert "the draft receives the embedding output, the output of layer 2" in bad.stdout
+    # The verdict comes first, before any detail; the capture is what the debug lines printed.
+    assert bad.stdout.startswith("BROKEN    eagle3_embed_capture.log#1: the draft is fed layers")
+    assert "captured for the draft: the embedding output, the output of layer 2" in bad.stdout
     assert cli("check", embed, "--embed-capture", "maybe").returncode == 2
     result = cli("check", embed, "--expect-aux", "3", "--embed-capture", "no", "--json")
     data = json.loads(result.stdout)
     assert data["errors"] == 1
     assert data["findings"][0]["evidence"][0]["where"].startswith(embed)
+    (verdict,) = data["verdicts"]
+    assert {k: verdict[k] for k in ("run", "status", "causes", "explains")} == {
+        "run": "eagle3_embed_capture.log#1",
+        "status": "broken",
+        "causes": ["embed-capture-unexpected"],
+        "explains": ["acceptance-low"],
+    }
+    assert "remove" not in verdict["fix"] and "eagle_aux_hidden_state_layer_ids" in verdict["fix"]
+    # The first evidence line is the one that shows the configured layer ids.
+    assert "layer_ids=[-1, 2, 30]" in verdict["evidence"][0]["text"]
 
 
 def test_compare_and_sql_commands() -> None:

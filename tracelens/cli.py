@@ -214,7 +214,11 @@ def check(
     )
     result = _analysis(paths, date, quiet or as_json, expect, baseline, stall_seconds)
     if as_json:
-        payload = {"errors": len(result.errors), "findings": [f.to_json() for f in result.findings]}
+        payload = {
+            "errors": len(result.errors),
+            "verdicts": [v.to_json() for v in result.verdicts],
+            "findings": [f.to_json() for f in result.findings],
+        }
         sys.stdout.write(json.dumps(payload, indent=2) + "\n")
     else:
         render_findings(out, result)

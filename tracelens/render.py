@@ -115,30 +115,62 @@ def render_explanation(console: Console, ex: Explanation) -> None:
 
 
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+STATUS_STYLE = {"broken": "bold red", "degraded": "yellow", "incomplete": "cyan", "healthy": "green"}
+
+
+def _hanging(console: Console, text: Text, indent: int) -> None:
+    """Print ``text`` wrapped to the console, every line after the first indented by ``indent``: the left
+    column stays clear at 80 columns."""
+    width = max(console.width - indent, 20)
+    for i, part in enumerate(text.wrap(console, width)):
+        part.rstrip()
+        console.print(Text(" " * indent) + part if i else part, soft_wrap=True)
+
+
+def render_verdicts(console: Console, analysis: Analysis) -> None:
+    """One verdict per run, worst first: status, run, headline."""
+    for verdict in analysis.verdicts:
+        line = Text()
+        line.append(f"{verdict.status.upper():10}", style=STATUS_STYLE[verdict.status])
+        line.append(verdict.label, style="bold")
+        line.append(": " + verdict.headline)
+        _hanging(console, line, 10)
 
 
 def render_findings(console: Console, analysis: Analysis) -> None:
-    """`check`: findings grouped by run, most severe first, each with its evidence lines."""
+    """`check`: the verdicts first, then per run (worst first) its fix and findings, the most severe and
+    the causes first, each with its evidence lines."""
+    render_verdicts(console, analysis)
     if not analysis.findings:
         console.print(f"no findings in {analysis.runs.height} run(s)")
         return
     captured = dict(analysis.runs.select(A.LABEL, A.CAPTURED_LAYERS).drop_nulls().iter_rows())
+    verdicts = {v.label: v for v in analysis.verdicts}
+    order = {v.label: i for i, v in enumerate(analysis.verdicts)}
+    findings = sorted(analysis.findings, key=lambda f: order.get(f.label, len(order)))
     current = None
-    for finding in analysis.findings:
+    for finding in findings:
         if finding.label != current:
             current = finding.label
-            console.print(Text(f"\n{finding.label}", style="bold"))
+            verdict = verdicts.get(current)
+            head = Text("\n")
+            head.append(finding.label, style="bold")
+            if verdict is not None:
+                head.append(f" {verdict.status}", style=STATUS_STYLE[verdict.status])
+            console.print(head)
             layers = captured.get(finding.label)
             if layers:
-                console.print(Text(f"  the draft receives {layers}", style="dim"))
+                _hanging(console, Text(f"  captured for the draft: {layers}", style="dim"), 4)
+            if verdict is not None and verdict.fix:
+                _hanging(console, Text.assemble("  ", ("fix:", "bold"), " ", verdict.fix), 4)
         when = f" {finding.ts:%Y-%m-%d %H:%M:%S}" if finding.ts else ""
         line = Text("  ")
         line.append(f"{finding.severity.upper():7}", style=_SEVERITY_STYLE[finding.severity])
         line.append(f" {finding.code}{when}: ")
         line.append(finding.message)
-        console.print(line)
+        _hanging(console, line, 10)
         for ev in finding.evidence:
-            console.print(Text(f"      {ev.where}: ", style="dim") + Text(ev.text[:300]))
+            _hanging(console, Text.assemble("      ", (f"{ev.where}: ", "dim"), ev.text[:300]), 8)
     errors = len(analysis.errors)
     console.print(f"\n{len(analysis.findings)} finding(s), {errors} error(s)")
 

@@ -510,6 +510,8 @@ class A:
     ERRORS = "errors"
     ENDED_CLEANLY = "ended_cleanly"
     CAPTURED_LAYERS = "captured_layers"  # in words
+    STATUS = "status"  # the run's verdict: healthy | degraded | broken | incomplete
+    HEADLINE = "headline"  # the verdict in one sentence
     # startup
     PHASE_NAME = "phase"
     START = "start"

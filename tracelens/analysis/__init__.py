@@ -16,17 +16,18 @@ from pathlib import Path
 
 import polars as pl
 
-from tracelens.analysis import acceptance, capture, compare, incidents, startup
+from tracelens.analysis import acceptance, capture, compare, incidents, startup, verdicts
 from tracelens.analysis.detectors import DETECTORS, Context
 from tracelens.analysis.expectations import Expectations, describe_capture
 from tracelens.analysis.findings import Evidence, Finding, sort_findings
 from tracelens.analysis.runs import RUN_KEY, interesting_runs, label_expr, with_labels
+from tracelens.analysis.verdicts import Verdict
 from tracelens.parsers import ParseOptions
 from tracelens.schema import A, C, T
 from tracelens.sources import read_line_at
 from tracelens.tables import Tables
 
-__all__ = ["Analysis", "Evidence", "Expectations", "Finding", "analyze", "analyze_tables"]
+__all__ = ["Analysis", "Evidence", "Expectations", "Finding", "Verdict", "analyze", "analyze_tables"]
 
 
 @dataclass
@@ -50,6 +51,7 @@ class Analysis:
     changes: pl.DataFrame  # change points in accept len and throughput
     spec_curves: pl.DataFrame  # vLLM per-position acceptance: source, run, position, rate
     findings: list[Finding] = field(default_factory=list)
+    verdicts: list[Verdict] = field(default_factory=list)  # one per run, worst first
 
     @property
     def errors(self) -> list[Finding]:
@@ -123,8 +125,9 @@ def analyze_tables(
         speedups=speedups,
         curves=curves,
     )
-    findings = sort_findings([f for detect in DETECTORS for f in detect(ctx)])
-    _fill_evidence(findings, tables)
+    findings = sort_findings([f for detect in DETECTORS for f in detect(ctx)], verdicts.causal_rank)
+    judged = verdicts.verdicts(runs, findings, tables, expect)
+    _fill_evidence([*findings, *judged], tables)
     counts = (
         pl.DataFrame(
             {
@@ -137,8 +140,19 @@ def analyze_tables(
         .group_by(RUN_KEY)
         .agg(pl.len().alias(A.FINDINGS), pl.col("_error").sum().alias(A.ERRORS))
     )
-    runs = runs.join(counts, on=RUN_KEY, how="left").with_columns(
-        pl.col(A.FINDINGS).fill_null(0), pl.col(A.ERRORS).fill_null(0)
+    status = pl.DataFrame(
+        {
+            C.SOURCE: [v.source for v in judged],
+            C.RUN: [v.run for v in judged],
+            A.STATUS: [v.status for v in judged],
+            A.HEADLINE: [v.headline for v in judged],
+        },
+        schema={C.SOURCE: pl.String, C.RUN: pl.Int32, A.STATUS: pl.String, A.HEADLINE: pl.String},
+    )
+    runs = (
+        runs.join(counts, on=RUN_KEY, how="left")
+        .with_columns(pl.col(A.FINDINGS).fill_null(0), pl.col(A.ERRORS).fill_null(0))
+        .join(status, on=RUN_KEY, how="left")
     )
     diffs = [
         compare.args_diff(tables[T.SERVER_ARGS], runs, a, b)
@@ -158,6 +172,7 @@ def analyze_tables(
         changes=with_labels(changes, runs),
         spec_curves=with_labels(curves, runs),
         findings=findings,
+        verdicts=judged,
     )
 
 
@@ -205,21 +220,26 @@ def _overview(
             pl.col(A.ENDED_CLEANLY).fill_null(True),
         )
     )
-    # Layer ids: the draft config's when given, else what the run's debug lines printed.
-    printed = capture.run_layer_ids(debug)
+    # Layer ids: what the run's debug lines printed (what the server did), else the draft config's, which
+    # are then said to be the config's: they are what the draft was trained on, not proof of the capture.
+    printed = capture.run_layer_ids(debug).with_columns(pl.lit(True).alias("_printed"))
     out = out.join(printed, on=RUN_KEY, how="left")
     if expect.aux_layer_ids is not None:
-        out = out.with_columns(pl.lit(list(expect.aux_layer_ids), pl.List(pl.Int64)).alias(C.LAYER_IDS))
+        out = out.with_columns(
+            pl.coalesce(C.LAYER_IDS, pl.lit(list(expect.aux_layer_ids), pl.List(pl.Int64))).alias(C.LAYER_IDS)
+        )
     words = [
         describe_capture(tuple(ids) if ids is not None else None, expect.num_layers, expect.architecture)
+        + ("" if was_printed or ids is None else ", per the draft config (no debug line prints the ids)")
         if spec and (ids is not None or expect.num_layers is not None)
         else None
-        for spec, ids in out.select(C.SPEC_ALGORITHM, C.LAYER_IDS).iter_rows()
+        for spec, ids, was_printed in out.select(C.SPEC_ALGORITHM, C.LAYER_IDS, "_printed").iter_rows()
     ]
+    out = out.drop("_printed")
     return out.with_columns(pl.Series(A.CAPTURED_LAYERS, words, dtype=pl.String))
 
 
-def _fill_evidence(findings: list[Finding], tables: Tables) -> None:
+def _fill_evidence(findings: list[Finding | Verdict], tables: Tables) -> None:
     """Read each evidence line's text from its file (lazily: only the few lines findings cite)."""
     wanted = {(e.source, e.line_no) for f in findings for e in f.evidence}
     if not wanted:

@@ -50,6 +50,16 @@ def run_layer_ids(debug: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def layer_id_lines(debug: pl.DataFrame) -> pl.DataFrame:
+    """source, run, layer_ids, line_no: the first `layer_ids=[...]` a run's debug lines print, and where
+    (the evidence that shows what the server was configured with)."""
+    return (
+        debug.filter(pl.col(C.LAYER_IDS).is_not_null() & (pl.col(C.LAYER_IDS).list.len() > 0))
+        .group_by(RUN_KEY, maintain_order=True)
+        .agg(pl.col(C.LAYER_IDS).first(), pl.col(C.LINE_NO).first())
+    )
+
+
 def embed_states(runs: pl.DataFrame, debug: pl.DataFrame, expect: Expectations) -> pl.DataFrame:
     """source, run, embed_state for every speculative run: `seen` / `not seen` when nothing is expected,
     `as expected` / `missing` / `unexpected` against the expectation, `no debug lines` otherwise."""

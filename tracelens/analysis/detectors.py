@@ -10,7 +10,7 @@ from typing import Any
 
 import polars as pl
 
-from tracelens.analysis.capture import is_embed, run_layer_ids
+from tracelens.analysis.capture import is_embed, layer_id_lines
 from tracelens.analysis.expectations import Expectations, capture_indices, default_layer_ids, describe_capture
 from tracelens.analysis.findings import Evidence, Finding
 from tracelens.analysis.runs import RUN_KEY
@@ -260,11 +260,26 @@ def missing_sites(ctx: Context) -> list[Finding]:
 def layer_ids(ctx: Context) -> list[Finding]:
     """Layer ids negative, duplicated, out of range for the target, or following the other convention."""
     out = []
-    printed = run_layer_ids(ctx.tables[T.DEBUG])
+    printed = layer_id_lines(ctx.tables[T.DEBUG])
     n = ctx.expect.num_layers
     for run in _spec_runs(ctx):
         hit = printed.filter((pl.col(C.SOURCE) == run[C.SOURCE]) & (pl.col(C.RUN) == run[C.RUN]))
-        ids = ctx.expect.aux_layer_ids or (tuple(hit.item(0, C.LAYER_IDS)) if hit.height else None)
+        server = tuple(hit.item(0, C.LAYER_IDS)) if hit.height else None
+        trained = ctx.expect.aux_layer_ids
+        if server is not None and trained is not None and server != tuple(trained):
+            # What the server printed is what it does; the draft config says what the draft was trained on.
+            out.append(
+                ctx.finding(
+                    "error",
+                    "layer-ids-mismatch",
+                    run[C.SOURCE],
+                    run[C.RUN],
+                    run[C.START_TS],
+                    f"the server captures layers {_fmt_ids(server)}; the draft was trained on {_fmt_ids(trained)}",
+                    [hit.item(0, C.LINE_NO)],
+                )
+            )
+        ids = trained or server
         if not ids:
             continue
         line = [run[C.START_LINE]]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -45,7 +46,11 @@ def severity_rank(severity: str) -> int:
     return SEVERITIES.index(severity)
 
 
-def sort_findings(findings: list[Finding]) -> list[Finding]:
-    """Grouped by run, the most severe first, then in time order."""
+def sort_findings(findings: list[Finding], role: Callable[[str], int] = lambda code: 0) -> list[Finding]:
+    """Grouped by run, the most severe first, then by causal ``role`` (causes before the symptoms they
+    explain), then in time order."""
     far = dt.datetime.max
-    return sorted(findings, key=lambda f: (f.source, f.run, severity_rank(f.severity), f.ts or far, f.code))
+    return sorted(
+        findings,
+        key=lambda f: (f.source, f.run, severity_rank(f.severity), role(f.code), f.ts or far, f.code),
+    )

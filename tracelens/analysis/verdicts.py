@@ -1,0 +1,346 @@
+"""Verdicts: one per run, computed once from the findings. Each says the run's status, what is wrong in one
+sentence, which findings are causes and which symptoms they explain, the fix when one can be derived,
+and the log lines that prove it.
+
+The causal rules are data (`RULES`): a rule names the finding codes that are causes and the codes of
+the symptoms they explain. A run whose symptoms no rule explains is `degraded`, with the symptom alone.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from tracelens.analysis.capture import layer_id_lines
+from tracelens.analysis.expectations import Expectations
+from tracelens.analysis.findings import Evidence, Finding, severity_rank
+from tracelens.analysis.runs import RUN_KEY
+from tracelens.schema import A, C, T
+from tracelens.tables import Tables
+
+# Worst first: the order every view lists runs in.
+STATUSES = ("broken", "degraded", "incomplete", "healthy")
+MAX_EVIDENCE = 8
+
+ACCEPTANCE_SYMPTOMS = ("acceptance-useless", "acceptance-low", "acceptance-regressed", "slower-than-baseline")
+CRASH_SYMPTOMS = (
+    "fault-exception",
+    "fault-sigquit",
+    "fault-watchdog",
+    "shapes-inconsistent",
+    "debug-truncated",
+)
+# A run that crashed with no rule to explain it was still stopped by something found: the fault itself.
+CRASH_CODES = ("fault-exception", "fault-oom", "fault-nccl", "fault-watchdog", "fault-sigquit")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Causes (finding codes) that explain symptoms (finding codes) within one run."""
+
+    name: str
+    causes: tuple[str, ...]
+    symptoms: tuple[str, ...]
+    headline: str  # when a symptom is explained; {symptom} is the first symptom's message
+    suspect: str  # when a cause is found and no symptom shows (yet)
+
+
+RULES: tuple[Rule, ...] = (
+    Rule(
+        "capture-layers",
+        causes=(
+            "layer-ids-mismatch",
+            "embed-capture-unexpected",
+            "embed-capture-missing",
+            "layer-ids-invalid",
+        ),
+        symptoms=ACCEPTANCE_SYMPTOMS,
+        headline="the draft is fed layers it was not trained on, so {symptom}",
+        suspect="the target captures layers the draft may not have been trained on",
+    ),
+    Rule(
+        "aux-shape",
+        causes=(
+            "num-aux-mismatch",
+            "num-items-mismatch",
+            "concat-width-mismatch",
+            "hidden-size-mismatch",
+            "num-aux-changed",
+            "num-items-changed",
+        ),
+        symptoms=CRASH_SYMPTOMS,
+        headline="the draft gets the wrong number of aux hidden states, so {symptom}",
+        suspect="the draft gets a different number of aux hidden states than it expects",
+    ),
+    Rule(
+        "invalid-norms",
+        causes=("norm-invalid",),
+        symptoms=ACCEPTANCE_SYMPTOMS,
+        headline="captured hidden states hold NaN or zero values, so {symptom}",
+        suspect="captured hidden states hold NaN or zero values",
+    ),
+)
+
+CAUSE_CODES = frozenset(code for rule in RULES for code in rule.causes)
+SYMPTOM_CODES = frozenset(code for rule in RULES for code in rule.symptoms)
+
+
+def causal_rank(code: str) -> int:
+    """0 for a cause, 1 for a finding no rule names, 2 for a symptom: causes are listed first."""
+    return 0 if code in CAUSE_CODES else 2 if code in SYMPTOM_CODES else 1
+
+
+@dataclass
+class Verdict:
+    source: str
+    run: int
+    label: str
+    status: str  # healthy | degraded | broken | incomplete
+    headline: str
+    causes: list[str] = field(default_factory=list)
+    explains: list[str] = field(default_factory=list)
+    fix: str | None = None
+    evidence: list[Evidence] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run": self.label,
+            "source": self.source,
+            "run_index": self.run,
+            "status": self.status,
+            "headline": self.headline,
+            "causes": self.causes,
+            "explains": self.explains,
+            "fix": self.fix,
+            "evidence": [{"where": e.where, "text": e.text} for e in self.evidence],
+        }
+
+
+def status_rank(status: str) -> int:
+    """0 for the worst."""
+    return STATUSES.index(status)
+
+
+def worst_first(verdicts: Iterable[Verdict]) -> list[Verdict]:
+    return sorted(verdicts, key=lambda v: (status_rank(v.status), v.source, v.run))
+
+
+def _ids(ids: Iterable[int] | None) -> str:
+    return "[" + ", ".join(str(i) for i in ids or ()) + "]"
+
+
+@dataclass
+class _Facts:
+    """What a fix is derived from, for one run."""
+
+    run: dict[str, Any]
+    expect: Expectations
+    server_ids: tuple[int, ...] | None
+    ids_line: int | None
+    aux_seen: list[int]
+
+    @property
+    def config_file(self) -> str:
+        draft = self.run.get(C.SPEC_DRAFT_MODEL)
+        return f"{draft}/config.json" if draft else "the draft model's config.json"
+
+
+def _fix(rule: Rule, facts: _Facts) -> str | None:
+    key = "eagle_config.eagle_aux_hidden_state_layer_ids"
+    trained = facts.expect.aux_layer_ids
+    server = facts.server_ids
+    if rule.name == "capture-layers":
+        if server is not None and trained is not None and tuple(server) != tuple(trained):
+            return (
+                f"the server captures layers {_ids(server)}; the draft was trained on {_ids(trained)}: "
+                f"set {key} to {_ids(trained)} in {facts.config_file} and restart"
+            )
+        if server is not None and -1 in server:
+            return (
+                f"the server captures layers {_ids(server)}; -1 is the token embedding: unless the draft was "
+                f"trained with it, set {key} in {facts.config_file} to the ids it was trained on "
+                "(--draft-config checks them)"
+            )
+        if facts.expect.embed_capture is True:
+            return f"the draft expects the embedding (layer id -1): add -1 to {key} in {facts.config_file}"
+        return f"set {key} in {facts.config_file} to the layer ids the draft was trained on"
+    if rule.name == "aux-shape":
+        want = facts.expect.expect_aux or (len(trained) if trained else None)
+        seen = ", ".join(str(n) for n in facts.aux_seen) or "another number of"
+        if want is not None:
+            ids = f" (the draft was trained on {_ids(trained)})" if trained else ""
+            return (
+                f"the target hands the draft {seen} aux hidden states; it expects {want}: list {want} layer ids "
+                f"in {key} in {facts.config_file}{ids}"
+            )
+        return f"make {key} in {facts.config_file} list as many ids as the draft's fc layer takes"
+    if rule.name == "invalid-norms":
+        return (
+            "the captured hidden states are NaN or zero before the draft sees them: check the target's dtype and "
+            "quantization and the captured layers (a layer id past the last layer reads nothing)"
+        )
+    return None
+
+
+_SYMPTOM_HINTS = {
+    "acceptance-low": "no capture fault was found: check that the draft belongs to this target, or pass "
+    "--draft-config and --target-config so tracelens can check the layer ids",
+    "acceptance-useless": "no capture fault was found: check that the draft belongs to this target, or pass "
+    "--draft-config and --target-config so tracelens can check the layer ids",
+    "slower-than-baseline": "try fewer speculative steps (speculative_num_steps) or a smaller topk",
+    "startup-stall": "look at what the server was loading before the silence (weights, JIT compile, NCCL)",
+}
+
+
+_RANKS = re.compile(r"^(\d+) rank\(s\) \([^)]*\)(?: in \S+)?: ")
+
+
+def gist(finding: Finding, run: dict[str, Any], limit: int = 80) -> str:
+    """A finding as a clause of a headline: short, numbers kept, rank lists and traceback tails dropped."""
+    rate, mean = run.get(A.MEAN_ACCEPTANCE_RATE), run.get(A.MEAN_ACCEPT_LEN)
+    if finding.code == "acceptance-low" and rate is not None and mean is not None:
+        return f"only {rate:.0%} of drafted tokens are accepted (accept len {mean:.2f})"
+    if finding.code == "acceptance-useless" and mean is not None:
+        return f"the target rejects almost every drafted token (accept len {mean:.2f})"
+    if finding.code == "slower-than-baseline" and run.get(A.SPEEDUP) is not None:
+        return f"it is slower than its baseline ({run[A.SPEEDUP]:.2f}x)"
+    text = finding.message
+    ranks = _RANKS.match(text)
+    if ranks:
+        text = f"crashed on {ranks.group(1)} rank(s): {text[ranks.end() :]}"
+    elif finding.code in CRASH_CODES:
+        text = f"crashed: {text}"
+    text = text.split(". ", 1)[0]
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _evidence(findings: Iterable[Finding], per: int) -> list[Evidence]:
+    return [e for f in findings for e in f.evidence[:per]]
+
+
+def run_verdict(
+    run: dict[str, Any], findings: list[Finding], facts: _Facts, decoded: bool, ids_evidence: list[Evidence]
+) -> Verdict:
+    """The verdict of one run from its findings."""
+    by_code: dict[str, list[Finding]] = {}
+    for f in findings:
+        by_code.setdefault(f.code, []).append(f)
+    causes: list[str] = []
+    explains: list[str] = []
+    fired: list[tuple[Rule, list[str], list[str]]] = []
+    for rule in RULES:
+        found = [c for c in rule.causes if c in by_code]
+        if not found:
+            continue
+        shown = [s for s in rule.symptoms if s in by_code]
+        fired.append((rule, found, shown))
+        causes += [c for c in found if c not in causes]
+        explains += [s for s in shown if s not in explains and s not in causes]
+    unexplained = [
+        f for f in findings if f.code not in causes and f.code not in explains and f.severity != "info"
+    ]
+    crashes = [f for f in unexplained if f.code in CRASH_CODES and f.severity == "error"]
+    cause_findings = [f for c in causes for f in by_code[c]]
+    label = run[A.LABEL]
+    fix: str | None = None
+    evidence: list[Evidence] = []
+    if fired:
+        rule, _found, shown = next(((r, c, s) for r, c, s in fired if s), fired[0])
+        headline = rule.headline.format(symptom=gist(by_code[shown[0]][0], run)) if shown else rule.suspect
+        serious = bool(shown) or any(f.severity == "error" for f in cause_findings)
+        status = "broken" if serious or crashes else "degraded"
+        fix = _fix(rule, facts)
+        # The line that shows the configured layer ids first: it is what the fix changes.
+        evidence = (
+            ids_evidence + _evidence(cause_findings, 2) + _evidence((by_code[s][0] for s in explains), 1)
+        )
+        if crashes and not shown:
+            causes += [f.code for f in crashes if f.code not in causes]
+    elif crashes:
+        status = "broken"
+        first = crashes[0]
+        headline = gist(first, run)
+        causes = list(dict.fromkeys(f.code for f in crashes))
+        explains = [f.code for f in unexplained if f.code in CRASH_SYMPTOMS and f.code not in causes]
+        evidence = _evidence(crashes, 2)
+    elif any(f.severity == "error" for f in unexplained):
+        status = "broken"
+        first = min(unexplained, key=lambda f: severity_rank(f.severity))
+        headline = gist(first, run)
+        causes = [first.code]
+        evidence = _evidence([first], 3)
+    elif unexplained:
+        status = "degraded"
+        first = unexplained[0]
+        headline = f"{gist(first, run)}; no cause found"
+        explains = []
+        fix = _SYMPTOM_HINTS.get(first.code)
+        evidence = _evidence(unexplained, 1)
+    elif not decoded:
+        status = "incomplete"
+        headline = "no decode yet: the server is starting, or served no request"
+    else:
+        status = "healthy"
+        headline = _healthy_headline(run)
+    if status != "healthy" and not evidence:
+        evidence = ids_evidence
+    unique = list(dict.fromkeys((e.source, e.line_no) for e in evidence))[:MAX_EVIDENCE]
+    return Verdict(
+        run[C.SOURCE],
+        int(run[C.RUN]),
+        label,
+        status,
+        headline,
+        causes,
+        explains,
+        fix,
+        [Evidence(s, n) for s, n in unique],
+    )
+
+
+def _healthy_headline(run: dict[str, Any]) -> str:
+    parts = []
+    if run.get(A.MEAN_ACCEPT_LEN) is not None:
+        parts.append(f"accept len {run[A.MEAN_ACCEPT_LEN]:.2f}")
+    if run.get(A.MEAN_GEN_THROUGHPUT) is not None:
+        parts.append(f"{run[A.MEAN_GEN_THROUGHPUT]:.0f} tok/s")
+    if run.get(A.SPEEDUP) is not None:
+        parts.append(f"{run[A.SPEEDUP]:.2f}x {run[A.BASELINE]}")
+    return "runs well: " + ", ".join(parts) if parts else "runs with no findings"
+
+
+def verdicts(
+    runs: pl.DataFrame, findings: list[Finding], tables: Tables, expect: Expectations
+) -> list[Verdict]:
+    """One verdict per run of ``runs``, worst first."""
+    per_run: dict[tuple[str, int], list[Finding]] = {}
+    for f in findings:
+        per_run.setdefault((f.source, f.run), []).append(f)
+    ids = {(s, r): (tuple(i), n) for s, r, i, n in layer_id_lines(tables[T.DEBUG]).iter_rows()}
+    debug = tables[T.DEBUG].filter(pl.col(C.NUM_AUX).is_not_null())
+    aux = {
+        (s, r): sorted(v) for s, r, v in debug.group_by(RUN_KEY).agg(pl.col(C.NUM_AUX).unique()).iter_rows()
+    }
+    decoding = (
+        pl.concat(
+            [
+                tables[T.BATCHES].filter(pl.col(C.PHASE) == "decode").select(RUN_KEY),
+                tables[T.SPEC_METRICS].select(RUN_KEY),
+            ]
+        )
+        .unique()
+        .iter_rows()
+    )
+    decoded = set(decoding)
+    out = []
+    for run in runs.to_dicts():
+        key = (run[C.SOURCE], run[C.RUN])
+        server_ids, ids_line = ids.get(key, (None, None))
+        facts = _Facts(run, expect, server_ids, ids_line, aux.get(key, []))
+        ids_evidence = [Evidence(run[C.SOURCE], ids_line)] if ids_line is not None else []
+        out.append(run_verdict(run, per_run.get(key, []), facts, key in decoded, ids_evidence))
+    return worst_first(out)
