@@ -31,12 +31,57 @@ def _spec_text(spec: dict[str, Any] | None) -> str:
     return " ".join(parts)
 
 
+STATUS_STYLE = {"broken": "bold red", "degraded": "yellow", "incomplete": "cyan", "healthy": "green"}
+WIDE = 150  # below this many columns, `summary` shows its compact table
+
+
+def _short_spec(spec: dict[str, Any] | None) -> str:
+    if not spec:
+        return "none"
+    parts = [str(spec["algorithm"])]
+    for key, label in (("num_steps", "s"), ("eagle_topk", "k"), ("num_draft_tokens", "d")):
+        if spec.get(key) is not None:
+            parts.append(f"{label}{spec[key]}")
+    return " ".join(parts)
+
+
+def render_summary_compact(console: Console, summary: dict[str, Any]) -> None:
+    """`summary` in 80 columns: one line per run with its verdict and the steady-state figures; times,
+    line counts and spreads are in the wide table and in `--json`."""
+    table = Table(title="tracelens summary", title_justify="left", box=None, padding=(0, 1), pad_edge=False)
+    table.add_column("run / model, speculative", overflow="fold", ratio=1)
+    table.add_column("status", no_wrap=True)
+    table.add_column("acc len", justify="right", no_wrap=True)
+    table.add_column("acc %", justify="right", no_wrap=True)
+    table.add_column("tok/s", justify="right", no_wrap=True)
+    table.add_column("faults", justify="right", no_wrap=True)
+    for run in summary["runs"]:
+        status = run.get("status")
+        rate = run["acceptance_rate"]["mean"]
+        model = Path(run["model"]).name if run["model"] else "-"
+        name = Text.assemble((f"{Path(run['source']).name}#{run['run']}", "bold"), "\n  ")
+        name.append(f"{model}, {_short_spec(run['speculative'])}", style="dim")
+        table.add_row(
+            name,
+            Text(status or "-", style=STATUS_STYLE.get(status or "", "")),
+            _fmt(run["accept_len"]["mean"]),
+            "-" if rate is None else f"{rate:.0%}",
+            _fmt(run["gen_throughput"]["mean"], 1),
+            str(run["faults"]),
+        )
+    console.print(table)
+
+
 def render_summary(console: Console, summary: dict[str, Any]) -> None:
-    """The `summary` table: one row per run."""
+    """The `summary` table: one row per run (compact below `WIDE` columns)."""
+    if console.width < WIDE:
+        render_summary_compact(console, summary)
+        return
     table = Table(title="tracelens summary", title_justify="left", show_lines=False)
     for header, justify in (
         ("source", "left"),
         ("run", "right"),
+        ("status", "left"),
         ("model", "left"),
         ("speculative", "left"),
         ("start", "left"),
@@ -62,6 +107,7 @@ def render_summary(console: Console, summary: dict[str, Any]) -> None:
         table.add_row(
             Text(Path(run["source"]).name),
             str(run["run"]),
+            Text(run.get("status") or "-", style=STATUS_STYLE.get(run.get("status") or "", "")),
             Text(run["model"] or "-"),
             Text(_spec_text(run["speculative"])),
             run["start"] or "-",
@@ -115,7 +161,6 @@ def render_explanation(console: Console, ex: Explanation) -> None:
 
 
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
-STATUS_STYLE = {"broken": "bold red", "degraded": "yellow", "incomplete": "cyan", "healthy": "green"}
 
 
 def _hanging(console: Console, text: Text, indent: int) -> None:
@@ -176,42 +221,49 @@ def render_findings(console: Console, analysis: Analysis) -> None:
 
 
 def render_comparison(console: Console, analysis: Analysis) -> None:
-    """`compare`: one row per run, then the server-args differences from each baseline."""
-    table = Table(title="runs compared", title_justify="left")
-    for header in (
-        "run",
-        "speculative",
-        "accept len",
-        "acceptance",
-        "tok/s",
-        "baseline",
-        "speedup [95%]",
-        "ready in",
-    ):
-        table.add_column(header, no_wrap=header == "run")
+    """`compare`: one row per run (its speculative setup and baseline on a second line, so the figures
+    stay whole at 80 columns), then the server-args differences from each baseline."""
+    baselines = analysis.runs.get_column(A.BASELINE).drop_nulls().unique()
+    # One baseline for all (the usual case) goes in the title, so rows keep to two lines at 80 columns.
+    title = "runs compared" + (f"; speedup over {baselines.item()}" if baselines.len() == 1 else "")
+    table = Table(title=title, title_justify="left", box=None, padding=(0, 1), pad_edge=False)
+    table.add_column("run", overflow="fold", ratio=1)
+    for header in ("acc len", "acc %", "tok/s", "speedup [95%]", "ready"):
+        table.add_column(header, justify="right", no_wrap=True)
     for run in analysis.runs.to_dicts():
-        spec = run[C.SPEC_ALGORITHM]
-        if spec and run[C.SPEC_NUM_STEPS] is not None:
-            spec = f"{spec} steps={run[C.SPEC_NUM_STEPS]} topk={run[C.SPEC_EAGLE_TOPK]} draft={run[C.SPEC_NUM_DRAFT_TOKENS]}"
+        spec = run[C.SPEC_ALGORITHM] or (
+            "no speculation" if run[A.MEAN_ACCEPT_LEN] is None else "speculative (metrics lines)"
+        )
+        if run[C.SPEC_ALGORITHM] and run[C.SPEC_NUM_STEPS] is not None:
+            spec = (
+                f"{spec} s{run[C.SPEC_NUM_STEPS]} k{run[C.SPEC_EAGLE_TOPK]} d{run[C.SPEC_NUM_DRAFT_TOKENS]}"
+            )
+        if run[A.BASELINE] and baselines.len() > 1:
+            spec += f" vs {run[A.BASELINE]}"
         speedup = "-"
         if run[A.SPEEDUP] is not None:
             speedup = f"{run[A.SPEEDUP]:.2f}x [{run[A.SPEEDUP_LOW]:.2f}-{run[A.SPEEDUP_HIGH]:.2f}]"
         rate = run[A.MEAN_ACCEPTANCE_RATE]
         ready = run[A.TIME_TO_READY_S]
+        name = Text.assemble((run[A.LABEL], "bold"), "\n  ", (spec, "dim"))
         table.add_row(
-            Text(run[A.LABEL]),
-            Text(spec or "none"),
+            name,
             _fmt(run[A.MEAN_ACCEPT_LEN]),
             "-" if rate is None else f"{rate:.0%}",
             _fmt(run[A.MEAN_GEN_THROUGHPUT], 1),
-            Text(run[A.BASELINE] or "-"),
             speedup,
             "-" if ready is None else f"{ready:.0f} s",
         )
     console.print(table)
     for (run_a, run_b), diff in analysis.config_diff.group_by([A.RUN_A, A.RUN_B], maintain_order=True):
-        sub = Table(title=f"{run_a} vs {run_b}: server args that differ", title_justify="left")
-        sub.add_column("key")
+        sub = Table(
+            title=f"\n{run_a} vs {run_b}: server args that differ",
+            title_justify="left",
+            box=None,
+            padding=(0, 1),
+            pad_edge=False,
+        )
+        sub.add_column("key", no_wrap=True)
         sub.add_column(run_a, overflow="fold")
         sub.add_column(run_b, overflow="fold")
         for key, a, b in diff.select(C.KEY, A.VALUE_A, A.VALUE_B).iter_rows():

@@ -7,7 +7,7 @@ from typing import Any
 
 import polars as pl
 
-from tracelens.analysis import Analysis
+from tracelens.analysis import Analysis, acceptance
 from tracelens.schema import KINDS, A, C, T
 
 SUMMARY_VERSION = 1
@@ -36,6 +36,10 @@ def summarize(analysis: Analysis) -> dict[str, Any]:
     tables = analysis.tables
     runs = tables[T.RUNS]
     series = analysis.series
+    # The figures come from the analysis' per-run numbers (DP-combined rounds, steady state, vLLM's
+    # metrics lines), the ones `compare`, the report and the TUI show.
+    steady = acceptance.steady_rows(series)
+    overview = {(r[C.SOURCE], r[C.RUN]): r for r in analysis.runs.to_dicts()}
     findings: dict[tuple[str, int], int] = {}
     for finding in analysis.findings:
         findings[(finding.source, finding.run)] = findings.get((finding.source, finding.run), 0) + 1
@@ -47,6 +51,11 @@ def summarize(analysis: Analysis) -> dict[str, Any]:
         key = (pl.col(C.SOURCE) == run[C.SOURCE]) & (pl.col(C.RUN) == run[C.RUN])
         counts = dict(kind_counts.filter(key).select(C.KIND, "len").iter_rows())
         run_decode = decode.filter(key)
+        run_steady = steady.filter(key)
+        seen = overview.get((run[C.SOURCE], run[C.RUN]), {})
+        accept = _stats(run_steady.get_column(C.ACCEPT_LEN), quantiles=True)
+        if accept["mean"] is None and seen.get(A.MEAN_ACCEPT_LEN) is not None:
+            accept["mean"] = round(float(seen[A.MEAN_ACCEPT_LEN]), 4)  # vLLM: its metrics lines'
         spec = None
         if run[C.SPEC_ALGORITHM]:
             spec = {
@@ -69,9 +78,11 @@ def summarize(analysis: Analysis) -> dict[str, Any]:
                 "lines": run[C.LINE_COUNT],
                 "lines_by_kind": {k: counts.get(k, 0) for k in KINDS},
                 "decode_lines": run_decode.height,
-                "accept_len": _stats(run_decode.get_column(C.ACCEPT_LEN), quantiles=True),
-                "gen_throughput": _stats(run_decode.get_column(C.GEN_THROUGHPUT), quantiles=False),
-                "acceptance_rate": _stats(series.filter(key).get_column(A.ACCEPTANCE_RATE), quantiles=False),
+                "accept_len": accept,
+                "gen_throughput": _stats(run_steady.get_column(C.GEN_THROUGHPUT), quantiles=False),
+                "acceptance_rate": _stats(run_steady.get_column(A.ACCEPTANCE_RATE), quantiles=False),
+                "status": seen.get(A.STATUS),
+                "headline": seen.get(A.HEADLINE),
                 "faults": tables[T.FAULTS].filter(key).height,
                 "unparsed": counts.get("unparsed", 0),
                 "findings": findings.get((run[C.SOURCE], run[C.RUN]), 0),

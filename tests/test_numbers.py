@@ -1,0 +1,77 @@
+"""One set of numbers, readable at 80 columns: `summary`, `compare` and `check` read the analysis' per-run
+table, and their terminal output keeps to 80 columns without cutting a figure."""
+
+from __future__ import annotations
+
+import io
+import math
+
+import pytest
+from rich.console import Console
+
+from tracelens.analysis import Analysis, analyze
+from tracelens.parsers import ParseOptions
+from tracelens.render import render_comparison, render_findings, render_summary
+from tracelens.schema import A, C
+from tracelens.summary import summarize
+
+from conftest import SAMPLE_LOGS
+
+
+@pytest.fixture(scope="module")
+def samples() -> Analysis:
+    import datetime as dt
+
+    return analyze([SAMPLE_LOGS], options=ParseOptions(base_date=dt.date(2024, 9, 2)))
+
+
+def narrow(render, *args) -> list[str]:
+    buffer = io.StringIO()
+    render(Console(file=buffer, width=80, color_system=None, highlight=False), *args)
+    return buffer.getvalue().splitlines()
+
+
+def same(a: float | None, b: float | None) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return math.isclose(a, b, rel_tol=1e-3, abs_tol=1e-3)
+
+
+def test_summary_and_compare_agree_on_every_sample_run(samples: Analysis) -> None:
+    table = {(r[C.SOURCE], r[C.RUN]): r for r in samples.runs.to_dicts()}
+    summary = summarize(samples)["runs"]
+    checked = 0
+    for run in summary:
+        row = table.get((run["source"], run["run"]))
+        if row is None:  # a run 0 of preamble only: in the summary, not analysed
+            continue
+        checked += 1
+        label = row[A.LABEL]
+        assert same(run["accept_len"]["mean"], row[A.MEAN_ACCEPT_LEN]), label
+        assert same(run["gen_throughput"]["mean"], row[A.MEAN_GEN_THROUGHPUT]), label
+        assert same(run["acceptance_rate"]["mean"], row[A.MEAN_ACCEPTANCE_RATE]), label
+        assert run["status"] == row[A.STATUS], label
+    assert checked == samples.runs.height
+    # The DP-attention run: throughput summed over DP ranks per round in both (not one rank's 153 tok/s).
+    dp = next(r for r in summary if r["source"].endswith("era_2025_dp_attention.log"))
+    assert dp["gen_throughput"]["mean"] > 400
+    # vLLM: the accept len of its metrics lines in both.
+    vllm = next(r for r in summary if r["source"].endswith("vllm_spec_decode.log"))
+    assert vllm["accept_len"]["mean"] is not None
+
+
+def test_views_fit_80_columns(samples: Analysis) -> None:
+    summary = narrow(render_summary, summarize(samples))
+    compare = narrow(render_comparison, samples)
+    check = narrow(render_findings, samples)
+    for lines in (summary, compare, check):
+        assert max(len(line.rstrip()) for line in lines) <= 80
+    # Two lines a run, not a column of single characters.
+    assert len(summary) <= 2 * len(summarize(samples)["runs"]) + 3
+    # The speedup and its interval stay whole.
+    assert any("0.61x [0.61-0.61]" in line for line in compare)
+    # `check` opens with the verdicts, worst first.
+    assert check[0].startswith("BROKEN    eagle3_embed_capture.log#1: ")
+    statuses = [line.split()[0] for line in check[: len(samples.verdicts) * 3] if line[:1].isupper()]
+    order = ["BROKEN", "DEGRADED", "INCOMPLETE", "HEALTHY"]
+    assert statuses == sorted(statuses, key=order.index)
