@@ -493,6 +493,7 @@ class A:
     METRIC = "metric"
     BEFORE = "before"
     AFTER = "after"
+    LOAD_CHANGE = "load_change"  # in words, the load shift that explains a step (null: none)
     # run overview
     DURATION_S = "duration_s"
     TIME_TO_READY_S = "time_to_ready_s"

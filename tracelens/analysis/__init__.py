@@ -16,7 +16,7 @@ from pathlib import Path
 
 import polars as pl
 
-from tracelens.analysis import acceptance, capture, compare, incidents, startup, verdicts
+from tracelens.analysis import acceptance, capture, compare, folding, incidents, load, startup, verdicts
 from tracelens.analysis.detectors import DETECTORS, Context
 from tracelens.analysis.expectations import Expectations, describe_capture
 from tracelens.analysis.findings import Evidence, Finding, sort_findings
@@ -109,6 +109,7 @@ def analyze_tables(
             acceptance.change_points(series.filter(usual), C.GEN_THROUGHPUT),
         ]
     )
+    changes = load.explain_steps(changes, series)
     runs = _overview(
         runs, series, readiness, speedups, folded, expect, tables[T.SPEC_METRICS], tables[T.DEBUG]
     )
@@ -125,7 +126,9 @@ def analyze_tables(
         speedups=speedups,
         curves=curves,
     )
-    findings = sort_findings([f for detect in DETECTORS for f in detect(ctx)], verdicts.causal_rank)
+    findings = sort_findings(
+        folding.fold_repeats([f for detect in DETECTORS for f in detect(ctx)]), verdicts.causal_rank
+    )
     judged = verdicts.verdicts(runs, findings, tables, expect)
     _fill_evidence([*findings, *judged], tables)
     counts = (

@@ -463,14 +463,17 @@ def slower_than_baseline(ctx: Context) -> list[Finding]:
 def change_points(ctx: Context) -> list[Finding]:
     out = []
     for row in ctx.changes.to_dicts():
+        load = row.get(A.LOAD_CHANGE)
+        # A step that follows a change in load is the traffic changing: info, not a warning.
+        why = f" while {load}: a change in load, not a fault" if load else ""
         out.append(
             ctx.finding(
-                "warning",
+                "info" if load else "warning",
                 f"{row[A.METRIC].replace('_', '-')}-step",
                 row[C.SOURCE],
                 row[C.RUN],
                 row[C.TS],
-                f"{row[A.METRIC]} stepped from {row[A.BEFORE]:.3g} to {row[A.AFTER]:.3g}",
+                f"{row[A.METRIC]} stepped from {row[A.BEFORE]:.3g} to {row[A.AFTER]:.3g}{why}",
                 [row[C.LINE_NO]],
             )
         )
@@ -480,7 +483,16 @@ def change_points(ctx: Context) -> list[Finding]:
 def startup(ctx: Context) -> list[Finding]:
     """Stalls while loading, and starts much slower than the same model's earlier ones."""
     out = []
+    crashes = ctx.incidents.filter(pl.col(C.FAULT_KIND).is_in(list(CRASH_KINDS)))
     for row in ctx.stalls.to_dicts():
+        key = (pl.col(C.SOURCE) == row[C.SOURCE]) & (pl.col(C.RUN) == row[C.RUN])
+        if crashes.filter(key & (pl.col(A.FIRST_TS) <= row[C.TS])).height:
+            continue  # silence after a crash is the server being down, said by the crash finding
+        # A run with no ready line counts as starting; once it has decoded, the silence is mid-serving.
+        served = ctx.series.filter(
+            (pl.col(C.SOURCE) == row[C.SOURCE]) & (pl.col(C.RUN) == row[C.RUN]) & (pl.col(C.TS) <= row[C.TS])
+        ).height
+        when = "after it had started decoding" if served else "while the server was starting"
         out.append(
             ctx.finding(
                 "warning",
@@ -488,7 +500,7 @@ def startup(ctx: Context) -> list[Finding]:
                 row[C.SOURCE],
                 row[C.RUN],
                 row[C.TS],
-                f"no log line for {row[A.DURATION_S]:.0f} s while the server was starting",
+                f"no log line for {row[A.DURATION_S]:.0f} s {when}",
                 [row[C.LINE_NO]],
             )
         )
@@ -513,6 +525,9 @@ def startup(ctx: Context) -> list[Finding]:
 def faults(ctx: Context) -> list[Finding]:
     """One finding per incident; a run restarted without a clean shutdown."""
     out = []
+    lifecycle = ctx.tables[T.LIFECYCLE]
+    stops = lifecycle.filter(pl.col(C.EVENT) == "shutdown").group_by(RUN_KEY).agg(pl.col(C.LINE_NO).min())
+    stopped = {(s, r): n for s, r, n in stops.iter_rows()}
     for row in ctx.incidents.to_dicts():
         kind = row[C.FAULT_KIND]
         ranks = row[A.RANKS] or []
@@ -522,6 +537,11 @@ def faults(ctx: Context) -> list[Finding]:
         where = f" in {row[C.COMPONENT]}" if row[C.COMPONENT] else ""
         severity = "error" if kind in CRASH_KINDS else "warning"
         message = f"{who}{where}: {text}" if ranks else text
+        stop = stopped.get((row[C.SOURCE], row[C.RUN]))
+        # Processes torn down by a graceful shutdown (or SIGTERM) often print errors on the way out.
+        if (stop is not None and row[C.FIRST_LINE] > stop) or "SIGTERM" in str(row[C.MESSAGE]).upper():
+            severity = "info"
+            message = f"after a graceful shutdown: {message}"
         out.append(
             ctx.finding(
                 severity,
@@ -533,7 +553,6 @@ def faults(ctx: Context) -> list[Finding]:
                 [row[C.FIRST_LINE], row[C.LAST_LINE]],
             )
         )
-    lifecycle = ctx.tables[T.LIFECYCLE]
     shutdowns = lifecycle.filter(pl.col(C.EVENT) == "shutdown").select(RUN_KEY).unique()
     crashed = ctx.incidents.filter(pl.col(C.FAULT_KIND).is_in(list(CRASH_KINDS))).select(RUN_KEY).unique()
     runs = ctx.runs.sort(C.SOURCE, C.RUN)

@@ -33,10 +33,13 @@ class Finding:
     ts: dt.datetime | None
     message: str  # plain words
     evidence: list[Evidence] = field(default_factory=list)
+    count: int = 1  # repeats folded into this finding (analysis.folding)
+    last_ts: dt.datetime | None = None  # the last repeat's time, when count > 1
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["ts"] = self.ts.isoformat(sep=" ") if self.ts else None
+        data["last_ts"] = self.last_ts.isoformat(sep=" ") if self.last_ts else None
         data["evidence"] = [{"where": e.where, "text": e.text} for e in self.evidence]
         return data
 
