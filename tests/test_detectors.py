@@ -76,6 +76,13 @@ def test_shapes_between_sites_and_concatenated_width() -> None:
     )
 
 
+def test_half_a_decode_step_does_not_read_as_inconsistent_shapes() -> None:
+    # Live, an analysis may see the first site of a step at batch 2 before the second site prints it.
+    cat = "EAGLE3_DEBUG[logits] FULL cat: num_items=3, shapes=[torch.Size([1, 8]), torch.Size([1, 8]), torch.Size([1, 8])]"
+    half = AUX3.replace("[1, 8]", "[2, 8]")
+    assert "shapes-inconsistent" not in codes(run(spec_run([AUX3, cat] * 5 + [half])))
+
+
 def test_embed_capture_against_expectation() -> None:
     embed = "EAGLE3_DEBUG[dsv2] embed capture: layer_id=-1 shape=torch.Size([1, 8]) norm=10.6"
     assert codes(run(spec_run([embed, AUX3])))["embed-capture-unexpected"] == "warning"

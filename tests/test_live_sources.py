@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import polars as pl
 import pytest
 from live_support import Recorder, source_texts, wait_for
 
@@ -131,7 +132,41 @@ def test_follow_reads_stdin_and_prints_json_findings() -> None:
     assert {"fault-oom", "fault-sigquit"} <= codes
     stats = [e for e in events if e["event"] == "stats"]
     assert stats[-1]["phase"] == "crashed"
-    assert events[0] == {"event": "source", "source": "stdin", "state": "connected", "detail": "reading"}
+    # Every event carries the time it was emitted.
+    assert all(e.get("at") for e in events)
+    first = {k: v for k, v in events[0].items() if k != "at"}
+    assert first == {"event": "source", "source": "stdin", "state": "connected", "detail": "reading"}
+    # The run's figures and verdict are those of the per-run table `summary` and `compare` read.
+    from tracelens.analysis import analyze
+
+    run3 = analyze([SAMPLE_LOGS / "sweep_and_crash.log"]).runs.filter(pl.col("run") == 3).row(0, named=True)
+    assert stats[-1]["mean_gen_throughput"] == pytest.approx(run3["mean_gen_throughput"])
+    assert stats[-1]["mean_accept_len"] == pytest.approx(run3["mean_accept_len"])
+    assert stats[-1]["status"] == run3["status"] == "broken"
+
+
+def test_follow_retracts_a_finding_a_newer_analysis_withdrew() -> None:
+    import datetime as dt
+
+    from tracelens.analysis import Finding
+    from tracelens.live.printer import FollowPrinter
+    from tracelens.live.status import Snapshot
+
+    session = LiveSession([command_spec("true")])
+    lines: list[str] = []
+    session.subscribe(FollowPrinter(lines.append, as_json=True))
+    half = Finding(
+        "warning", "shapes-inconsistent", "s.log", 1, "s.log#1", dt.datetime(2026, 1, 1), "sites disagree"
+    )
+    session._on_analysed(10, 1, [half], Snapshot(), 0.0)
+    session._on_analysed(20, 2, [], Snapshot(), 0.0)
+    session._on_analysed(30, 3, [half], Snapshot(), 0.0)
+    events = [json.loads(line) for line in lines]
+    assert [(e["event"], e["code"]) for e in events] == [
+        ("finding", "shapes-inconsistent"),
+        ("retract", "shapes-inconsistent"),
+        ("finding", "shapes-inconsistent"),
+    ]
 
 
 def test_follow_cmd_prints_text(tmp_path: Path) -> None:

@@ -125,11 +125,17 @@ def shapes(ctx: Context) -> list[Finding]:
         hidden = ctx.expect.hidden_size
         if hidden is None and lists.height:
             hidden = lists.get_column("_w").explode().mode().sort().item(0)
+        # Sites are compared on their usual widths (the mode of the last dims): the batch dim changes
+        # from one step to the next, so comparing each site's last shapes reads an analysis that saw
+        # half of one decode step (live, between two sites' lines) as the sites disagreeing.
         per_site = lists.group_by(C.SITE, C.EVENT).agg(
-            pl.col(C.SHAPES).last(), pl.col(C.LINE_NO).last(), pl.col(C.TS).last()
+            pl.col(C.SHAPES).last(),
+            pl.col(C.LINE_NO).last(),
+            pl.col(C.TS).last(),
+            pl.col("_w").mode().sort().first(),
         )
-        if per_site.get_column(C.SHAPES).n_unique() > 1:
-            described = "; ".join(f"{s}/{e}: {sh}" for s, e, sh, _, _ in per_site.iter_rows())
+        if per_site.get_column("_w").n_unique() > 1:
+            described = "; ".join(f"{s}/{e}: {sh}" for s, e, sh, _, _, _ in per_site.iter_rows())
             out.append(
                 ctx.finding(
                     "warning",

@@ -141,6 +141,7 @@ class AnalysisUpdated:
     snapshot: Snapshot
     new_findings: list[Finding] = field(default_factory=list)
     seconds: float = 0.0
+    withdrawn: list[Finding] = field(default_factory=list)  # in the previous analysis, not in this one
 
 
 @dataclass(frozen=True)

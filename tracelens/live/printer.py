@@ -22,14 +22,17 @@ def _fmt(value: float | None, digits: int = 2) -> str:
 
 def stats_words(run: RunStatus) -> str:
     parts = [run.label or run.source, run.phase]
+    if run.status and run.headline:
+        parts.append(f"{run.status.upper()}: {run.headline}")
     if run.phase_detail:
         parts.append(run.phase_detail)
     if run.speculative:
         parts.append(run.speculative)
+    # The run means are the ones `summary` and `compare` print; "now" is the newest decode line.
     if run.accept_len is not None:
-        parts.append(f"accept len {_fmt(run.accept_len)} (median {_fmt(run.accept_len_median)})")
+        parts.append(f"accept len {_fmt(run.mean_accept_len)} run mean (now {_fmt(run.accept_len)})")
     if run.gen_throughput is not None:
-        parts.append(f"{_fmt(run.gen_throughput, 1)} tok/s (median {_fmt(run.gen_throughput_median, 1)})")
+        parts.append(f"{_fmt(run.mean_gen_throughput, 1)} tok/s run mean (now {_fmt(run.gen_throughput, 1)})")
     if run.speedup is not None and run.baseline:
         parts.append(f"{run.speedup:.2f}x {run.baseline}")
     if run.embed_words:
@@ -61,6 +64,12 @@ class FollowPrinter:
                 f"{event.source}: {event.state}" + (f" ({event.detail})" if event.detail else ""),
             )
         elif isinstance(event, ev.AnalysisUpdated):
+            for finding in event.withdrawn:
+                # A finding the newer analysis no longer makes (e.g. it saw half of a decode step).
+                self._out(
+                    {"event": "retract", **finding.to_json()},
+                    f"WITHDRAWN {finding.code} {finding.label}: {finding.message}",
+                )
             for finding in event.new_findings:
                 text = f"{finding.severity.upper():7} {finding.code} {finding.label}: {finding.message}"
                 for e in finding.evidence[:3]:
@@ -89,11 +98,17 @@ class FollowPrinter:
         self._out({"event": "stats", **run.to_json()}, words)
 
     def _out(self, payload: dict[str, Any], text: str) -> None:
+        now = dt.datetime.now()
         if self.as_json:
-            self.write(json.dumps(payload, default=_json_default) + "\n")
+            # Every event says when it was emitted (`at`), beside the log's own `ts` where it has one.
+            self.write(
+                json.dumps(
+                    {"at": now.isoformat(sep=" ", timespec="seconds"), **payload}, default=_json_default
+                )
+                + "\n"
+            )
         else:
-            stamp = dt.datetime.now().strftime("%H:%M:%S")
-            self.write(f"{stamp} {text}\n")
+            self.write(f"{now:%H:%M:%S} {text}\n")
 
 
 def _json_default(value: Any) -> Any:

@@ -357,11 +357,15 @@ class LiveSession:
             if key not in self.findings_seen:
                 self.findings_seen[key] = len(self.findings_seen) + 1
                 new.append(finding)
+        now = {finding_key(f) for f in findings}
+        withdrawn = [f for f in self.findings if finding_key(f) not in now]
+        for finding in withdrawn:  # forgotten, so it is new again if a later analysis finds it
+            self.findings_seen.pop(finding_key(finding), None)
         self.findings, self.snapshot = findings, snap
         self.analyses = count
         with self._seq_lock:
             self._analysed_seq = max(self._analysed_seq, through)
-        self._notify(ev.AnalysisUpdated(findings, snap, new, seconds))
+        self._notify(ev.AnalysisUpdated(findings, snap, new, seconds, withdrawn))
 
     def _worker_ended(self, reason: str) -> None:
         self._worker_gone = True

@@ -67,6 +67,12 @@ class RunStatus:
     baseline_gen_throughput: float | None = None
     baseline_accept_len: float | None = None
     speedup: float | None = None
+    # The run's figures from the analysis' per-run table (steady-state means, as `summary`, `compare` and
+    # the report show them) and its verdict; accept_len and gen_throughput above are the newest values.
+    mean_accept_len: float | None = None
+    mean_gen_throughput: float | None = None
+    status: str | None = None
+    headline: str | None = None
     embed_state: str | None = None
     embed_words: str = ""
     embed_level: str = "unknown"
@@ -211,6 +217,10 @@ def run_status(analysis: Analysis, source: str) -> RunStatus:
         baseline_gen_throughput=base.item(0, A.MEAN_GEN_THROUGHPUT) if base.height else None,
         baseline_accept_len=base.item(0, A.MEAN_ACCEPT_LEN) if base.height else None,
         speedup=row.get(A.SPEEDUP),
+        mean_accept_len=row.get(A.MEAN_ACCEPT_LEN),
+        mean_gen_throughput=row.get(A.MEAN_GEN_THROUGHPUT),
+        status=row.get(A.STATUS),
+        headline=row.get(A.HEADLINE),
         embed_state=state,
         embed_words=words,
         embed_level=level,
