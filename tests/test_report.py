@@ -117,6 +117,7 @@ def test_sample_report_has_every_section_and_plot(sample_report: tuple[Report, s
     assert written.plots == (
         "speedup",
         "acceptance",
+        "rate",
         "throughput",
         "batch",
         "distribution",
@@ -124,9 +125,9 @@ def test_sample_report_has_every_section_and_plot(sample_report: tuple[Report, s
         "curves",
     )
     assert set(figures(page)) == set(written.plots)
-    for section in ("runs", "comparison", "findings", "faults", "capture"):
+    for section in ("verdicts", "runs", "comparison", "findings", "faults", "capture"):
         assert f'<section id="{section}"' in page
-    assert page.count('<article class="card"') == written.runs == 14
+    assert page.count('<article class="card ') == written.runs == 14
     assert page.count("<tr data-severity=") == written.findings == 14
 
 
@@ -140,11 +141,46 @@ def test_header_names_sources_span_version_and_time(sample_report: tuple[Report,
 
 def test_cards_show_config_layer_ids_and_speedup(sample_report: tuple[Report, str]) -> None:
     _, page = sample_report
-    card = page[page.index("eagle3_fixed.log#1</span>") :]
+    card = page[page.index('<span class="label">eagle3_fixed.log#1</span>') :]
     card = card[: card.index("</article>")]
     for expected in ("EAGLE3 steps=4 topk=1 draft=5", "[2, 30, 58] (debug lines)", "2.88", "47%", "94.0"):
         assert expected in card
     assert "1.05x" in card and "baseline_tp8.log#1" in card and "stat good" in card
+
+
+def test_verdict_banner_leads_worst_first_and_cards_take_the_status_colour(
+    sample_report: tuple[Report, str], sample: Analysis
+) -> None:
+    _, page = sample_report
+    assert page.index('<section id="verdicts"') < page.index('<section id="runs"')
+    banner = page[page.index('<section id="verdicts"') : page.index('<section id="runs"')]
+    order = re.findall(r'<li class="status-(\w+)"', banner)
+    assert order == [v.status for v in sample.verdicts]
+    assert order[0] == "broken" and order[-1] == "healthy"
+    assert "fix:" in banner
+    # Each card's colour is its status (the CSS maps status-* to red/amber/teal/green), not its position.
+    statuses = dict(sample.runs.select("label", "status").iter_rows())
+    for label, status in statuses.items():
+        start = page.index(f'<span class="label">{text(label)}</span>')
+        assert page.rfind(f'<article class="card status-{status}"', 0, start) == page.rfind(
+            "<article", 0, start
+        )
+    # Warnings show on the cards, not only errors.
+    card = page[page.index('<span class="label">sweep_and_crash.log#1</span>') :]
+    assert "warning(s)</span>" in card[: card.index("</article>")]
+
+
+def test_time_plots_mark_crashes_and_baselines_and_split_models(sample_report: tuple[Report, str]) -> None:
+    _, page = sample_report
+    plots = figures(page)
+    throughput = plots["throughput"]
+    names = [t.get("name", "") for t in throughput["data"]]
+    assert any("mean (baseline)" in n for n in names)
+    texts = [x for t in throughput["data"] for x in (t.get("text") or []) if isinstance(x, str)]
+    assert "crash" in texts and "restart" in texts
+    # Five models in the samples: five y axes, one band each.
+    assert {t.get("yaxis", "y") for t in throughput["data"]} == {"y", "y2", "y3", "y4", "y5"}
+    assert plots["rate"]["layout"]["yaxis"]["tickformat"] == ".0%"
 
 
 def test_comparison_shows_the_server_args_diff(sample_report: tuple[Report, str]) -> None:

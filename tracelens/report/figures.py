@@ -27,25 +27,26 @@ from tracelens.report.escape import plot_text
 from tracelens.schema import A, C
 
 PALETTE = (
-    # Tableau 10, then further hues apart from them: distinct on white and on a dark background.
+    # Tableau 10 and further hues, without the reds and greens: those say a run's status (broken,
+    # healthy), so a run's own colour, which follows its position, must not look like one.
     "#4e79a7",
     "#f28e2b",
-    "#e15759",
     "#76b7b2",
-    "#59a14f",
     "#edc948",
     "#b07aa1",
-    "#ff9da7",
     "#9c755f",
     "#bab0ac",
     "#17becf",
     "#bcbd22",
     "#8c6bb1",
-    "#1b9e77",
     "#e7298a",
-    "#66a61e",
-    "#c85200",
     "#a6761d",
+    "#1f78b4",
+    "#fdbf6f",
+    "#6a3d9a",
+    "#b15928",
+    "#a6cee3",
+    "#cab2d6",
 )
 
 _X = "_x"  # minutes since the run's start
@@ -138,10 +139,11 @@ def _series_figure(
     colors: dict[str, str],
     origins: dict[str, float],
     value: str,
-    median: str,
+    median: str | None,
     band: tuple[str, str] | None,
     what: str,
     fmt: str,
+    per_model: bool = False,
 ) -> tuple[go.Figure, bool] | None:
     """The figure, and whether a run had more lines than it draws."""
     runs = _runs_with(analysis.series, value)
@@ -151,11 +153,13 @@ def _series_figure(
     thinned = False
     base = baselines(analysis)
     changes = analysis.changes.filter(pl.col(A.METRIC) == value)
+    axes = _model_axes(analysis, [label for label, _ in runs]) if per_model else {}
     for label, part in runs:
         color, origin = colors.get(label, PALETTE[0]), origins.get(label, 0.0)
         meta = {"origin": origin}
         name = plot_text(label)
         part = part.with_columns((pl.col(A.T_SINCE_START) / 60.0).alias(_X))
+        first = len(fig.data)
         thinned = thinned or part.height > TIME_POINTS
         if band is not None:
             edge = decimate(part, _X, list(band))
@@ -184,6 +188,9 @@ def _series_figure(
             meta=meta,
             hovertemplate=f"%{{fullData.name}}<br>{what} %{{y:{fmt}}}<br>line %{{customdata}}<extra></extra>",
         )
+        if median is None:
+            _events(fig, analysis, label, part, value, color, meta)
+            continue
         mid = decimate(part, _X, [median])
         fig.add_scatter(
             x=mid.get_column(_X).to_numpy(),
@@ -215,8 +222,125 @@ def _series_figure(
                     "<br>line %{customdata[1]}<extra>change point</extra>"
                 ),
             )
-    _time_layout(fig, what)
+        _events(fig, analysis, label, part, value, color, meta)
+        axis = axes.get(label)
+        if axis:
+            for trace in fig.data[first:]:
+                trace.yaxis = axis
+    _baseline_lines(fig, analysis, runs, value, colors, axes, fmt)
+    _time_layout(fig, what, height=420 if not axes else max(420, 240 * len(set(axes.values()))))
+    if axes:
+        _stack_axes(fig, analysis, axes, what)
     return fig, thinned
+
+
+def _events(
+    fig: go.Figure, analysis: Analysis, label: str, part: pl.DataFrame, value: str, color: str, meta: dict
+) -> None:
+    """A dotted vertical line where the run crashed, and one where it ended and the server was started
+    again: what a step or a gap in the series means is in plain view."""
+    values = part.get_column(value).drop_nulls()
+    if not values.len():
+        return
+    low, high = float(values.min()), float(values.max())  # type: ignore[arg-type]
+    run = analysis.runs.filter(pl.col(A.LABEL) == label)
+    marks: list[tuple[float, str]] = []
+    crashes = analysis.incidents.filter(
+        (pl.col(A.LABEL) == label)
+        & pl.col(C.FAULT_KIND).is_in(["exception", "oom", "nccl", "watchdog", "sigquit"])
+    )
+    origin = meta["origin"]
+    for (ts,) in crashes.select(A.FIRST_TS).iter_rows():
+        if ts is not None:
+            marks.append(((_ms(ts) - origin) / 60000.0, "crash"))
+    if run.height:
+        row = run.row(0, named=True)
+        later = analysis.runs.filter((pl.col(C.SOURCE) == row[C.SOURCE]) & (pl.col(C.RUN) > row[C.RUN]))
+        if later.height and row[C.END_TS] is not None:
+            marks.append(((_ms(row[C.END_TS]) - origin) / 60000.0, "restart"))
+    for x, what in marks:
+        fig.add_scatter(
+            x=[x, x],
+            y=[low, high],
+            mode="lines+text",
+            text=["", plot_text(what)],
+            textposition="top left",
+            textfont={"color": color, "size": 10},
+            line={"color": color, "width": 1.5, "dash": "dot"},
+            name=plot_text(label),
+            legendgroup=label,
+            showlegend=False,
+            meta=meta,
+            hovertemplate=f"%{{fullData.name}}<br>{plot_text(what)}<extra></extra>",
+        )
+
+
+def _baseline_lines(
+    fig: go.Figure,
+    analysis: Analysis,
+    runs: list[tuple[str, pl.DataFrame]],
+    value: str,
+    colors: dict[str, str],
+    axes: dict[str, str],
+    fmt: str,
+) -> None:
+    """Each baseline's steady-state mean as a dashed horizontal line across the figure."""
+    column = {C.ACCEPT_LEN: A.MEAN_ACCEPT_LEN, C.GEN_THROUGHPUT: A.MEAN_GEN_THROUGHPUT}.get(value)
+    if column is None:
+        return
+    longest = max((float(p.get_column(A.T_SINCE_START).max() or 0.0) / 60.0 for _, p in runs), default=0.0)
+    for label in sorted(baselines(analysis)):
+        row = analysis.runs.filter(pl.col(A.LABEL) == label)
+        if not row.height or row.item(0, column) is None:
+            continue
+        mean = float(row.item(0, column))
+        fig.add_scatter(
+            x=[0.0, longest],
+            y=[mean, mean],
+            mode="lines",
+            line={"color": colors.get(label, PALETTE[0]), "width": 1, "dash": "longdash"},
+            name=plot_text(f"{label} mean (baseline)"),
+            legendgroup=label,
+            yaxis=axes.get(label, "y"),
+            hovertemplate=f"baseline %{{fullData.name}}: %{{y:{fmt}}}<extra></extra>",
+        )
+
+
+def _model_axes(analysis: Analysis, labels: list[str]) -> dict[str, str]:
+    """label -> y axis ("y", "y2", ...), one per model, when the runs serve more than one model:
+    unrelated models' throughputs differ by an order of magnitude and would squash each other."""
+    models = dict(analysis.runs.select(A.LABEL, C.MODEL).iter_rows())
+    order = list(dict.fromkeys(models.get(label) or "model unknown" for label in labels))
+    if len(order) < 2:
+        return {}
+    names = {model: "y" if i == 0 else f"y{i + 1}" for i, model in enumerate(order)}
+    out = {label: names[models.get(label) or "model unknown"] for label in labels}
+    for label in baselines(analysis):
+        out.setdefault(label, names.get(models.get(label) or "model unknown", "y"))
+    return out
+
+
+def _stack_axes(fig: go.Figure, analysis: Analysis, axes: dict[str, str], what: str) -> None:
+    """One band of the figure per model, top to bottom, each with its own y axis and title."""
+    models = dict(analysis.runs.select(A.LABEL, C.MODEL).iter_rows())
+    names = sorted(set(axes.values()), key=lambda a: int(a[1:] or 1))
+    titles = {axes[label]: models.get(label) or "model unknown" for label in axes}
+    gap = 0.06
+    height = (1.0 - gap * (len(names) - 1)) / len(names)
+    layout = {}
+    for i, axis in enumerate(names):
+        top = 1.0 - i * (height + gap)
+        key = "yaxis" if axis == "y" else f"yaxis{axis[1:]}"
+        short = str(titles[axis]).rstrip("/").rsplit("/", 1)[-1][:28]
+        layout[key] = {
+            "domain": [max(top - height, 0.0), top],
+            "anchor": "x",
+            "title": {"text": plot_text(short), "font": {"size": 11}},
+            "zeroline": False,
+        }
+    # The time axis sits under the lowest band.
+    layout["xaxis"] = {"anchor": names[-1]}
+    fig.update_layout(**layout)
 
 
 THINNED = (
@@ -245,8 +369,27 @@ def acceptance_over_time(
         "acceptance",
         "Acceptance over time",
         "Accept length per decode line (dots), its rolling median (line; dashed for a baseline) and rolling "
-        "p10-p90 spread (band); diamonds mark a change point. DP ranks are combined per round."
-        + (THINNED if thinned else ""),
+        "p10-p90 spread (band); diamonds mark a change point, dotted vertical lines a crash or a restart. "
+        "DP ranks are combined per round." + (THINNED if thinned else ""),
+        fig,
+        time_axis=True,
+    )
+
+
+def acceptance_rate_over_time(
+    analysis: Analysis, colors: dict[str, str], origins: dict[str, float]
+) -> Plot | None:
+    made = _series_figure(analysis, colors, origins, A.ACCEPTANCE_RATE, None, None, "acceptance rate", ".0%")
+    if made is None:
+        return None
+    fig, thinned = made
+    fig.update_layout(yaxis={"tickformat": ".0%", "rangemode": "tozero"})
+    return Plot(
+        "rate",
+        "Acceptance rate over time (%)",
+        "The share of drafted tokens accepted per verify step, (accept len - 1) / speculative_num_steps, per "
+        "decode line (one definition for every SGLang version, see the README); dotted vertical lines mark "
+        "a crash or a restart." + (THINNED if thinned else ""),
         fig,
         time_axis=True,
     )
@@ -256,7 +399,15 @@ def throughput_over_time(
     analysis: Analysis, colors: dict[str, str], origins: dict[str, float]
 ) -> Plot | None:
     made = _series_figure(
-        analysis, colors, origins, C.GEN_THROUGHPUT, A.TPUT_ROLLING_MEDIAN, None, "tok/s", ".1f"
+        analysis,
+        colors,
+        origins,
+        C.GEN_THROUGHPUT,
+        A.TPUT_ROLLING_MEDIAN,
+        None,
+        "tok/s",
+        ".1f",
+        per_model=True,
     )
     if made is None:
         return None
@@ -265,7 +416,9 @@ def throughput_over_time(
         "throughput",
         "Throughput over time",
         "Generation throughput per decode line (dots, summed over DP ranks) and its rolling median (line); "
-        "diamonds mark a change point." + (THINNED if thinned else ""),
+        "diamonds mark a change point, dotted vertical lines a crash or a restart, long dashes each "
+        "baseline's steady mean. Runs of different models get a band of their own (tok/s, named by model)."
+        + (THINNED if thinned else ""),
         fig,
         time_axis=True,
     )
@@ -339,6 +492,12 @@ def accept_distribution(analysis: Analysis, colors: dict[str, str]) -> Plot | No
         )
     _layout(fig, x_title="run", y_title="accept len")
     fig.update_layout(violinmode="overlay", showlegend=False)
+    # Many runs: labels turn and the axis makes room for them, so none is cut off.
+    many = len(runs) > 4
+    fig.update_xaxes(automargin=True, tickangle=-35 if many else 0, title={"text": "" if many else "run"})
+    if many:
+        longest = max(len(label) for label, _ in runs)
+        fig.update_layout(height=420 + 6 * min(longest, 60), margin={"b": 20})
     return Plot(
         "distribution",
         "Distribution of accept length per run",
@@ -456,9 +615,9 @@ def speedup(analysis: Analysis, colors: dict[str, str]) -> Plot | None:
     fig.add_vline(x=1.0, line_dash="dot", line_width=1, line_color="#888")
     fig.update_layout(
         height=max(200, 80 + 34 * runs.height),
-        margin={"l": 220, "b": 50},
+        margin={"l": 20, "b": 50},
         showlegend=False,
-        yaxis={"autorange": "reversed"},
+        yaxis={"autorange": "reversed", "automargin": True},
     )
     return Plot(
         "speedup",
@@ -503,6 +662,7 @@ def build_plots(analysis: Analysis) -> list[Plot]:
     makers: list[Callable[[], Plot | None]] = [
         lambda: speedup(analysis, colors),
         lambda: acceptance_over_time(analysis, colors, origins),
+        lambda: acceptance_rate_over_time(analysis, colors, origins),
         lambda: throughput_over_time(analysis, colors, origins),
         lambda: accept_by_batch(analysis, colors),
         lambda: accept_distribution(analysis, colors),

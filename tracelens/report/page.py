@@ -154,7 +154,7 @@ def _header(analysis: Analysis, title: str, version: str, generated: dt.datetime
 
 
 def _nav(plots: list[Plot], extra: list[tuple[str, str]]) -> str:
-    links = [("runs", "Runs"), *((p.key, p.title) for p in plots), *extra]
+    links = [("verdicts", "Verdicts"), ("runs", "Runs"), *((p.key, p.title) for p in plots), *extra]
     return (
         '<nav class="toc">' + "".join(f'<a href="#{key}">{text(name)}</a>' for key, name in links) + "</nav>"
     )
@@ -174,20 +174,41 @@ def _verdict(run: dict[str, Any]) -> str:
     return ""
 
 
+def _banner(analysis: Analysis, colors: dict[str, str]) -> str:
+    """Every run's verdict, worst first: status, run, what is wrong, and the fix when one is known."""
+    if not analysis.verdicts:
+        return ""
+    items = []
+    for v in analysis.verdicts:
+        fix = f'<div class="fix"><b>fix:</b> {text(v.fix)}</div>' if v.fix else ""
+        items.append(
+            f'<li class="status-{v.status}" data-status="{v.status}"><span class="badge status">{v.status}</span> '
+            f"{_run_cell(v.label, colors)}: {text(v.headline)}{fix}</li>"
+        )
+    return f'<section id="verdicts"><h2>Verdicts</h2><ul class="verdicts">{"".join(items)}</ul></section>'
+
+
 def _cards(analysis: Analysis, colors: dict[str, str]) -> str:
     base = baselines(analysis)
     embed = dict(analysis.embed.select(A.LABEL, A.EMBED_STATE).iter_rows())
     debug_ids = {
         (source, run): ids for source, run, ids in run_layer_ids(analysis.tables[T.DEBUG]).iter_rows()
     }
+    warnings: dict[str, int] = {}
+    for finding in analysis.findings:
+        if finding.severity == "warning":
+            warnings[finding.label] = warnings.get(finding.label, 0) + 1
     cards = []
     for run in analysis.runs.iter_rows(named=True):
         label = run[A.LABEL]
-        badges = []
+        status = run.get(A.STATUS) or "incomplete"
+        badges = [f'<span class="badge status">{text(status)}</span>']
         if label in base:
             badges.append('<span class="badge">baseline</span>')
         if run[A.ERRORS]:
             badges.append(f'<span class="badge sev-error">{run[A.ERRORS]} error(s)</span>')
+        if warnings.get(label):
+            badges.append(f'<span class="badge sev-warning">{warnings[label]} warning(s)</span>')
         if run[A.ENDED_CLEANLY] is False:
             badges.append('<span class="badge sev-warning">crashed</span>')
         parallel = ", ".join(
@@ -195,7 +216,8 @@ def _cards(analysis: Analysis, colors: dict[str, str]) -> str:
             for key, name in ((C.TP_SIZE, "tp"), (C.DP_SIZE, "dp"), (C.PP_SIZE, "pp"), (C.EP_SIZE, "ep"))
             if run[key] is not None and (run[key] != 1 or key == C.TP_SIZE)
         )
-        lines = [" · ".join(text(v) for v in (run[C.MODEL] or "model unknown", parallel) if v)]
+        lines = [f'<div class="headline">{text(run.get(A.HEADLINE) or "")}</div>']
+        lines.append(" · ".join(text(v) for v in (run[C.MODEL] or "model unknown", parallel) if v))
         if run[C.SPEC_ALGORITHM]:
             lines.append(" · ".join(text(v) for v in (_spec(run), run[C.SPEC_DRAFT_MODEL]) if v))
         else:
@@ -232,9 +254,10 @@ def _cards(analysis: Analysis, colors: dict[str, str]) -> str:
         body = "".join(f"<div><dt>{text(k)}</dt><dd>{v}</dd></div>" for k, v in rows)
         color = colors.get(label, "#888")
         cards.append(
-            f'<article class="card" style="--run:{color}"><h3>{_swatch(color)}<span class="label">{text(label)}</span>'
-            f"{''.join(badges)}</h3>"
-            + "".join(f'<div class="sub">{line}</div>' for line in lines)
+            f'<article class="card status-{text(status)}" data-status="{text(status)}" style="--run:{color}">'
+            f'<h3>{_swatch(color)}<span class="label">{text(label)}</span>{"".join(badges)}</h3>'
+            + lines[0]
+            + "".join(f'<div class="sub">{line}</div>' for line in lines[1:])
             + f'<div class="stats">{"".join(stats)}</div><dl>{body}</dl></article>'
         )
     return (
@@ -443,7 +466,7 @@ def render_page(
             "form-action 'none'",
         ]
     )
-    sections = [_cards(analysis, colors)]
+    sections = [_banner(analysis, colors), _cards(analysis, colors)]
     sections += [_plot_section(p) for p in plots if p.key not in ("timeline", "curves")]
     sections += [_comparison(analysis, colors), _findings(analysis, colors)]
     sections += [_plot_section(p) for p in plots if p.key == "timeline"]
