@@ -52,8 +52,50 @@ async def test_an_embed_capture_line_flips_the_capture_panel(tmp_path: Path) -> 
         append(log, EMBED, decode(40, 1.7))
         assert await until(lambda: app.capture.embed_state == "unexpected")
         text = app.capture.render_text()
-        assert "embedding capture unexpected" in str(text)
+        assert "unexpected embedding capture (layer_id -1) (error)" in str(text)
         assert any("red" in str(span.style) for span in text.spans)
+
+
+async def test_capture_errors_are_said_in_red_and_never_beside_as_expected(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    write_start(log)
+    # The draft expects the embedding, so the embed state alone reads "as expected".
+    nan = "EAGLE3_DEBUG[dsv2] aux capture: layer_id=2 shape=torch.Size([1, 7168]) norm=nan"
+    append(log, EMBED, nan, decode(40, 1.05))
+    app = _app(log, expectations=Expectations(embed_capture=True))
+    async with app.run_test(size=SIZE):
+        assert await until(lambda: bool(getattr(app.capture, "problems", None)))
+        text = app.capture.render_text()
+        assert "NaN/zero norms" in str(text)
+        assert "1 NaN/inf/zero norm(s)" in str(text)
+        assert "as expected" not in str(text)
+        assert any("red" in str(span.style) for span in text.spans)
+        assert app.capture.border_title == "EAGLE-3 capture · server.log#1"
+        # The verdict strip names the run and says it is broken, and the error comes first in the list.
+        assert await until(lambda: "BROKEN" in str(app.verdicts.render_text()))
+        assert "server.log#1" in str(app.verdicts.render_text())
+        assert app.findings.findings[0].severity == "error"
+        # Opening a log that already holds errors raises no toast: the strip says it.
+        assert not app._notifications
+
+
+async def test_a_key_switches_the_run_the_panels_show(tmp_path: Path) -> None:
+    first, second = tmp_path / "a.log", tmp_path / "b.log"
+    write_start(first)
+    write_start(second)
+    app = TraceLensApp(session_for(first, second), report_path=tmp_path / "report.html")
+    async with app.run_test(size=SIZE) as pilot:
+        assert await until(
+            lambda: (
+                sum(r.label is not None for r in app.session.snapshot.runs) == 2
+                and "#1" in str(app.acceptance.border_title)
+            )
+        )
+        before = app.acceptance.border_title
+        await pilot.press("s")
+        assert await until(lambda: app.acceptance.border_title != before)
+        assert {before, app.acceptance.border_title} == {"acceptance · a.log#1", "acceptance · b.log#1"}
+        assert app.capture.border_title.endswith(app.acceptance.border_title.split(" · ")[1])
 
 
 async def test_a_traceback_adds_a_fault_finding(tmp_path: Path) -> None:
@@ -65,7 +107,7 @@ async def test_a_traceback_adds_a_fault_finding(tmp_path: Path) -> None:
         assert not any(f.code.startswith("fault-") for f in app.findings.findings)
         append(log, *TRACEBACK)
         assert await until(lambda: any(f.code == "fault-oom" for f in app.findings.findings))
-        assert app.findings.findings[0].code == "fault-oom"  # newest first
+        assert app.findings.findings[0].code == "fault-oom"  # errors pinned on top
         assert await until(lambda: app.header.snapshot.runs[0].phase == "crashed")
         # selecting it jumps to its evidence line
         app.findings.focus()

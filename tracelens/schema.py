@@ -527,6 +527,7 @@ class A:
     NORM_MEAN = "norm_mean"
     NORM_MIN = "norm_min"
     NORM_MAX = "norm_max"
+    BAD_NORMS = "bad_norms"  # NaN, infinite or zero norms of a debug site
     EMBED_STATE = "embed_state"  # seen | missing | unexpected | as expected | unknown
     # incidents
     INCIDENT = "incident"

@@ -36,6 +36,8 @@ def sites(debug: pl.DataFrame) -> pl.DataFrame:
             finite.mean().alias(A.NORM_MEAN),
             finite.min().alias(A.NORM_MIN),
             finite.max().alias(A.NORM_MAX),
+            # NaN, infinite or zero norms: left out of the mean and range above, so counted here.
+            (~pl.col(C.NORM).is_finite() | (pl.col(C.NORM) == 0)).fill_null(False).sum().alias(A.BAD_NORMS),
             pl.col(C.TS).max(),
         )
     )

@@ -47,6 +47,7 @@ class SiteStatus:
     shapes: str
     norm: float | None
     norm_range: str
+    bad_norms: int = 0  # NaN, infinite or zero norms (left out of norm and norm_range)
 
 
 @dataclass(frozen=True)
@@ -172,6 +173,7 @@ def _sites(analysis: Analysis, source: str, run: int) -> tuple[SiteStatus, ...]:
                 shapes=" ".join("[" + ", ".join(str(d) for d in s) + "]" for s in shapes) or "-",
                 norm=row.get(A.NORM_MEAN),
                 norm_range=f"{lo:.3g}-{hi:.3g}" if lo is not None and hi is not None else "",
+                bad_norms=int(row.get(A.BAD_NORMS) or 0),
             )
         )
     return tuple(out)

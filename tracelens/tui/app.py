@@ -25,7 +25,7 @@ from tracelens.live import LiveSession
 from tracelens.live import events as ev
 from tracelens.live.status import RunStatus
 from tracelens.tui.logview import LogView
-from tracelens.tui.panels import AcceptancePanel, CapturePanel, FindingsList, HeaderBar
+from tracelens.tui.panels import AcceptancePanel, CapturePanel, FindingsList, HeaderBar, VerdictStrip
 from tracelens.tui.screens import FilterScreen, HelpScreen
 
 DEFAULT_REPORT = Path("tracelens-live-report.html")
@@ -56,6 +56,7 @@ class TraceLensApp(App[None]):
         Binding("f", "filter", "filter"),
         Binding("p", "pause", "pause"),
         Binding("e", "next_fault", "next fault"),
+        Binding("s", "switch_run", "switch run"),
         Binding("r", "report", "report"),
         Binding("question_mark", "help", "help"),
         Binding("q", "quit", "quit"),
@@ -77,9 +78,12 @@ class TraceLensApp(App[None]):
         self.events_seen: list[str] = []  # names of the session events handled, in order
         self.last_report: Path | None = None
         self.current_source: str | None = None
+        self.chosen_source: str | None = None  # picked with `s`; None: the newest speculative run
+        self.toasted_errors = False  # at most one error toast per analysis, none for the first
 
     def compose(self) -> ComposeResult:
         yield HeaderBar(self.session, self.clock, id="header")
+        yield VerdictStrip(id="verdicts")
         with Horizontal(id="panels"):
             yield AcceptancePanel(id="acceptance")
             yield CapturePanel(id="capture")
@@ -91,6 +95,10 @@ class TraceLensApp(App[None]):
     @property
     def header(self) -> HeaderBar:
         return self.query_one(HeaderBar)
+
+    @property
+    def verdicts(self) -> VerdictStrip:
+        return self.query_one(VerdictStrip)
 
     @property
     def acceptance(self) -> AcceptancePanel:
@@ -149,10 +157,12 @@ class TraceLensApp(App[None]):
             self.notify(event.message, severity="error", timeout=10)
 
     def _current_run(self) -> RunStatus | None:
-        """The run the panels show: the newest speculative run among the sources, else the first."""
+        """The run the panels show: the one picked with `s`, else the newest speculative run among the
+        sources, else the first."""
         runs = self.session.snapshot.runs
+        picked = [r for r in runs if r.source == self.chosen_source]
         speculative = [r for r in runs if r.speculative]
-        chosen = speculative[-1] if speculative else (runs[0] if runs else None)
+        chosen = picked[0] if picked else speculative[-1] if speculative else (runs[0] if runs else None)
         self.current_source = chosen.source if chosen else None
         return chosen
 
@@ -168,12 +178,33 @@ class TraceLensApp(App[None]):
         run = self._current_run()
         self.acceptance.latest_accept_len = None
         self.acceptance.latest_gen_throughput = None
+        self._show_run(run)
+        self.findings.show(self.session.findings)
+        # The verdict strip and the findings list say what is wrong: no toast for what a log held when
+        # it was opened, and at most one (not one per error) for errors that come later.
+        errors = [f for f in event.new_findings if f.severity == "error"]
+        if errors and self.toasted_errors:
+            more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+            self.notify(f"{errors[0].label}: {errors[0].code}{more}", severity="error", timeout=6)
+        self.toasted_errors = True
+
+    def _show_run(self, run: RunStatus | None) -> None:
+        self.verdicts.show(self.session.snapshot.runs, self.current_source)
         self.acceptance.show(run)
-        self.capture.show(run)
-        self.findings.show(self.session.findings_newest_first())
-        for finding in event.new_findings:
-            if finding.severity == "error":
-                self.notify(f"{finding.code}: {finding.message}", severity="error", timeout=8)
+        self.capture.show(run, self.session.findings)
+
+    def action_switch_run(self) -> None:
+        """Show the next source's run in the panels."""
+        runs = self.session.snapshot.runs
+        if len(runs) < 2:
+            self.notify("only one run in view")
+            return
+        sources = [r.source for r in runs]
+        at = sources.index(self.current_source) if self.current_source in sources else -1
+        self.chosen_source = sources[(at + 1) % len(sources)]
+        self.acceptance.latest_accept_len = None
+        self.acceptance.latest_gen_throughput = None
+        self._show_run(self._current_run())
 
     # ----- keys -----
 

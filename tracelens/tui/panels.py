@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable
 
 import polars as pl
@@ -12,6 +13,8 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from tracelens.analysis import Finding
+from tracelens.analysis.findings import severity_rank
+from tracelens.analysis.verdicts import causal_rank
 from tracelens.live import LiveSession
 from tracelens.live import events as ev
 from tracelens.live.status import CRASHED, READY, RunStatus, Snapshot
@@ -95,6 +98,50 @@ class HeaderBar(Static):
         return text
 
 
+STATUS_STYLE = {
+    "broken": "bold white on red",
+    "degraded": "bold black on yellow",
+    "incomplete": "cyan",
+    "healthy": "green",
+}
+STATUS_ORDER = ("broken", "degraded", "incomplete", "healthy")
+
+
+class VerdictStrip(Static):
+    """One line per run in view, worst first: its status and what is wrong. Lines are cut to the width
+    (never wrapped), so the strip stays a few lines high at 80x24; the run the panels show is marked."""
+
+    DEFAULT_CSS = "VerdictStrip { height: auto; max-height: 4; padding: 0 1; }"
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.runs: tuple[RunStatus, ...] = ()
+        self.current: str | None = None
+
+    def show(self, runs: tuple[RunStatus, ...], current: str | None) -> None:
+        self.runs, self.current = runs, current
+        self.update(self.render_text())
+
+    def on_resize(self) -> None:
+        self.update(self.render_text())
+
+    def render_text(self) -> Text:
+        width = max(self.size.width - 2, 20)  # padding
+        judged = [r for r in self.runs if r.status]
+        judged.sort(key=lambda r: STATUS_ORDER.index(r.status) if r.status in STATUS_ORDER else 9)
+        if not judged:
+            return Text("no verdict yet: waiting for the first analysis", style="dim")
+        lines = []
+        for run in judged:
+            line = Text("▶ " if run.source == self.current else "  ")
+            line.append(f" {(run.status or '').upper()} ", style=STATUS_STYLE.get(run.status or "", ""))
+            line.append(f" {run.label}: ", style="bold")
+            line.append(run.headline or "")
+            line.truncate(width, overflow="ellipsis")  # one line a run, whatever the width
+            lines.append(line)
+        return Text("\n").join(lines)
+
+
 class AcceptancePanel(Static):
     """Accept len and tok/s over time for the current run: plot, current value, rolling median,
     baseline."""
@@ -111,6 +158,7 @@ class AcceptancePanel(Static):
 
     def show(self, run: RunStatus | None) -> None:
         self.run = run
+        self.border_title = f"acceptance · {run.label}" if run and run.label else "acceptance"
         self.refresh_view()
 
     def note_decode(self, accept_len: float | None, gen_throughput: float | None) -> None:
@@ -207,8 +255,19 @@ class CapturePanel(Static):
     def embed_state(self) -> str | None:
         return self.run.embed_state if self.run else None
 
-    def show(self, run: RunStatus | None) -> None:
+    def show(self, run: RunStatus | None, findings: list[Finding] | None = None) -> None:
         self.run = run
+        # The capture problems of this run: NaN norms, wrong counts or widths, an unexpected embedding.
+        self.problems = [
+            f
+            for f in findings or []
+            if run is not None
+            and f.source == run.source
+            and f.run == run.run
+            and f.code in CAPTURE_CODES
+            and f.severity != "info"
+        ]
+        self.border_title = f"EAGLE-3 capture · {run.label}" if run and run.label else "EAGLE-3 capture"
         self.update(self.render_text())
 
     def render_text(self) -> Text:
@@ -217,10 +276,17 @@ class CapturePanel(Static):
         if run is None or run.run is None:
             text.append("waiting for a server start", style="dim")
             return text
-        if run.embed_words:
+        problems = getattr(self, "problems", [])
+        for finding in problems:
+            text.append("✗ " if finding.severity == "error" else "! ", style=SEVERITY_STYLE[finding.severity])
+            text.append(_capture_words(finding) + "\n", style=SEVERITY_STYLE[finding.severity])
+        said = any(f.code.startswith("embed-") for f in problems)
+        if run.embed_words and not said and not (problems and run.embed_level == "ok"):
+            # Never "as expected" in green next to capture errors.
             text.append(run.embed_words, style=LEVEL_STYLE.get(run.embed_level, ""))
-        else:
+        elif not run.embed_words:
             text.append("no speculative decoding in this run", style="dim")
+        text.rstrip()
         if not run.sites:
             text.append("\nno debug sites yet", style="dim")
         for site in run.sites:
@@ -234,13 +300,66 @@ class CapturePanel(Static):
                 details.append(f"shapes {site.shapes}")
             if site.norm is not None:
                 details.append(f"norm {site.norm:.3g}" + (f" ({site.norm_range})" if site.norm_range else ""))
+            if site.bad_norms:
+                details.append(f"{site.bad_norms} NaN/inf/zero norm(s)")
             if details:
-                text.append("\n  " + "  ".join(details))
+                text.append("\n  " + "  ".join(details), style="bold red" if site.bad_norms else "")
         return text
 
 
+CAPTURE_CODES = frozenset(
+    {
+        "num-aux-mismatch",
+        "num-items-mismatch",
+        "num-aux-changed",
+        "num-items-changed",
+        "shapes-inconsistent",
+        "concat-width-mismatch",
+        "hidden-size-mismatch",
+        "embed-capture-unexpected",
+        "embed-capture-missing",
+        "layer-ids-invalid",
+        "layer-ids-mismatch",
+        "norm-invalid",
+        "norm-outlier",
+        "debug-truncated",
+    }
+)
+
+
+def _capture_words(finding: Finding) -> str:
+    """A capture finding in a few words for the narrow panel (the findings list has the whole message)."""
+    # The words name the problem; the severity says how sure: an error against the expectations.
+    head = {
+        "norm-invalid": "NaN/zero norms",
+        "norm-outlier": "norm outliers",
+        "embed-capture-unexpected": "unexpected embedding capture (layer_id -1)",
+        "embed-capture-missing": "embedding capture missing",
+        "num-aux-mismatch": "wrong aux count",
+        "num-items-mismatch": "wrong concat item count",
+        "num-aux-changed": "aux count changes",
+        "num-items-changed": "concat item count changes",
+        "concat-width-mismatch": "wrong concat width",
+        "hidden-size-mismatch": "width does not fit the hidden size",
+        "shapes-inconsistent": "sites disagree on shapes",
+        "layer-ids-mismatch": "layer ids differ from the draft's",
+        "layer-ids-invalid": "invalid layer ids",
+        "debug-truncated": "debug line cut off",
+    }.get(finding.code, finding.code)
+    return f"{head} ({finding.severity})"
+
+
+def findings_order(findings: list[Finding]) -> list[Finding]:
+    """Errors pinned on top, then by severity and causal role (causes before the symptoms they explain),
+    the newest first within each: the decisive line is never below a warning."""
+    far = dt.datetime.min
+    newest = sorted(findings, key=lambda f: f.ts or far, reverse=True)
+    return sorted(newest, key=lambda f: (severity_rank(f.severity), causal_rank(f.code)))
+
+
 class FindingsList(OptionList):
-    """Findings of everything seen, newest first; selecting one jumps to its evidence."""
+    """Findings of everything seen, errors first (see `findings_order`); selecting one jumps to its
+    evidence."""
 
     DEFAULT_CSS = "FindingsList { border: round $primary; }"
 
@@ -256,6 +375,7 @@ class FindingsList(OptionList):
 
     def show(self, findings: list[Finding]) -> None:
         highlighted = self.highlighted
+        findings = findings_order(findings)
         self.findings = findings
         self.clear_options()
         for finding in findings:

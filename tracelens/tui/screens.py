@@ -20,6 +20,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("f", "filter the log by kind, rank (TPn, DPn) and regex"),
     ("p", "pause / resume the log (the session keeps reading)"),
     ("e", "next fault line in the log"),
+    ("s", "switch the panels to the next source's run"),
     ("r", "write the HTML report of what has been seen"),
     ("tab", "move between the findings list and the log"),
     ("enter", "on a finding: jump to its evidence line"),
