@@ -56,9 +56,13 @@ def decode_series(batches: pl.DataFrame, runs: pl.DataFrame, ready: pl.DataFrame
             _sum_or_null(C.QUEUE_REQ),
             pl.col(C.DP).n_unique().alias(A.DP_RANKS),
         )
-        .drop("_round")
-        .sort(*RUN_KEY, C.LINE_NO)
+        .sort(*RUN_KEY, "_round")
     )
+    # A round at the end that not every DP rank has printed yet (a live log, or one cut off) would count
+    # part of the ranks' throughput: the rounds after the last complete one are left out until whole.
+    complete = pl.col(A.DP_RANKS) == pl.col(A.DP_RANKS).max().over(RUN_KEY)
+    last_complete = pl.col("_round").filter(complete).max().over(RUN_KEY)
+    combined = combined.filter(pl.col("_round") <= last_complete).drop("_round").sort(*RUN_KEY, C.LINE_NO)
     config = runs.select(*RUN_KEY, C.START_TS, C.SPEC_NUM_STEPS, C.SPEC_NUM_DRAFT_TOKENS)
     out = combined.join(config, on=RUN_KEY, how="left").join(
         ready.select(*RUN_KEY, pl.col(C.TS).alias("_ready")), on=RUN_KEY, how="left"
