@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import math
 
+import polars as pl
 import pytest
 from rich.console import Console
 
@@ -75,3 +76,28 @@ def test_views_fit_80_columns(samples: Analysis) -> None:
     statuses = [line.split()[0] for line in check[: len(samples.verdicts) * 3] if line[:1].isupper()]
     order = ["BROKEN", "DEGRADED", "INCOMPLETE", "HEALTHY"]
     assert statuses == sorted(statuses, key=order.index)
+
+
+def test_report_cards_and_live_status_show_the_same_numbers(samples: Analysis, tmp_path) -> None:
+    import html
+    import re
+
+    from tracelens.live.status import run_status
+    from tracelens.report import render_report
+
+    page, _ = render_report(samples, "numbers")
+    for row in samples.runs.to_dicts():
+        start = page.index(f'<span class="label">{html.escape(row[A.LABEL])}</span>')
+        card = page[start : page.index("</article>", start)]
+        stats = dict((name, value) for value, name in re.findall(r"<b>([^<]*)</b><span>([^<]*)</span>", card))
+        tput = row[A.MEAN_GEN_THROUGHPUT]
+        accept = row[A.MEAN_ACCEPT_LEN]
+        assert stats["tok/s"] == ("-" if tput is None else f"{tput:.1f}"), row[A.LABEL]
+        assert stats["accept len"] == ("-" if accept is None else f"{accept:.2f}"), row[A.LABEL]
+    # The live screen and `follow` show each source's newest run with the same run means and verdict.
+    for source in samples.runs.get_column(C.SOURCE).unique().to_list():
+        status = run_status(samples, source)
+        row = samples.runs.filter(pl.col(C.SOURCE) == source).sort(C.RUN).row(-1, named=True)
+        assert same(status.mean_gen_throughput, row[A.MEAN_GEN_THROUGHPUT]), source
+        assert same(status.mean_accept_len, row[A.MEAN_ACCEPT_LEN]), source
+        assert status.status == row[A.STATUS], source
