@@ -105,6 +105,18 @@ def test_concat_width_explains_the_crash() -> None:
     assert "fault-exception" in verdict.explains
 
 
+def test_a_shape_error_crash_names_the_aux_count_the_draft_takes_without_any_config() -> None:
+    # The story's run 3: two aux states captured, the draft's fc layer takes three.
+    two = "EAGLE3_DEBUG[dsv2] forward end: num_aux=2, shapes=[torch.Size([1, 8]), torch.Size([1, 8])]"
+    lines = spec_run([two], n_decode=5) + crash(200)
+    lines = [line.replace("(1x16384 and 24576x8192)", "(1x16 and 24x8)") for line in lines]
+    verdict = only(run(lines))
+    assert verdict.status == "broken"
+    assert verdict.causes == ["aux-count-vs-draft"]
+    assert verdict.explains == ["fault-exception", "fault-sigquit"]
+    assert verdict.fix is not None and "hands the draft 2 aux hidden states; it expects 3" in verdict.fix
+
+
 def test_symptom_without_cause_is_degraded() -> None:
     verdict = only(run(spec_run([], accept=1.4)))
     assert verdict.status == "degraded"

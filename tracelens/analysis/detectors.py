@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -184,6 +185,50 @@ def shapes(ctx: Context) -> list[Finding]:
                         narrow.get_column(C.LINE_NO).to_list(),
                     )
                 )
+    return out
+
+
+_MATMUL = re.compile(r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)")
+
+
+def fc_width(ctx: Context) -> list[Finding]:
+    """A crash `mat1 and mat2 shapes cannot be multiplied (1xW and VxH)` in a speculative run whose
+    debug lines show the captured width: W / hidden aux states reached the draft, whose fc layer takes
+    V / hidden. The crash itself says how many the draft was trained with, no config needed."""
+    out = []
+    spec = {(r[C.SOURCE], r[C.RUN]) for r in _spec_runs(ctx)}
+    for row in ctx.incidents.to_dicts():
+        if (row[C.SOURCE], row[C.RUN]) not in spec:
+            continue
+        hit = _MATMUL.search(str(row[C.MESSAGE] or "")) or _MATMUL.search(str(row[C.TRACEBACK] or ""))
+        if hit is None:
+            continue
+        given, takes = int(hit.group(2)), int(hit.group(3))
+        debug = ctx.debug_of(row[C.SOURCE], row[C.RUN]).filter(pl.col(C.SHAPES).list.len() > 1)
+        hidden = ctx.expect.hidden_size
+        if hidden is None and debug.height:
+            hidden = (
+                debug.get_column(C.SHAPES).list.eval(pl.element().list.last()).explode().mode().sort().item(0)
+            )
+        if not hidden or given == takes or given % hidden or takes % hidden:
+            continue
+        counts = set(debug.get_column(C.SHAPES).list.len().to_list())
+        counts |= set(ctx.debug_of(row[C.SOURCE], row[C.RUN]).get_column(C.NUM_AUX).drop_nulls().to_list())
+        if given // hidden not in counts:
+            continue  # the multiplied width is not the captured one: another layer's shape error
+        lines = [row[C.FIRST_LINE], *debug.get_column(C.LINE_NO).to_list()[:1]]
+        out.append(
+            ctx.finding(
+                "error",
+                "aux-count-vs-draft",
+                row[C.SOURCE],
+                row[C.RUN],
+                row[A.FIRST_TS],
+                f"the draft's fc layer takes {takes // hidden} aux hidden states ({takes} wide); the target "
+                f"hands it {given // hidden} ({given} wide, hidden size {hidden})",
+                lines,
+            )
+        )
     return out
 
 
@@ -610,6 +655,7 @@ def spec_curves(ctx: Context) -> list[Finding]:
 
 DETECTORS: tuple[Callable[[Context], list[Finding]], ...] = (
     aux_counts,
+    fc_width,
     shapes,
     embed_capture,
     missing_sites,

@@ -65,6 +65,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "aux-shape",
         causes=(
+            "aux-count-vs-draft",
             "num-aux-mismatch",
             "num-items-mismatch",
             "concat-width-mismatch",
@@ -142,6 +143,7 @@ class _Facts:
     server_ids: tuple[int, ...] | None
     ids_line: int | None
     aux_seen: list[int]
+    fc_aux: int | None = None  # how many aux states the draft's fc layer takes, from a shape-error crash
 
     @property
     def config_file(self) -> str:
@@ -169,7 +171,7 @@ def _fix(rule: Rule, facts: _Facts) -> str | None:
             return f"the draft expects the embedding (layer id -1): add -1 to {key} in {facts.config_file}"
         return f"set {key} in {facts.config_file} to the layer ids the draft was trained on"
     if rule.name == "aux-shape":
-        want = facts.expect.expect_aux or (len(trained) if trained else None)
+        want = facts.expect.expect_aux or (len(trained) if trained else None) or facts.fc_aux
         seen = ", ".join(str(n) for n in facts.aux_seen) or "another number of"
         if want is not None:
             ids = f" (the draft was trained on {_ids(trained)})" if trained else ""
@@ -196,6 +198,7 @@ _SYMPTOM_HINTS = {
 }
 
 
+_TAKES = re.compile(r"fc layer takes (\d+) aux")
 _RANKS = re.compile(r"^(\d+) rank\(s\) \([^)]*\)(?: in \S+)?: ")
 
 
@@ -340,7 +343,11 @@ def verdicts(
     for run in runs.to_dicts():
         key = (run[C.SOURCE], run[C.RUN])
         server_ids, ids_line = ids.get(key, (None, None))
-        facts = _Facts(run, expect, server_ids, ids_line, aux.get(key, []))
+        fc = next((f for f in per_run.get(key, []) if f.code == "aux-count-vs-draft"), None)
+        taken = _TAKES.search(fc.message) if fc else None
+        facts = _Facts(
+            run, expect, server_ids, ids_line, aux.get(key, []), int(taken.group(1)) if taken else None
+        )
         ids_evidence = [Evidence(run[C.SOURCE], ids_line)] if ids_line is not None else []
         out.append(run_verdict(run, per_run.get(key, []), facts, key in decoded, ids_evidence))
     return worst_first(out)
