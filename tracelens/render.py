@@ -21,28 +21,23 @@ def _fmt(value: float | None, digits: int = 2) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-def _spec_text(spec: dict[str, Any] | None) -> str:
+def _spec_text(spec: dict[str, Any] | None, short: bool = False) -> str:
+    """`EAGLE3 steps=4 topk=1 draft=5`, or with ``short`` `EAGLE3 s4 k1 d5` (for 80 columns)."""
     if not spec:
         return "none"
     parts = [str(spec["algorithm"])]
-    for key, label in (("num_steps", "steps"), ("eagle_topk", "topk"), ("num_draft_tokens", "draft")):
+    for key, label, brief in (
+        ("num_steps", "steps", "s"),
+        ("eagle_topk", "topk", "k"),
+        ("num_draft_tokens", "draft", "d"),
+    ):
         if spec.get(key) is not None:
-            parts.append(f"{label}={spec[key]}")
+            parts.append(f"{brief}{spec[key]}" if short else f"{label}={spec[key]}")
     return " ".join(parts)
 
 
 STATUS_STYLE = {"broken": "bold red", "degraded": "yellow", "incomplete": "cyan", "healthy": "green"}
 WIDE = 150  # below this many columns, `summary` shows its compact table
-
-
-def _short_spec(spec: dict[str, Any] | None) -> str:
-    if not spec:
-        return "none"
-    parts = [str(spec["algorithm"])]
-    for key, label in (("num_steps", "s"), ("eagle_topk", "k"), ("num_draft_tokens", "d")):
-        if spec.get(key) is not None:
-            parts.append(f"{label}{spec[key]}")
-    return " ".join(parts)
 
 
 def render_summary_compact(console: Console, summary: dict[str, Any]) -> None:
@@ -60,7 +55,7 @@ def render_summary_compact(console: Console, summary: dict[str, Any]) -> None:
         rate = run["acceptance_rate"]["mean"]
         model = Path(run["model"]).name if run["model"] else "-"
         name = Text.assemble((f"{Path(run['source']).name}#{run['run']}", "bold"), "\n  ")
-        name.append(f"{model}, {_short_spec(run['speculative'])}", style="dim")
+        name.append(f"{model}, {_spec_text(run['speculative'], short=True)}", style="dim")
         table.add_row(
             name,
             Text(status or "-", style=STATUS_STYLE.get(status or "", "")),
@@ -231,12 +226,12 @@ def render_comparison(console: Console, analysis: Analysis) -> None:
     for header in ("acc len", "acc %", "tok/s", "speedup [95%]", "ready"):
         table.add_column(header, justify="right", no_wrap=True)
     for run in analysis.runs.to_dicts():
-        spec = run[C.SPEC_ALGORITHM] or (
-            "no speculation" if run[A.MEAN_ACCEPT_LEN] is None else "speculative (metrics lines)"
-        )
-        if run[C.SPEC_ALGORITHM] and run[C.SPEC_NUM_STEPS] is not None:
-            spec = (
-                f"{spec} s{run[C.SPEC_NUM_STEPS]} k{run[C.SPEC_EAGLE_TOPK]} d{run[C.SPEC_NUM_DRAFT_TOKENS]}"
+        spec = "no speculation" if run[A.MEAN_ACCEPT_LEN] is None else "speculative (metrics lines)"
+        if run[C.SPEC_ALGORITHM]:
+            keys = {"num_steps": C.SPEC_NUM_STEPS, "eagle_topk": C.SPEC_EAGLE_TOPK}
+            keys["num_draft_tokens"] = C.SPEC_NUM_DRAFT_TOKENS
+            spec = _spec_text(
+                {"algorithm": run[C.SPEC_ALGORITHM]} | {k: run[c] for k, c in keys.items()}, short=True
             )
         if run[A.BASELINE] and baselines.len() > 1:
             spec += f" vs {run[A.BASELINE]}"

@@ -364,15 +364,13 @@ def acceptance_over_time(
     )
     if made is None:
         return None
-    fig, thinned = made
-    return Plot(
+    return _time_plot(
         "acceptance",
         "Acceptance over time",
         "Accept length per decode line (dots), its rolling median (line; dashed for a baseline) and rolling "
         "p10-p90 spread (band); diamonds mark a change point, dotted vertical lines a crash or a restart. "
-        "DP ranks are combined per round." + (THINNED if thinned else ""),
-        fig,
-        time_axis=True,
+        "DP ranks are combined per round.",
+        made,
     )
 
 
@@ -382,17 +380,20 @@ def acceptance_rate_over_time(
     made = _series_figure(analysis, colors, origins, A.ACCEPTANCE_RATE, None, None, "acceptance rate", ".0%")
     if made is None:
         return None
-    fig, thinned = made
-    fig.update_layout(yaxis={"tickformat": ".0%", "rangemode": "tozero"})
-    return Plot(
+    made[0].update_layout(yaxis={"tickformat": ".0%", "rangemode": "tozero"})
+    return _time_plot(
         "rate",
         "Acceptance rate over time (%)",
         "The share of drafted tokens accepted per verify step, (accept len - 1) / speculative_num_steps, per "
         "decode line (one definition for every SGLang version, see the README); dotted vertical lines mark "
-        "a crash or a restart." + (THINNED if thinned else ""),
-        fig,
-        time_axis=True,
+        "a crash or a restart.",
+        made,
     )
+
+
+def _time_plot(key: str, title: str, note: str, made: tuple[go.Figure, bool]) -> Plot:
+    fig, thinned = made
+    return Plot(key, title, note + (THINNED if thinned else ""), fig, time_axis=True)
 
 
 def throughput_over_time(
@@ -411,16 +412,13 @@ def throughput_over_time(
     )
     if made is None:
         return None
-    fig, thinned = made
-    return Plot(
+    return _time_plot(
         "throughput",
         "Throughput over time",
         "Generation throughput per decode line (dots, summed over DP ranks) and its rolling median (line); "
         "diamonds mark a change point, dotted vertical lines a crash or a restart, long dashes each "
-        "baseline's steady mean. Runs of different models get a band of their own (tok/s, named by model)."
-        + (THINNED if thinned else ""),
-        fig,
-        time_axis=True,
+        "baseline's steady mean. Runs of different models get a band of their own (tok/s, named by model).",
+        made,
     )
 
 
