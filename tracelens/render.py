@@ -209,8 +209,11 @@ def render_findings(console: Console, analysis: Analysis) -> None:
         line.append(f" {finding.code}{when}: ")
         line.append(finding.message)
         _hanging(console, line, 10)
+        # An evidence line takes at most about two screen lines (300 characters when piped).
+        cut = min(300, max(2 * console.width - 20, 80))
         for ev in finding.evidence:
-            _hanging(console, Text.assemble("      ", (f"{ev.where}: ", "dim"), ev.text[:300]), 8)
+            shown = ev.text if len(ev.text) <= cut else ev.text[: cut - 1] + "…"
+            _hanging(console, Text.assemble("      ", (f"{ev.where}: ", "dim"), shown), 8)
     errors = len(analysis.errors)
     console.print(f"\n{len(analysis.findings)} finding(s), {errors} error(s)")
 
