@@ -121,10 +121,8 @@ def test_a_partial_read_keeps_what_was_read_says_how_far_and_exits_1(
     args: list[str], cut_gz: Path, cache: Path, tmp_path: Path
 ) -> None:
     args = [a.replace("{tmp}", str(tmp_path)) for a in args]
-    if args[0] == "sql":
-        args = [*args[:2], str(cut_gz), *args[2:]]
-    else:
-        args = [args[0], str(cut_gz), *args[1:]]
+    at = 2 if args[0] == "sql" else 1  # after the command (and the query)
+    args = [*args[:at], str(cut_gz), *args[at:]]
     for _ in range(2):  # the second time from the cache: the same words and the same exit code
         result = run(*args, "-q", cache=cache)
         assert result.returncode == 1, result.stderr
