@@ -21,9 +21,9 @@ from tracelens.analysis.detectors import DETECTORS, Context
 from tracelens.analysis.expectations import Expectations, describe_capture
 from tracelens.analysis.findings import Evidence, Finding, sort_findings
 from tracelens.analysis.runs import RUN_KEY, interesting_runs, label_expr, with_labels
+from tracelens.evidence import texts
 from tracelens.parsers import ParseOptions
 from tracelens.schema import A, C, T
-from tracelens.sources import read_line_at
 from tracelens.tables import Tables
 
 __all__ = ["Analysis", "Evidence", "Expectations", "Finding", "analyze", "analyze_tables"]
@@ -220,21 +220,11 @@ def _overview(
 
 
 def _fill_evidence(findings: list[Finding], tables: Tables) -> None:
-    """Read each evidence line's text from its file (lazily: only the few lines findings cite)."""
+    """The text of each evidence line: kept in the dataset, or read from its source (only the few lines
+    findings cite, one pass per source; see `tracelens.evidence`)."""
     wanted = {(e.source, e.line_no) for f in findings for e in f.evidence}
-    if not wanted:
-        return
-    keys = pl.DataFrame(list(wanted), schema={C.SOURCE: pl.String, C.LINE_NO: pl.Int64}, orient="row")
-    where = (
-        tables[T.LINES]
-        .join(keys, on=[C.SOURCE, C.LINE_NO])
-        .select(C.SOURCE, C.LINE_NO, C.BYTE_OFFSET, C.BYTE_LEN)
-    )
-    texts: dict[tuple[str, int], str] = {}
-    for source, line_no, offset, length in where.iter_rows():
-        path = Path(source)
-        texts[(source, line_no)] = read_line_at(path, offset, length) if path.is_file() else ""
+    found = texts(wanted, tables[T.LINES], tables[T.EVIDENCE])
     for finding in findings:
         finding.evidence = [
-            Evidence(e.source, e.line_no, texts.get((e.source, e.line_no), "")) for e in finding.evidence
+            Evidence(e.source, e.line_no, found.get((e.source, e.line_no), "")) for e in finding.evidence
         ]
