@@ -233,3 +233,57 @@ def test_a_locked_dataset_read_with_no_wait_is_one_line_and_exit_2(tmp_path: Pat
     line = one_line(result.stderr)
     assert line.startswith(f"tracelens: error: {out} is locked by pid {os.getpid()} on ")
     assert line.endswith("not waiting (--lock-timeout 0)")
+
+
+def test_a_dataset_this_user_cannot_write_is_still_read() -> None:
+    """Another user's dataset (here: root's, read by `nobody`): read without its lock, which would need
+    a write."""
+    import shutil
+    import tempfile
+
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to read a dataset as another user")
+    prefix = [shutil.which("setpriv"), "--reuid=65534", "--regid=65534", "--clear-groups"]
+    probe = subprocess.run([*prefix, sys.executable, "-c", "import tracelens"], capture_output=True, cwd="/")
+    if probe.returncode != 0:
+        pytest.skip("user nobody cannot read this checkout's virtualenv (a private home folder)")
+    folder = Path(tempfile.mkdtemp(prefix="tracelens-ro-"))
+    try:
+        folder.chmod(0o755)
+        out = folder / "ds"
+        assert run("parse", str(FIXED), "-o", str(out), "-q").returncode == 0
+        for path in [out, *out.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        before = snapshot(out)
+        result = subprocess.run(
+            [*prefix, *TRACELENS, "summary", "--json", str(out)],
+            capture_output=True,
+            text=True,
+            cwd="/",
+            timeout=300,
+        )
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout)["sources"] == [str(FIXED)]
+        assert snapshot(out) == before
+    finally:
+        shutil.rmtree(folder)
+
+
+def test_a_command_on_logs_whose_cache_dataset_is_being_written_waits_for_it(tmp_path: Path) -> None:
+    from tracelens.engine.cache import dataset_for, resolve_args
+
+    log = tmp_path / "a.log"
+    log.write_bytes(FIXED.read_bytes())
+    folder = dataset_for(resolve_args([str(log)]), None)
+    with writing(folder / ".tracelens", str(folder), timeout=5):
+        refused = run("summary", str(log), "-q", "--lock-timeout", "0")
+        assert refused.returncode == 2
+        assert one_line(refused.stderr).startswith(
+            f"tracelens: error: {folder} is locked by pid {os.getpid()}"
+        )
+        waiting = start("summary", "--json", str(log), "-q")
+        first = waiting.stderr.readline()
+        assert first.startswith(f"tracelens: waiting up to 600 s for {folder}")
+    stdout, stderr = waiting.communicate(timeout=300)
+    assert waiting.returncode == 0, stderr
+    assert json.loads(stdout)["sources"] == [str(log)]

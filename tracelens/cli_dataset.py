@@ -74,7 +74,10 @@ def logs_dataset(
 ) -> Iterator[Path]:
     """Yield the folder of a dataset that holds ``paths`` (up to date), under its read lock. After the
     caller is done: the inputs read only in part are named, and the exit code is 1."""
-    notify = (lambda text: err.print(f"tracelens: {text}", markup=False)) if not quiet else None
+
+    def notify(text: str) -> None:  # waiting for a lock: said even with -q, or a wait would look like a hang
+        err.print(f"tracelens: {text}", markup=False)
+
     if len(paths) == 1 and Tables.is_dataset(paths[0]):  # the output of `tracelens parse -o DIR`
         if dataset is not None or no_cache:
             raise InputError(f"{paths[0]} is a dataset already: --dataset and --no-cache are for log paths")

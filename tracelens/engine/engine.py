@@ -481,7 +481,9 @@ def reading_dataset(
     left half done. Yields its manifest."""
     store = Store(path)
     manifest = read_manifest(store, path)
-    if store.exists(mf.JOURNAL) or store.exists(STAGING):
+    # Unlocked datasets (fsspec URLs) and ones this user cannot write are left as they are.
+    writable = store.local and os.access(store.path(META), os.W_OK)
+    if writable and (store.exists(mf.JOURNAL) or store.exists(STAGING)):
         with _locked(store, path, "write", timeout, notify):
             recover(store)
     with _locked(store, path, "read", timeout, notify):

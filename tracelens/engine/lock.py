@@ -109,7 +109,11 @@ def writing(meta: Path, dataset: str, timeout: float, notify: Notify | None = No
 
 @contextmanager
 def reading(meta: Path, dataset: str, timeout: float, notify: Notify | None = None) -> Iterator[None]:
-    """Hold the read lock: no commit starts or ends while it is held."""
+    """Hold the read lock: no commit starts or ends while it is held. A dataset this user cannot write
+    (another user's, a read-only mount) is read without it: taking it would need to write its lock."""
+    if meta.is_dir() and not os.access(meta, os.W_OK):
+        yield
+        return
     lock = _lock(meta)
     _acquire(lock, "read", meta, dataset, timeout, notify)
     try:
