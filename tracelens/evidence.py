@@ -105,16 +105,16 @@ def read_source_lines(source: str, spans: list[tuple[int, int, int]]) -> dict[in
         raise
 
 
-def texts(keys: set[Key], lines: pl.DataFrame, kept: pl.DataFrame) -> dict[Key, str]:
-    """The text of each cited (source, line_no): ``kept`` (the `evidence` table) first, the rest read from
-    the sources by the offsets in ``lines``."""
+def texts(keys: set[Key], lines: pl.DataFrame, kept: pl.LazyFrame) -> dict[Key, str]:
+    """The text of each cited (source, line_no): ``kept`` (a scan of the `evidence` table, filtered
+    before it is loaded) first, the rest read from the sources by the offsets in ``lines``."""
     if not keys:
         return {}
     wanted = pl.DataFrame(list(keys), schema={C.SOURCE: pl.String, C.LINE_NO: pl.Int64}, orient="row")
     out: dict[Key, str] = {}
-    if kept.height:
-        hits = kept.join(wanted, on=[C.SOURCE, C.LINE_NO]).unique([C.SOURCE, C.LINE_NO])
-        out.update(((s, n), t) for s, n, t in hits.select(C.SOURCE, C.LINE_NO, C.TEXT).iter_rows())
+    near = kept.filter(pl.col(C.LINE_NO).is_in(wanted.get_column(C.LINE_NO).unique().implode()))
+    hits = near.collect().join(wanted, on=[C.SOURCE, C.LINE_NO]).unique([C.SOURCE, C.LINE_NO])
+    out.update(((s, n), t) for s, n, t in hits.select(C.SOURCE, C.LINE_NO, C.TEXT).iter_rows())
     found = pl.DataFrame(list(out), schema=wanted.schema, orient="row")
     missing = wanted.join(found, on=[C.SOURCE, C.LINE_NO], how="anti")
     where = lines.join(missing, on=[C.SOURCE, C.LINE_NO]).select(

@@ -73,7 +73,8 @@ def analyze(
     if paths is None:
         tables = paths_or_dataset
     elif len(paths) == 1 and Tables.is_dataset(paths[0]):
-        tables = Tables.read_dataset(paths[0])
+        # Evidence text stays on disk: only the cited lines are read from it.
+        tables = Tables.read_dataset(paths[0], skip=(T.EVIDENCE,))
     else:
         from tracelens.ingest import parse_paths
 
@@ -223,7 +224,7 @@ def _fill_evidence(findings: list[Finding], tables: Tables) -> None:
     """The text of each evidence line: kept in the dataset, or read from its source (only the few lines
     findings cite, one pass per source; see `tracelens.evidence`)."""
     wanted = {(e.source, e.line_no) for f in findings for e in f.evidence}
-    found = texts(wanted, tables[T.LINES], tables[T.EVIDENCE])
+    found = texts(wanted, tables[T.LINES], tables.scan(T.EVIDENCE))
     for finding in findings:
         finding.evidence = [
             Evidence(e.source, e.line_no, found.get((e.source, e.line_no), "")) for e in finding.evidence
