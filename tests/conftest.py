@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -22,3 +23,10 @@ def real_corpus() -> Path:
             f"the team's real corpus is absent ({REAL_CORPUS}): it lives in ../shared beside the checkout"
         )
     return REAL_CORPUS
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Commands parse logs into the cache under $XDG_CACHE_HOME: tests (and the commands they start)
+    use one of their own, never the user's."""
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 from tracelens.engine import EngineOptions, parse_to_dataset
 from tracelens.engine.store import META
+from tracelens.engine.task import EVIDENCE_KINDS
 from tracelens.ingest import parse_paths
 from tracelens.parsers import ParseOptions
 from tracelens.schema import TABLES, C, T
@@ -34,6 +35,15 @@ from conftest import SAMPLE_LOGS
 BASE_DATE = dt.date(2026, 11, 20)
 TRACELENS = [sys.executable, "-m", "tracelens.cli"]
 _KEYS = {T.FAULTS: [C.SOURCE, C.FIRST_LINE], T.RUNS: [C.SOURCE, C.RUN]}
+
+
+def _assert_evidence(evidence: pl.DataFrame, want: Tables) -> None:
+    """The engine's `evidence` (empty in memory) holds each line of the kinds findings cite, once. Which
+    decode lines it adds depends on where blocks were cut, and their text is checked in test_evidence."""
+    keys = [C.SOURCE, C.LINE_NO]
+    assert evidence.select(keys).is_unique().all()
+    cited = want[T.LINES].filter(pl.col(C.KIND).is_in(EVIDENCE_KINDS)).select(keys)
+    assert cited.join(evidence, on=keys, how="anti").height == 0
 
 
 def read_dataset(out: Path) -> dict[str, pl.DataFrame]:
@@ -49,6 +59,9 @@ def assert_same_tables(
         mine = got[table]
         if rename:
             mine = mine.with_columns(pl.col(C.SOURCE).replace(rename))
+        if table == T.EVIDENCE:
+            _assert_evidence(mine, want)
+            continue
         mine = mine.sort(keys, maintain_order=True)
         theirs = want[table].sort(keys, maintain_order=True)
         assert mine.schema == theirs.schema, table

@@ -6,15 +6,18 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 
-from tracelens import __version__, cli_live, cli_parse
+from tracelens import __version__, cli_dataset, cli_live, cli_parse
 from tracelens.analysis import Analysis
 from tracelens.analysis.expectations import Expectations
+from tracelens.cli_dataset import DatasetOpt, LockTimeoutOpt, NoCacheOpt, logs_dataset
 from tracelens.cli_options import (
     DEFAULT_STALL,
     BaselineOpt,
@@ -28,10 +31,9 @@ from tracelens.cli_options import (
     date_option,
     expectations_from,
 )
+from tracelens.engine.lock import DEFAULT_LOCK_TIMEOUT
 from tracelens.errors import InputError
-from tracelens.ingest import parse_paths
 from tracelens.parsers import ParseOptions
-from tracelens.progress import byte_progress
 from tracelens.render import (
     render_comparison,
     render_explanation,
@@ -39,7 +41,6 @@ from tracelens.render import (
     render_frame,
     render_summary,
 )
-from tracelens.sources import expand_paths
 from tracelens.tables import Tables
 
 app = typer.Typer(
@@ -60,7 +61,7 @@ SAMPLE_TIME_ONLY_DATE = "2024-09-02"
 Paths = Annotated[
     list[Path],
     typer.Argument(
-        help="Log files or directories (searched recursively); .gz/.zst/.bz2/.xz are read as they are.",
+        help="Log files, directories (searched recursively) or glob patterns, parsed into the cache (see --dataset); .gz/.zst/.bz2/.xz are read as they are, and each member of a .tar(.gz)/.tgz/.zip archive is a source of its own. Or one dataset written by `tracelens parse -o DIR`.",
         show_default=False,
         # tracelens checks paths itself, to report a bad one in one line.
         readable=False,
@@ -81,12 +82,27 @@ def _options(date: str | None) -> ParseOptions | None:
     return None if base_date is None else ParseOptions(base_date=base_date)
 
 
-def _parse(paths: list[Path], date: str | None, quiet: bool):
-    if len(paths) == 1 and Tables.is_dataset(paths[0]):  # the output of `tracelens parse -o DIR`
-        return Tables.read_dataset(paths[0])
-    files = expand_paths(paths)
-    with byte_progress(files, enabled=not quiet) as progress:
-        return parse_paths(files, _options(date), progress=progress)
+@dataclass(frozen=True)
+class _Logs:
+    """Where a command's logs are parsed to (see `cli_dataset.logs_dataset`)."""
+
+    date: str | None = None
+    quiet: bool = False
+    dataset: Path | None = None
+    no_cache: bool = False
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT
+
+    def open(self, paths: list[Path]):
+        base = _options(self.date)
+        return logs_dataset(
+            paths,
+            err,
+            base_date=base.base_date if base else None,
+            quiet=self.quiet,
+            dataset=self.dataset,
+            no_cache=self.no_cache,
+            lock_timeout=self.lock_timeout,
+        )
 
 
 def _version(value: bool) -> None:
@@ -121,12 +137,14 @@ def parse(
     range_size: cli_parse.RangeOpt = cli_parse.DEFAULTS["range"],
     date: DateOpt = None,
     quiet: QuietOpt = False,
+    lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT,
 ) -> None:
     """Parse logs into a Parquet dataset (a folder per table in OUTPUT), on all cores or a Dask cluster,
-    reading again only what changed. Exit code 1 when an input could not be read to its end."""
+    reading again only what changed. Exit code 1 when an input could not be read to its end. One writer
+    at a time: a second one waits for the first (see --lock-timeout)."""
     base = _options(date)
     options = cli_parse.engine_options(
-        jobs, executor, scheduler, block_size, range_size, base.base_date if base else None
+        jobs, executor, scheduler, block_size, range_size, base.base_date if base else None, lock_timeout
     )
     raise typer.Exit(cli_parse.run_parse(paths, output, options, quiet, out, err))
 
@@ -139,15 +157,21 @@ def summary(
     ] = False,
     date: DateOpt = None,
     quiet: QuietOpt = False,
+    dataset: DatasetOpt = None,
+    no_cache: NoCacheOpt = False,
+    lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT,
 ) -> None:
     """Per source and run: time span, lines by kind, speculative config, accept len and throughput, faults."""
     from tracelens.summary import summarize
 
-    result = summarize(_analysis(paths, date, quiet or as_json))
-    if as_json:
-        sys.stdout.write(json.dumps(result, indent=2) + "\n")
-    else:
-        render_summary(out, result)
+    def show(analysis: Analysis) -> None:
+        result = summarize(analysis)
+        if as_json:
+            sys.stdout.write(json.dumps(result, indent=2) + "\n")
+        else:
+            render_summary(out, result)
+
+    _analyse(paths, _Logs(date, quiet or as_json, dataset, no_cache, lock_timeout), show)
 
 
 @app.command()
@@ -177,19 +201,19 @@ def explain(
     render_explanation(out, result)
 
 
-def _analysis(
+def _analyse(
     paths: list[Path],
-    date: str | None,
-    quiet: bool,
+    logs: _Logs,
+    show: Callable[[Analysis], None],
     expectations: Expectations | None = None,
     baseline: str | None = None,
     stall_seconds: float = DEFAULT_STALL,
-) -> Analysis:
-    from tracelens.analysis import analyze_tables
+) -> None:
+    """Parse ``paths`` into their dataset, analyse it and ``show`` the result, under the dataset's read lock."""
+    from tracelens.analysis import analyze
 
-    return analyze_tables(
-        _parse(paths, date, quiet), expectations, baseline=baseline, stall_seconds=stall_seconds
-    )
+    with logs.open(paths) as folder:
+        show(analyze([folder], expectations, baseline=baseline, stall_seconds=stall_seconds))
 
 
 @app.command()
@@ -206,24 +230,31 @@ def check(
     as_json: Annotated[bool, typer.Option("--json", help="Print the findings as JSON.")] = False,
     date: DateOpt = None,
     quiet: QuietOpt = False,
+    dataset: DatasetOpt = None,
+    no_cache: NoCacheOpt = False,
+    lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT,
 ) -> None:
-    """Print findings grouped by run, the most severe first. Exit 1 when any error-level finding exists,
-    0 otherwise (2 on bad usage): made to gate CI."""
+    """Print findings grouped by run, the most severe first. Exit 1 when any error-level finding exists
+    or an input could not be read to its end, 0 otherwise (2 on bad usage): made to gate CI."""
     expect = expectations_from(
         draft_config, target_config, expectations_file, expect_aux, hidden_size, embed_capture
     )
-    result = _analysis(paths, date, quiet or as_json, expect, baseline, stall_seconds)
-    if as_json:
-        payload = {
-            "errors": len(result.errors),
-            "verdicts": [v.to_json() for v in result.verdicts],
-            "findings": [f.to_json() for f in result.findings],
-        }
-        sys.stdout.write(json.dumps(payload, indent=2) + "\n")
-    else:
-        render_findings(out, result)
-    if result.errors:
-        raise typer.Exit(1)
+
+    def show(result: Analysis) -> None:
+        if as_json:
+            payload = {
+                "errors": len(result.errors),
+                "verdicts": [v.to_json() for v in result.verdicts],
+                "findings": [f.to_json() for f in result.findings],
+            }
+            sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+        else:
+            render_findings(out, result)
+        if result.errors:
+            raise typer.Exit(1)
+
+    logs = _Logs(date, quiet or as_json, dataset, no_cache, lock_timeout)
+    _analyse(paths, logs, show, expect, baseline, stall_seconds)
 
 
 @app.command()
@@ -232,10 +263,14 @@ def compare(
     baseline: BaselineOpt = None,
     date: DateOpt = None,
     quiet: QuietOpt = False,
+    dataset: DatasetOpt = None,
+    no_cache: NoCacheOpt = False,
+    lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT,
 ) -> None:
     """The run comparison: acceptance, throughput and speedup over the baseline (95% interval) at matched
     batch sizes, with what changed in the server args."""
-    render_comparison(out, _analysis(paths, date, quiet, baseline=baseline))
+    logs = _Logs(date, quiet, dataset, no_cache, lock_timeout)
+    _analyse(paths, logs, lambda analysis: render_comparison(out, analysis), baseline=baseline)
 
 
 def _write_report(analysis: Analysis, output: Path, title: str | None) -> None:
@@ -271,14 +306,20 @@ def report(
     stall_seconds: StallOpt = DEFAULT_STALL,
     date: DateOpt = None,
     quiet: QuietOpt = False,
+    dataset: DatasetOpt = None,
+    no_cache: NoCacheOpt = False,
+    lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT,
 ) -> None:
     """Write one self-contained HTML report (Plotly inside, opens offline): run cards, acceptance and
     throughput over time, the run comparison with its server-args diff, findings with their log lines,
-    the start-up timeline and faults."""
+    the start-up timeline and faults. Exit 1 when an input could not be read to its end."""
     expect = expectations_from(
         draft_config, target_config, expectations_file, expect_aux, hidden_size, embed_capture
     )
-    _write_report(_analysis(paths, date, quiet, expect, baseline, stall_seconds), output, title)
+    logs = _Logs(date, quiet, dataset, no_cache, lock_timeout)
+    _analyse(
+        paths, logs, lambda analysis: _write_report(analysis, output, title), expect, baseline, stall_seconds
+    )
 
 
 @app.command()
@@ -294,15 +335,19 @@ def sql(
     csv: Annotated[bool, typer.Option("--csv", help="Print CSV instead of a table.")] = False,
     date: DateOpt = None,
     quiet: QuietOpt = False,
+    dataset: DatasetOpt = None,
+    no_cache: NoCacheOpt = False,
+    lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT,
 ) -> None:
     """Run SQL (polars SQL) over every table of the parsed logs."""
     from tracelens.query import run_sql
 
-    frame = run_sql(_parse(paths, date, quiet or csv), query)
-    if csv:
-        sys.stdout.write(frame.write_csv())
-    else:
-        render_frame(out, frame)
+    with _Logs(date, quiet or csv, dataset, no_cache, lock_timeout).open(paths) as folder:
+        frame = run_sql(Tables.read_dataset(folder), query)
+        if csv:
+            sys.stdout.write(frame.write_csv())
+        else:
+            render_frame(out, frame)
 
 
 @app.command()
@@ -312,6 +357,8 @@ def demo(
         Path, typer.Option("-o", "--output", help="Where to write the HTML report of the logs.")
     ] = Path("report.html"),
     quiet: QuietOpt = False,
+    no_cache: NoCacheOpt = False,
+    lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT,
 ) -> None:
     """Parse the bundled sample logs (an EAGLE-3 tuning story), print their summary and write their HTML
     report."""
@@ -322,12 +369,16 @@ def demo(
     # The one time-only sample (era_2024_timeonly.log) was recorded from 2 Sep 2024; without a date it
     # would take the checkout's file time and land in today's report axis.
     date = SAMPLE_TIME_ONLY_DATE if logs == SAMPLE_LOGS else None
-    analysis = _analysis([logs], date, quiet)
-    render_summary(out, summarize(analysis))
-    _write_report(analysis, output, None)
+
+    def show(analysis: Analysis) -> None:
+        render_summary(out, summarize(analysis))
+        _write_report(analysis, output, None)
+
+    _analyse([logs], _Logs(date, quiet, None, no_cache, lock_timeout), show)
 
 
 cli_live.register(app)  # tui and follow
+app.command()(cli_dataset.cache)
 
 
 def main() -> None:

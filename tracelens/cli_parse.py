@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from tracelens.cli_dataset import report_problems
 from tracelens.engine import EngineOptions, Report, parse_to_dataset
 from tracelens.engine.executors import EXECUTORS, LOCAL
 from tracelens.engine.plan import DEFAULT_BLOCK_BYTES, DEFAULT_RANGE_BYTES
@@ -85,11 +86,14 @@ def run_parse(
     err: Console,
 ) -> int:
     """Parse, print what was written, and return the exit code (1 when an input was skipped)."""
+
+    def notify(text: str) -> None:
+        err.print(f"tracelens: {text}", markup=False)
+
     with engine_progress(quiet) as progress:
-        report = parse_to_dataset(paths, output, options, progress)
+        report = parse_to_dataset(paths, output, options, progress, notify)
     render_report(out, report, output)
-    for problem in report.problems:
-        err.print(f"tracelens: skipped: {problem}", markup=False)
+    report_problems(err, report.problems)
     return 1 if report.problems else 0
 
 
@@ -110,7 +114,13 @@ def render_report(console: Console, report: Report, output: str) -> None:
 
 
 def engine_options(
-    jobs: int | None, executor: str, scheduler: str | None, block: str, range_: str, base_date
+    jobs: int | None,
+    executor: str,
+    scheduler: str | None,
+    block: str,
+    range_: str,
+    base_date,
+    lock_timeout: float,
 ) -> EngineOptions:
     if executor not in EXECUTORS:
         raise InputError(f"--executor must be one of {', '.join(EXECUTORS)}, got {executor!r}")
@@ -121,6 +131,7 @@ def engine_options(
         block_bytes=parse_size(block, "--block-size"),
         range_bytes=parse_size(range_, "--range-size"),
         base_date=base_date,
+        lock_timeout=lock_timeout,
     )
 
 

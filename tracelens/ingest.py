@@ -9,16 +9,17 @@ from pathlib import Path
 import polars as pl
 
 from tracelens.errors import InputError
+from tracelens.evidence import open_member, read_source_lines, split_source
 from tracelens.parsers import ParseOptions, ParseState, parse_lines
 from tracelens.parsers.explain import Explanation, explain
 from tracelens.parsers.finalize import finalize
 from tracelens.schema import C, T
 from tracelens.sources import (
     DEFAULT_BLOCK_BYTES,
+    blocks_from_stream,
     expand_paths,
     iter_blocks,
     lines_of_text,
-    read_line_at,
 )
 from tracelens.stream import parse_blocks
 from tracelens.tables import Tables
@@ -77,12 +78,26 @@ def explain_text(text: str, options: ParseOptions | None = None) -> Explanation:
 
 def explain_file_line(path: Path, line_no: int, options: ParseOptions | None = None) -> Explanation:
     """How line ``line_no`` of ``path`` is read, in the context of the whole file (a traceback line
-    belongs to the fault above it)."""
-    files = expand_paths([path])
-    tables = finalize(parse_source(files[0], options))
+    belongs to the fault above it). ``path`` may name an archive member as `check` prints it,
+    `archive.tar.gz:dir/member.log`."""
+    archive, member = split_source(str(path))
+    if member is None:
+        files = expand_paths([path])
+        source, opts = str(files[0]), _options_for(files[0], options)
+        tables = finalize(parse_source(files[0], opts))
+    else:
+        source, opts = str(path), _options_for(archive, options)
+        try:
+            with open_member(archive, member) as fh:
+                tables = finalize(
+                    Tables.concat(p.tables for p in parse_blocks(blocks_from_stream(fh, source), opts))
+                )
+        except (KeyError, FileNotFoundError) as exc:
+            raise InputError(f"{member} is not a member of {archive}") from exc
     rows = tables[T.LINES].filter(pl.col(C.LINE_NO) == line_no)
     if not rows.height:
         raise InputError(f"{path} has {tables[T.LINES].height} lines; there is no line {line_no}")
     row = rows.row(0, named=True)
-    text = read_line_at(files[0], row[C.BYTE_OFFSET], row[C.BYTE_LEN])
-    return explain(tables, str(files[0]), line_no, text, _options_for(files[0], options).base_date)
+    spans = [(line_no, row[C.BYTE_OFFSET], row[C.BYTE_LEN])]
+    text = read_source_lines(source, spans).get(line_no, "")
+    return explain(tables, source, line_no, text, opts.base_date)

@@ -32,6 +32,9 @@ class T:
     FOREIGN = "foreign"
     MESSAGES = "messages"
     UNPARSED = "unparsed"
+    # The text of the lines findings may cite (written by the batch engine, empty in memory): evidence
+    # keeps its text when the source is compressed, in an archive, moved or deleted.
+    EVIDENCE = "evidence"
 
 
 class C:
@@ -417,6 +420,7 @@ SCHEMAS: dict[str, pa.Schema] = {
         [*_COMMON, (C.LEVEL, pa.string()), (C.LOGGER, pa.string()), (C.MESSAGE, pa.string())]
     ),
     T.UNPARSED: pa.schema([(C.SOURCE, pa.string()), (C.LINE_NO, pa.int64()), (C.TEXT, pa.string())]),
+    T.EVIDENCE: pa.schema([(C.SOURCE, pa.string()), (C.LINE_NO, pa.int64()), (C.TEXT, pa.string())]),
 }
 
 TABLES: tuple[str, ...] = tuple(SCHEMAS)

@@ -22,6 +22,7 @@ class Tables:
     """Named polars frames, one per table of `schema.SCHEMAS` (plus the working `_parts`)."""
 
     frames: dict[str, pl.DataFrame]
+    folder: Path | None = None  # the dataset they were read from, for tables left on disk (`skip`)
 
     def __getitem__(self, name: str) -> pl.DataFrame:
         return self.frames.get(name, empty(name) if name in TABLES else pl.DataFrame())
@@ -40,18 +41,27 @@ class Tables:
         return path.is_dir() and (path / DATASET_META).is_dir() and (path / "lines").is_dir()
 
     @staticmethod
-    def read_dataset(path: Path) -> Tables:
-        """The tables of a dataset written by `tracelens parse -o`, ready to analyse."""
+    def read_dataset(path: Path, skip: Iterable[str] = ()) -> Tables:
+        """The tables of a dataset written by `tracelens parse -o`, ready to analyse; those in ``skip``
+        stay on disk (empty here; `scan` reads them)."""
         frames = {}
         for name in TABLES:
-            parts = sorted((path / name).glob("*.parquet"))
+            parts = sorted((path / name).glob("*.parquet")) if name not in skip else []
             frames[name] = (
                 pl.concat([pl.read_parquet(p) for p in parts], how="vertical_relaxed")
                 if parts
                 else empty(name)
             )
         frames[T.LINES] = frames[T.LINES].sort(C.SOURCE, C.LINE_NO)
-        return Tables(frames)
+        return Tables(frames, folder=path)
+
+    def scan(self, name: str) -> pl.LazyFrame:
+        """A table as a lazy frame: from the dataset's files when it was left on disk."""
+        if self.folder is not None and not self[name].height:
+            parts = sorted((self.folder / name).glob("*.parquet"))
+            if parts:
+                return pl.scan_parquet(parts)
+        return self[name].lazy()
 
     def write_parquet(self, out_dir: Path) -> dict[str, Path]:
         out_dir.mkdir(parents=True, exist_ok=True)

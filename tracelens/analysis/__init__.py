@@ -22,9 +22,9 @@ from tracelens.analysis.expectations import Expectations, describe_capture
 from tracelens.analysis.findings import Evidence, Finding, sort_findings
 from tracelens.analysis.runs import RUN_KEY, interesting_runs, label_expr, with_labels
 from tracelens.analysis.verdicts import Verdict
+from tracelens.evidence import texts
 from tracelens.parsers import ParseOptions
 from tracelens.schema import A, C, T
-from tracelens.sources import read_line_at
 from tracelens.tables import Tables
 
 __all__ = ["Analysis", "Evidence", "Expectations", "Finding", "Verdict", "analyze", "analyze_tables"]
@@ -75,7 +75,8 @@ def analyze(
     if paths is None:
         tables = paths_or_dataset
     elif len(paths) == 1 and Tables.is_dataset(paths[0]):
-        tables = Tables.read_dataset(paths[0])
+        # Evidence text stays on disk: only the cited lines are read from it.
+        tables = Tables.read_dataset(paths[0], skip=(T.EVIDENCE,))
     else:
         from tracelens.ingest import parse_paths
 
@@ -243,21 +244,11 @@ def _overview(
 
 
 def _fill_evidence(findings: list[Finding | Verdict], tables: Tables) -> None:
-    """Read each evidence line's text from its file (lazily: only the few lines findings cite)."""
+    """The text of each evidence line: kept in the dataset, or read from its source (only the few lines
+    findings cite, one pass per source; see `tracelens.evidence`)."""
     wanted = {(e.source, e.line_no) for f in findings for e in f.evidence}
-    if not wanted:
-        return
-    keys = pl.DataFrame(list(wanted), schema={C.SOURCE: pl.String, C.LINE_NO: pl.Int64}, orient="row")
-    where = (
-        tables[T.LINES]
-        .join(keys, on=[C.SOURCE, C.LINE_NO])
-        .select(C.SOURCE, C.LINE_NO, C.BYTE_OFFSET, C.BYTE_LEN)
-    )
-    texts: dict[tuple[str, int], str] = {}
-    for source, line_no, offset, length in where.iter_rows():
-        path = Path(source)
-        texts[(source, line_no)] = read_line_at(path, offset, length) if path.is_file() else ""
+    found = texts(wanted, tables[T.LINES], tables.scan(T.EVIDENCE))
     for finding in findings:
         finding.evidence = [
-            Evidence(e.source, e.line_no, texts.get((e.source, e.line_no), "")) for e in finding.evidence
+            Evidence(e.source, e.line_no, found.get((e.source, e.line_no), "")) for e in finding.evidence
         ]

@@ -8,12 +8,14 @@ import hashlib
 from dataclasses import asdict
 from typing import Any
 
+from tracelens import __version__
 from tracelens.engine.inputs import Input
 from tracelens.engine.plan import Unit
 from tracelens.engine.task import SourceResult, TaskResult
 
 MANIFEST = ".tracelens/manifest.json"
 JOURNAL = ".tracelens/journal.json"
+# The dataset format: a dataset of another format is refused (exit 2), never rewritten in place.
 VERSION = 1
 _SAMPLE = 64 << 10
 
@@ -88,4 +90,11 @@ def sources_of(task: dict[str, Any]) -> list[SourceResult]:
 
 
 def empty() -> dict[str, Any]:
-    return {"version": VERSION, "inputs": {}, "tasks": {}, "faults": {}, "sources": {}}
+    return {
+        "version": VERSION,
+        "tracelens": __version__,
+        "inputs": {},
+        "tasks": {},
+        "faults": {},
+        "sources": {},
+    }

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import tarfile
 import zipfile
+from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +30,7 @@ from tracelens.schema import TABLES, C, Kind, T
 from tracelens.sources import (
     Block,
     _looks_like_log,
+    block_lines,
     blocks_from_stream,
     decompressing,
     is_read_error,
@@ -39,6 +41,11 @@ from tracelens.tables import PARTS
 
 # Tables a task writes as they are; `faults` and `runs` are built at commit.
 DIRECT_TABLES = tuple(t for t in TABLES if t not in (T.FAULTS, T.RUNS))
+# Lines whose text the `evidence` table keeps: the kinds findings cite, few against the bulk (batch,
+# http, foreign lines), plus the first and last decode lines of each run in a block (acceptance
+# findings cite a run's first ones). Other cited lines are read from their source by offset.
+EVIDENCE_KINDS = (Kind.FAULT, Kind.LIFECYCLE, Kind.DEBUG, Kind.SPEC_METRICS, Kind.MESSAGE, Kind.UNPARSED)
+EDGE_LINES = 3
 
 
 @dataclass
@@ -127,7 +134,8 @@ class SourceCollector:
         self.spans: list[pl.DataFrame] = []
         self.state = ParseState(run=result.run_offset)
 
-    def add(self, parsed: Parsed) -> None:
+    def add(self, parsed: Parsed, texts: pl.DataFrame | None = None) -> None:
+        """``texts``: (line_no, text) of the blocks this one's lines may come from, for `evidence`."""
         tables, self.state = parsed.tables, parsed.state
         lines = tables.frames.get(T.LINES)
         if lines is not None and lines.height:
@@ -135,6 +143,8 @@ class SourceCollector:
             for kind, n in lines.get_column(C.KIND).value_counts().iter_rows():
                 self.result.lines_by_kind[kind] = self.result.lines_by_kind.get(kind, 0) + n
             self.spans.append(run_spans(lines))
+            if texts is not None:
+                self.writer.add(T.EVIDENCE, _evidence(lines, tables.frames.get(T.BATCHES), texts))
         for table in DIRECT_TABLES:
             if table != T.SERVER_ARGS and table in tables.frames:
                 self.writer.add(table, tables.frames[table])
@@ -177,6 +187,39 @@ class SourceCollector:
                     ]
                 )
         return result
+
+
+def _evidence(lines: pl.DataFrame, batches: pl.DataFrame | None, texts: pl.DataFrame) -> pl.DataFrame:
+    """The `evidence` rows of a block: its lines of the kinds findings cite, and the first and last decode
+    lines of each run, with their text."""
+    wanted = lines.filter(pl.col(C.KIND).is_in(EVIDENCE_KINDS)).select(C.SOURCE, C.LINE_NO)
+    if batches is not None and batches.height:
+        decode = batches.filter(pl.col(C.PHASE) == "decode").select(C.SOURCE, C.RUN, C.LINE_NO)
+        edges = pl.concat(
+            [
+                decode.group_by(C.RUN, maintain_order=True).head(EDGE_LINES),
+                decode.group_by(C.RUN, maintain_order=True).tail(EDGE_LINES),
+            ]
+        )
+        wanted = pl.concat([wanted, edges.select(C.SOURCE, C.LINE_NO)]).unique(maintain_order=True)
+    return wanted.join(texts, on=C.LINE_NO, how="inner").select(C.SOURCE, C.LINE_NO, C.TEXT)
+
+
+class _Recorded:
+    """Blocks of a stream, keeping the (line_no, text) frames of the last few: a parsed block's lines
+    come from it and from the lines held back of the block before it."""
+
+    def __init__(self, blocks: Iterable[Block]) -> None:
+        self.blocks = blocks
+        self.frames: deque[pl.DataFrame] = deque(maxlen=3)
+
+    def __iter__(self) -> Iterator[Block]:
+        for block in self.blocks:
+            self.frames.append(block_lines(block).select(C.LINE_NO, C.TEXT))
+            yield block
+
+    def texts(self) -> pl.DataFrame:
+        return pl.concat(list(self.frames)) if self.frames else pl.DataFrame()
 
 
 def _split_open(
@@ -222,11 +265,12 @@ def _parse_stream(
     blocks = _Guarded(
         blocks_from_stream(fh, result.source, block_bytes, result.start, result.first_line, limit)
     )
+    recorded = _Recorded(blocks)
     collector = SourceCollector(writer, result)
     read = result.start
-    for parsed in parse_blocks(blocks, options, collector.state):
+    for parsed in parse_blocks(recorded, options, collector.state):
         read += parsed.bytes_read
-        collector.add(parsed)
+        collector.add(parsed, recorded.texts())
     out = collector.finish(read)
     if blocks.error is not None:
         out.error = str(blocks.error)

@@ -1,0 +1,159 @@
+"""How the commands that take log paths get their dataset: one pipeline for all of them.
+
+Log paths are parsed by the batch engine (`tracelens.engine`) into a dataset (the cache's, one named by
+`--dataset`, or a temporary one with `--no-cache`), which is then analysed under its read lock. The
+output of `tracelens parse -o DIR`, given as the only path, is read as it is. An input that could not be
+read to its end is kept up to where it broke, named on stderr, and makes the command exit 1.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from tracelens.engine import EngineOptions, parse_to_dataset, reading_dataset
+from tracelens.engine.cache import clear, dataset_for, entries, mark_used, resolve_args
+from tracelens.engine.lock import DEFAULT_LOCK_TIMEOUT
+from tracelens.errors import InputError
+from tracelens.progress import engine_progress
+from tracelens.tables import Tables
+
+_PANEL = "Dataset and cache"
+
+DatasetOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--dataset",
+        help="Parse the logs into this dataset folder (created, or brought up to date: unchanged logs are skipped) and keep it, instead of the cache.",
+        rich_help_panel=_PANEL,
+    ),
+]
+NoCacheOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-cache",
+        help="Parse into a temporary dataset deleted at the end: nothing is read from or written to the cache.",
+        rich_help_panel=_PANEL,
+    ),
+]
+LockTimeoutOpt = Annotated[
+    float,
+    typer.Option(
+        "--lock-timeout",
+        min=0,
+        help="Seconds to wait for a dataset another tracelens process is writing (a message says who); then exit 2. 0: do not wait.",
+        rich_help_panel=_PANEL,
+    ),
+]
+
+
+def report_problems(err: Console, problems: list[str]) -> None:
+    """Inputs read only in part (or not at all): one line each, the same in every command."""
+    for problem in problems:
+        err.print(f"tracelens: skipped: {problem}", markup=False)
+
+
+@contextmanager
+def logs_dataset(
+    paths: list[Path],
+    err: Console,
+    *,
+    base_date=None,
+    quiet: bool = False,
+    dataset: Path | None = None,
+    no_cache: bool = False,
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+) -> Iterator[Path]:
+    """Yield the folder of a dataset that holds ``paths`` (up to date), under its read lock. After the
+    caller is done: the inputs read only in part are named, and the exit code is 1."""
+
+    def notify(text: str) -> None:  # waiting for a lock: said even with -q, or a wait would look like a hang
+        err.print(f"tracelens: {text}", markup=False)
+
+    if len(paths) == 1 and Tables.is_dataset(paths[0]):  # the output of `tracelens parse -o DIR`
+        if dataset is not None or no_cache:
+            raise InputError(f"{paths[0]} is a dataset already: --dataset and --no-cache are for log paths")
+        with reading_dataset(str(paths[0]), lock_timeout, notify) as manifest:
+            problems = [e for s in manifest.get("sources", {}).values() for e in s["errors"]]
+            with _naming(err, problems):
+                yield paths[0]
+        _finish(problems)
+        return
+    if dataset is not None and no_cache:
+        raise InputError("--dataset and --no-cache exclude each other")
+    resolved = resolve_args([str(p) for p in paths])
+    temporary = Path(tempfile.mkdtemp(prefix="tracelens-")) if no_cache else None
+    try:
+        cached = temporary is None and dataset is None
+        target = temporary or dataset or dataset_for(resolved, base_date)
+        options = EngineOptions(base_date=base_date, lock_timeout=lock_timeout)
+        # The bar only on a terminal: piped output (CI, `| jq`) stays what the command prints.
+        with engine_progress(quiet or not sys.stderr.isatty()) as progress:
+            try:
+                report = parse_to_dataset(resolved, str(target), options, progress, notify)
+            except InputError as exc:
+                if cached and str(target) in str(exc):
+                    raise InputError(f"{exc} (the cache; --no-cache or --dataset DIR avoid it)") from exc
+                raise
+        if cached:
+            mark_used(target)
+        with reading_dataset(str(target), lock_timeout, notify), _naming(err, report.problems):
+            yield target
+        _finish(report.problems)
+    finally:
+        if temporary is not None:
+            shutil.rmtree(temporary, ignore_errors=True)
+
+
+@contextmanager
+def _naming(err: Console, problems: list[str]) -> Iterator[None]:
+    """Name the inputs read in part after the command's own output, whatever its outcome."""
+    try:
+        yield
+    finally:
+        report_problems(err, problems)
+
+
+def _finish(problems: list[str]) -> None:
+    if problems:
+        raise typer.Exit(1)
+
+
+def cache(
+    clear_all: Annotated[
+        bool, typer.Option("--clear", help="Delete every cached dataset (those in use are left).")
+    ] = False,
+    older_than: Annotated[
+        float | None,
+        typer.Option(
+            "--older-than", min=0, help="With --clear: only the datasets unused for this many days."
+        ),
+    ] = None,
+) -> None:
+    """Where the cache of parsed logs lives, what it holds and how big it is; --clear empties it."""
+    from tracelens.engine.cache import cache_root
+
+    out = Console(highlight=False, soft_wrap=True)
+    if older_than is not None and not clear_all:
+        raise InputError("--older-than goes with --clear")
+    if clear_all:
+        deleted, freed, left = clear(older_than)
+        out.print(f"deleted {deleted} cached dataset(s), {freed / 1e6:,.1f} MB freed", markup=False)
+        for message in left:
+            out.print(f"left: {message}", markup=False)
+        return
+    found = entries()
+    total = sum(e.bytes for e in found)
+    out.print(f"{cache_root()}: {len(found)} dataset(s), {total / 1e6:,.1f} MB", markup=False)
+    for entry in found:
+        first = entry.inputs[0] if entry.inputs else "(empty)"
+        more = f" and {len(entry.inputs) - 1} more" if len(entry.inputs) > 1 else ""
+        out.print(f"  {entry.folder.name}  {entry.bytes / 1e6:8,.1f} MB  {first}{more}", markup=False)

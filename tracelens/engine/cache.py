@@ -1,0 +1,123 @@
+"""The cache of datasets behind the commands that take log paths (`summary`, `check`, `report`, ...).
+
+Each set of command-line paths (resolved: `logs/` from two folders are two keys, the same folder named
+two ways is one) and `--date` has its own dataset under `$XDG_CACHE_HOME/tracelens/datasets/<key>`
+(`~/.cache/tracelens/...` without the variable). The key holds the paths, not the files found under
+them, so a folder that gained a log keeps its dataset and the engine reads only the new file.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from tracelens.engine import manifest as mf
+from tracelens.engine.lock import writing
+from tracelens.engine.store import META
+from tracelens.errors import InputError
+
+_GLOB_CHARS = "*?["
+_USED = "used"  # touched in the metadata folder each time a command uses the dataset
+
+
+def cache_root() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "tracelens"
+
+
+def datasets_root() -> Path:
+    return cache_root() / "datasets"
+
+
+def resolve_args(paths: list[str]) -> list[str]:
+    """Absolute paths (symlinks resolved) and absolute glob patterns; a missing path is left as given,
+    for `discover` to report."""
+    out = []
+    for raw in paths:
+        path = Path(raw).expanduser()
+        if path.exists():
+            out.append(str(path.resolve()))
+        elif any(ch in raw for ch in _GLOB_CHARS):
+            out.append(os.path.abspath(path))
+        else:
+            out.append(raw)
+    return out
+
+
+def key_of(resolved: list[str], base_date: dt.date | None) -> str:
+    text = json.dumps({"paths": sorted(set(resolved)), "date": base_date.isoformat() if base_date else None})
+    return hashlib.blake2b(text.encode(), digest_size=10).hexdigest()
+
+
+def dataset_for(resolved: list[str], base_date: dt.date | None) -> Path:
+    """The cache dataset of these paths. One of an older dataset format is dropped (a cache can always
+    be rebuilt), unlike a dataset the user named, which is refused."""
+    folder = datasets_root() / key_of(resolved, base_date)
+    try:
+        version = json.loads((folder / mf.MANIFEST).read_text()).get("version")
+    except OSError:  # none yet; or unreadable, which the engine reports in one line when it opens it
+        return folder
+    except ValueError:  # half a manifest: a cache is rebuilt rather than refused
+        version = None
+    if version != mf.VERSION:
+        shutil.rmtree(folder, ignore_errors=True)
+    return folder
+
+
+def mark_used(folder: Path) -> None:
+    """For `tracelens cache` (most recently used first) and `cache --clear --older-than DAYS`."""
+    (folder / META / _USED).touch()
+
+
+@dataclass(frozen=True)
+class Entry:
+    folder: Path
+    inputs: list[str]
+    bytes: int
+    used: float
+
+
+def _size(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+
+
+def entries() -> list[Entry]:
+    """The cached datasets, most recently used first."""
+    root = datasets_root()
+    out = []
+    for folder in sorted(root.iterdir()) if root.is_dir() else []:
+        if not folder.is_dir():
+            continue
+        try:
+            inputs = sorted(json.loads((folder / mf.MANIFEST).read_text())["inputs"])
+        except (OSError, ValueError, KeyError):
+            inputs = []
+        used = folder / META / _USED
+        out.append(Entry(folder, inputs, _size(folder), used.stat().st_mtime if used.exists() else 0.0))
+    return sorted(out, key=lambda e: -e.used)
+
+
+def clear(older_than_days: float | None = None) -> tuple[int, int, list[str]]:
+    """Delete cached datasets (all, or those unused for ``older_than_days``). One that a running command
+    holds is left alone. Returns (datasets deleted, bytes freed, messages about those left)."""
+    deleted = freed = 0
+    left = []
+    cutoff = None if older_than_days is None else time.time() - older_than_days * 86400
+    for entry in entries():
+        if cutoff is not None and entry.used >= cutoff:
+            continue
+        try:
+            with writing(entry.folder / META, str(entry.folder), timeout=0):
+                shutil.rmtree(entry.folder)
+        except InputError as exc:
+            left.append(str(exc))
+            continue
+        deleted += 1
+        freed += entry.bytes
+    return deleted, freed, left
