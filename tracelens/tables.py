@@ -8,7 +8,7 @@ from pathlib import Path
 
 import polars as pl
 
-from tracelens.schema import TABLES, C, T, empty
+from tracelens.schema import TABLES, C, T, conform_parts, empty
 
 # The dataset's hidden metadata folder (manifest, journal), as the batch engine names it.
 DATASET_META = ".tracelens"
@@ -45,11 +45,7 @@ class Tables:
         frames = {}
         for name in TABLES:
             parts = sorted((path / name).glob("*.parquet"))
-            frames[name] = (
-                pl.concat([pl.read_parquet(p) for p in parts], how="vertical_relaxed")
-                if parts
-                else empty(name)
-            )
+            frames[name] = conform_parts(name, [pl.read_parquet(p) for p in parts])
         frames[T.LINES] = frames[T.LINES].sort(C.SOURCE, C.LINE_NO)
         return Tables(frames)
 
