@@ -13,7 +13,7 @@ Literal path, before both (issue 11): the bulk of a block's batch lines share on
 `key: value, key: value, ...` with known keys and plain values. The layouts are learnt from the shapes
 of the block's first lines; a line is of a layout when one anchored regex without captures matches it
 (the keys in order, one plain value each), and its values are then read with no regex: split on `, `,
-slice each key off. Lines of no layout go on to the shape path (tests/test_batch_paths.py checks that
+slice each key off. Lines of no layout go on to the shape path (tests/test_literal_paths.py checks that
 the three paths give the same rows).
 """
 
