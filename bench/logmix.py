@@ -90,6 +90,22 @@ def _crash(ts: str) -> list[str]:
     return lines
 
 
+def _decode_line(p: str, rng: random.Random, running: int, steps: int) -> str:
+    accept = 1.5 + rng.random() * 2
+    return (
+        f"{p}Decode batch, #running-req: {running}, #token: {running * rng.randint(300, 900)}, "
+        f"token usage: {rng.random():.2f}, accept len: {accept:.2f}, accept rate: {accept / (steps + 1):.2f}, "
+        f"cuda graph: True, gen throughput (token/s): {rng.uniform(40, 120):.2f}, #queue-req: {rng.randint(0, 5)}, "
+    )
+
+
+def _prefill_line(p: str, rng: random.Random, running: int) -> str:
+    return (
+        f"{p}Prefill batch, #new-seq: 1, #new-token: {rng.randint(10, 4000)}, #cached-token: {rng.randint(0, 500)}, "
+        f"token usage: {rng.random():.2f}, #running-req: {running}, #queue-req: 0, "
+    )
+
+
 def generate(path: Path, size: int, seed: int = 3) -> None:
     """Write about ``size`` bytes of log to ``path``."""
     rng = random.Random(seed)
@@ -111,17 +127,9 @@ def generate(path: Path, size: int, seed: int = 3) -> None:
             for tp in range(RANKS):
                 p = f"[{ts} TP{tp}] "
                 running = rng.randint(1, 48)
-                accept = 1.5 + rng.random() * 2
-                out.append(
-                    f"{p}Decode batch, #running-req: {running}, #token: {running * rng.randint(300, 900)}, "
-                    f"token usage: {rng.random():.2f}, accept len: {accept:.2f}, accept rate: {accept / (steps + 1):.2f}, "
-                    f"cuda graph: True, gen throughput (token/s): {rng.uniform(40, 120):.2f}, #queue-req: {rng.randint(0, 5)}, "
-                )
+                out.append(_decode_line(p, rng, running, steps))
                 if rng.random() < 0.15:
-                    out.append(
-                        f"{p}Prefill batch, #new-seq: 1, #new-token: {rng.randint(10, 4000)}, #cached-token: {rng.randint(0, 500)}, "
-                        f"token usage: {rng.random():.2f}, #running-req: {running}, #queue-req: 0, "
-                    )
+                    out.append(_prefill_line(p, rng, running))
                 if tp == 0:
                     for layer in (2, 30, 58):
                         out.append(
@@ -174,17 +182,9 @@ def _mix_line(kind: str, rng: random.Random, ts: str, steps: int) -> str:
     p = f"[{ts} TP{tp}] "
     running = rng.randint(1, 48)
     if kind == "decode":
-        accept = 1.5 + rng.random() * 2
-        return (
-            f"{p}Decode batch, #running-req: {running}, #token: {running * rng.randint(300, 900)}, "
-            f"token usage: {rng.random():.2f}, accept len: {accept:.2f}, accept rate: {accept / (steps + 1):.2f}, "
-            f"cuda graph: True, gen throughput (token/s): {rng.uniform(40, 120):.2f}, #queue-req: {rng.randint(0, 5)}, "
-        )
+        return _decode_line(p, rng, running, steps)
     if kind == "prefill":
-        return (
-            f"{p}Prefill batch, #new-seq: 1, #new-token: {rng.randint(10, 4000)}, #cached-token: {rng.randint(0, 500)}, "
-            f"token usage: {rng.random():.2f}, #running-req: {running}, #queue-req: 0, "
-        )
+        return _prefill_line(p, rng, running)
     if kind == "debug":
         which = rng.randrange(4)
         if which == 0:
