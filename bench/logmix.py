@@ -5,6 +5,9 @@ then mostly Decode/Prefill statistics from several TP ranks, hand-added `EAGLE3_
 (with and without SGLang's prefix), HTTP access lines, warnings (SGLang's own, Python's, vLLM-style),
 tqdm bars, and now and then a crash: interleaved tracebacks from every rank. Same size and seed, same
 bytes.
+
+`generate_mix` writes the second bench log, the mix of issue 11: by lines 60% `Decode batch`, 10%
+`Prefill batch`, 20% `EAGLE3_DEBUG`, 10% access lines, and a few warnings and tracebacks.
 """
 
 from __future__ import annotations
@@ -87,6 +90,22 @@ def _crash(ts: str) -> list[str]:
     return lines
 
 
+def _decode_line(p: str, rng: random.Random, running: int, steps: int) -> str:
+    accept = 1.5 + rng.random() * 2
+    return (
+        f"{p}Decode batch, #running-req: {running}, #token: {running * rng.randint(300, 900)}, "
+        f"token usage: {rng.random():.2f}, accept len: {accept:.2f}, accept rate: {accept / (steps + 1):.2f}, "
+        f"cuda graph: True, gen throughput (token/s): {rng.uniform(40, 120):.2f}, #queue-req: {rng.randint(0, 5)}, "
+    )
+
+
+def _prefill_line(p: str, rng: random.Random, running: int) -> str:
+    return (
+        f"{p}Prefill batch, #new-seq: 1, #new-token: {rng.randint(10, 4000)}, #cached-token: {rng.randint(0, 500)}, "
+        f"token usage: {rng.random():.2f}, #running-req: {running}, #queue-req: 0, "
+    )
+
+
 def generate(path: Path, size: int, seed: int = 3) -> None:
     """Write about ``size`` bytes of log to ``path``."""
     rng = random.Random(seed)
@@ -108,17 +127,9 @@ def generate(path: Path, size: int, seed: int = 3) -> None:
             for tp in range(RANKS):
                 p = f"[{ts} TP{tp}] "
                 running = rng.randint(1, 48)
-                accept = 1.5 + rng.random() * 2
-                out.append(
-                    f"{p}Decode batch, #running-req: {running}, #token: {running * rng.randint(300, 900)}, "
-                    f"token usage: {rng.random():.2f}, accept len: {accept:.2f}, accept rate: {accept / (steps + 1):.2f}, "
-                    f"cuda graph: True, gen throughput (token/s): {rng.uniform(40, 120):.2f}, #queue-req: {rng.randint(0, 5)}, "
-                )
+                out.append(_decode_line(p, rng, running, steps))
                 if rng.random() < 0.15:
-                    out.append(
-                        f"{p}Prefill batch, #new-seq: 1, #new-token: {rng.randint(10, 4000)}, #cached-token: {rng.randint(0, 500)}, "
-                        f"token usage: {rng.random():.2f}, #running-req: {running}, #queue-req: 0, "
-                    )
+                    out.append(_prefill_line(p, rng, running))
                 if tp == 0:
                     for layer in (2, 30, 58):
                         out.append(
@@ -155,6 +166,66 @@ def generate(path: Path, size: int, seed: int = 3) -> None:
                     f"[{ts}] The following error message 'operation scheduled before its operands' can be ignored."
                 )
             if second % 9_000 == 8_999:
+                out += _crash(ts)
+            text = "\n".join(out) + "\n"
+            fh.write(text)
+            written += len(text)
+            second += 1
+
+
+# The issue-11 mix, by lines: (share, kind). What is left (about 0.3%) is warnings and crashes.
+MIX = ((0.60, "decode"), (0.10, "prefill"), (0.20, "debug"), (0.097, "access"))
+
+
+def _mix_line(kind: str, rng: random.Random, ts: str, steps: int) -> str:
+    tp = rng.randrange(RANKS)
+    p = f"[{ts} TP{tp}] "
+    running = rng.randint(1, 48)
+    if kind == "decode":
+        return _decode_line(p, rng, running, steps)
+    if kind == "prefill":
+        return _prefill_line(p, rng, running)
+    if kind == "debug":
+        which = rng.randrange(4)
+        if which == 0:
+            return f"EAGLE3_DEBUG[dsv2] aux capture: layer_id={rng.choice((2, 30, 58))} shape=torch.Size([1, 7168]) norm={rng.uniform(5, 50):.4f}"
+        if which == 1:
+            return f"{p}EAGLE3_DEBUG[dsv2] forward end: num_aux=3, shapes=[torch.Size([1, 7168]), torch.Size([1, 7168]), torch.Size([1, 7168])]"
+        if which == 2:
+            return "EAGLE3_DEBUG[logits] FULL cat: num_items=3, shapes=[torch.Size([1, 7168]), torch.Size([1, 7168]), torch.Size([1, 7168])]"
+        return f"{p}EAGLE3_DEBUG[llama_eagle3] input hidden: shape=torch.Size([1, 21504]) norm={rng.uniform(40, 70):.2f}"
+    return f'[{ts}] INFO:     10.0.{rng.randint(0, 9)}.{rng.randint(1, 250)}:{rng.randint(30000, 60000)} - "POST /generate HTTP/1.1" 200 OK'
+
+
+def generate_mix(path: Path, size: int, seed: int = 5) -> None:
+    """Write about ``size`` bytes of the issue-11 mix to ``path``: a server start now and then, then
+    lines drawn by the shares of `MIX`, the rest warnings and, rarely, a crash from every rank."""
+    rng = random.Random(seed)
+    kinds = [kind for _, kind in MIX]
+    weights = [share for share, _ in MIX]
+    written = 0
+    second = 0
+    run = 0
+    steps = 3
+    with path.open("w", encoding="utf-8", newline="\n") as fh:
+        while written < size:
+            ts = (_START + dt.timedelta(seconds=second)).strftime("%Y-%m-%d %H:%M:%S")
+            out: list[str] = []
+            if second % 40_000 == 0:
+                run += 1
+                steps = 2 + run % 4
+                out += _startup(ts, run, steps)
+            out += [_mix_line(kind, rng, ts, steps) for kind in rng.choices(kinds, weights, k=20)]
+            roll = rng.random()
+            if roll < 0.04:
+                out.append(
+                    f"[{ts} TP{rng.randrange(RANKS)}] WARNING: Decode out of memory happened. #retracted_reqs: 2"
+                )
+            elif roll < 0.06:
+                out.append(
+                    "/usr/lib/python3/dist-packages/torch/cuda/__init__.py:61: UserWarning: pynvml is deprecated"
+                )
+            if second % 20_000 == 19_999:
                 out += _crash(ts)
             text = "\n".join(out) + "\n"
             fh.write(text)

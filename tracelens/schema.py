@@ -426,6 +426,37 @@ SCHEMAS: dict[str, pa.Schema] = {
 TABLES: tuple[str, ...] = tuple(SCHEMAS)
 COMMON_COLUMNS: tuple[str, ...] = tuple(name for name, _ in _COMMON)
 
+# What a dataset's `lines` part files hold: only what cannot be recomputed. The rank columns are left
+# out (a line's ranks are in the table of its kind, row `record`; the in-memory `lines` of a parse keeps
+# them, for the live view's rank filter), and `record` is written null where it equals `line_no` (a
+# line that is its own record: all but continuation lines). `stored_lines` and `restored_lines` convert.
+STORED_LINES: tuple[str, ...] = tuple(name for name in SCHEMAS[T.LINES].names if name not in RANK_COLUMNS)
+
+
+def stored_lines(lines: pl.DataFrame) -> pl.DataFrame:
+    """`lines` as a dataset stores it (see `STORED_LINES`)."""
+    own = pl.col(C.RECORD) == pl.col(C.LINE_NO)
+    return lines.select(
+        *(
+            pl.when(~own).then(pl.col(C.RECORD)).alias(C.RECORD) if c == C.RECORD else pl.col(c)
+            for c in STORED_LINES
+        )
+    )
+
+
+def restored_lines(lines: pl.DataFrame) -> pl.DataFrame:
+    """`lines` read from a dataset, with the table's schema (rank columns null, `record` filled)."""
+    lines = conform(T.LINES, lines)
+    return lines.with_columns(pl.coalesce(C.RECORD, C.LINE_NO).alias(C.RECORD))
+
+
+def conform_parts(table: str, parts: list[pl.DataFrame]) -> pl.DataFrame:
+    """One table from its part files, which leave out their all-null columns (`engine.store`)."""
+    if not parts:
+        return empty(table)
+    frame = conform(table, pl.concat(parts, how="diagonal_relaxed"))
+    return restored_lines(frame) if table == T.LINES else frame
+
 
 @cache
 def polars_schema(table: str) -> pl.Schema:

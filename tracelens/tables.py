@@ -8,7 +8,7 @@ from pathlib import Path
 
 import polars as pl
 
-from tracelens.schema import TABLES, C, T, empty
+from tracelens.schema import TABLES, C, T, conform_parts, empty, polars_schema
 
 # The dataset's hidden metadata folder (manifest, journal), as the batch engine names it.
 DATASET_META = ".tracelens"
@@ -47,11 +47,7 @@ class Tables:
         frames = {}
         for name in TABLES:
             parts = sorted((path / name).glob("*.parquet")) if name not in skip else []
-            frames[name] = (
-                pl.concat([pl.read_parquet(p) for p in parts], how="vertical_relaxed")
-                if parts
-                else empty(name)
-            )
+            frames[name] = conform_parts(name, [pl.read_parquet(p) for p in parts])
         frames[T.LINES] = frames[T.LINES].sort(C.SOURCE, C.LINE_NO)
         return Tables(frames, folder=path)
 
@@ -60,7 +56,8 @@ class Tables:
         if self.folder is not None and not self[name].height:
             parts = sorted((self.folder / name).glob("*.parquet"))
             if parts:
-                return pl.scan_parquet(parts)
+                # part files leave out their all-null columns (engine.store): they come back as nulls
+                return pl.scan_parquet(parts, schema=polars_schema(name), missing_columns="insert")
         return self[name].lazy()
 
     def write_parquet(self, out_dir: Path) -> dict[str, Path]:

@@ -43,7 +43,7 @@ from tracelens.engine.task import SourceResult, TaskResult, run_task
 from tracelens.errors import InputError
 from tracelens.parsers.faults import share_within_groups
 from tracelens.parsers.finalize import _RUN_ARGS, runs_from_spans
-from tracelens.schema import TABLES, C, Kind, T, conform, empty
+from tracelens.schema import TABLES, C, Kind, T, conform, conform_parts, empty
 
 # Called with (bytes done, bytes in total) as tasks finish.
 Progress = Callable[[int, int], None]
@@ -245,10 +245,7 @@ def _final_path(staged: str, staging: str) -> str:
 
 def _faults_of(store: Store, files: list[str], source: str) -> pl.DataFrame:
     frames = [store.read_parquet(f).filter(pl.col(C.SOURCE) == source) for f in files]
-    frames = [f for f in frames if f.height]
-    if not frames:
-        return empty(T.FAULTS)
-    return pl.concat(frames, how="vertical_relaxed").sort(C.FIRST_LINE)
+    return conform_parts(T.FAULTS, [f for f in frames if f.height]).sort(C.FIRST_LINE)
 
 
 def _runs(store: Store, tasks: dict[str, Any], locate: Callable[[str], str]) -> pl.DataFrame:
@@ -272,8 +269,7 @@ def _runs(store: Store, tasks: dict[str, Any], locate: Callable[[str], str]) -> 
     )
     args_files = [locate(f) for task in tasks.values() for f in task["files"].get(T.SERVER_ARGS, [])]
     wanted = pl.col(C.KEY).is_in(list(_RUN_ARGS))
-    args = [store.read_parquet(f).filter(wanted) for f in args_files]
-    server_args = pl.concat(args, how="vertical_relaxed") if args else empty(T.SERVER_ARGS)
+    server_args = conform_parts(T.SERVER_ARGS, [store.read_parquet(f).filter(wanted) for f in args_files])
     return runs_from_spans(merged.sort(C.SOURCE, C.RUN), server_args)
 
 

@@ -14,9 +14,13 @@ import polars as pl
 
 FAULTS_PRE = "_faults_pre"  # faults before crash groups share their exception (see task.py)
 META = ".tracelens"  # hidden from Spark, DuckDB and polars globs of `<table>/*.parquet`
+# zstd(1): lz4 writes about 20% faster but twice the bytes (bench/writers.py, ARCHITECTURE.md).
 PARQUET_COMPRESSION = "zstd"
 PARQUET_LEVEL = 1  # fast to write; the logs' repetitive columns compress well anyway
 DICTIONARY_COLUMNS = ("source", "kind")
+# Min/max statistics only on the columns a reader filters by (DuckDB, Spark, polars push `source`,
+# `run`, `line_no` and `ts` filters down to row groups); on the others they only cost write time.
+STATISTICS_COLUMNS = ("source", "run", "line_no", "ts")
 
 
 class Store:
@@ -100,38 +104,64 @@ class Store:
 
 
 class ParquetPart:
-    """One Parquet file filled in row groups, so a worker holds one block's rows, not a whole part."""
+    """A table's part files of one task, filled in row groups, so a worker holds one block's rows, not a
+    whole part. Columns that are all null are not written (most batch columns of any one SGLang version,
+    most rank columns): the file's columns are those the first row group fills. A later row group that
+    fills a column the file lacks starts the next file (`<name>-1.parquet`, ...); readers take the
+    union of a table's files (`schema.conform_parts`)."""
 
     def __init__(self, store: Store, rel: str, tmp: str) -> None:
         self.store = store
         self.rel = rel
         self.tmp = tmp
+        self.rels: list[str] = []  # files closed so far
         self.writer = None
         self.sink = None
+        self.columns: list[str] = []
 
     def write(self, frame: pl.DataFrame) -> None:
+        nulls = frame.null_count().row(0)
+        filled = [c for c, n in zip(frame.columns, nulls, strict=True) if n < frame.height]
+        if self.writer is not None and not set(filled) <= set(self.columns):
+            self._close_file()
+        if self.writer is None:
+            self._open(frame, filled)
+        self.writer.write_table(frame.select(self.columns).to_arrow().cast(self.writer.schema))
+
+    def _open(self, frame: pl.DataFrame, columns: list[str]) -> None:
         import pyarrow.parquet as pq
 
-        table = frame.to_arrow()
-        if self.writer is None:
-            path = self.store.path(self.tmp)
-            self.sink = path if self.store.local else self.store.fs.open(path, "wb")
-            # Dictionary pages only for the columns that repeat one value (source, kind): for the
-            # rest they cost a third of the write time and zstd compresses better without them.
-            dictionary = [c for c in DICTIONARY_COLUMNS if c in table.schema.names]
-            self.writer = pq.ParquetWriter(
-                self.sink,
-                table.schema,
-                compression=PARQUET_COMPRESSION,
-                compression_level=PARQUET_LEVEL,
-                use_dictionary=dictionary,
-            )
-        self.writer.write_table(table.cast(self.writer.schema))
+        self.columns = columns or frame.columns[:1]
+        schema = frame.select(self.columns).to_arrow().schema
+        path = self.store.path(self._tmp_of(len(self.rels)))
+        self.sink = path if self.store.local else self.store.fs.open(path, "wb")
+        # Dictionary pages only for the columns that repeat one value (source, kind): for the
+        # rest they cost a third of the write time and zstd compresses better without them.
+        self.writer = pq.ParquetWriter(
+            self.sink,
+            schema,
+            compression=PARQUET_COMPRESSION,
+            compression_level=PARQUET_LEVEL,
+            use_dictionary=[c for c in DICTIONARY_COLUMNS if c in schema.names],
+            write_statistics=[c for c in STATISTICS_COLUMNS if c in schema.names],
+        )
 
-    def close(self) -> None:
-        if self.writer is None:
-            return
+    def _tmp_of(self, n: int) -> str:
+        return self.tmp if n == 0 else f"{self.tmp}-{n}"
+
+    def _rel_of(self, n: int) -> str:
+        return self.rel if n == 0 else self.rel.removesuffix(".parquet") + f"-{n}.parquet"
+
+    def _close_file(self) -> None:
+        n = len(self.rels)
         self.writer.close()
         if not isinstance(self.sink, str):
             self.sink.close()
-        self.store.fs.mv(self.store.path(self.tmp), self.store.path(self.rel))
+        self.store.fs.mv(self.store.path(self._tmp_of(n)), self.store.path(self._rel_of(n)))
+        self.rels.append(self._rel_of(n))
+        self.writer = None
+        self.sink = None
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self._close_file()

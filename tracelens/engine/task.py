@@ -26,7 +26,7 @@ from tracelens.errors import SourceReadError
 from tracelens.parsers import ParseOptions, ParseState
 from tracelens.parsers.faults import join_tracebacks
 from tracelens.parsers.finalize import merge_run_spans, run_spans, server_args_from_parts
-from tracelens.schema import TABLES, C, Kind, T
+from tracelens.schema import TABLES, C, Kind, T, stored_lines
 from tracelens.sources import (
     Block,
     _looks_like_log,
@@ -91,10 +91,12 @@ class PartWriter:
 
     @property
     def files(self) -> dict[str, list[str]]:
-        return {table: [part.rel] for table, part in self.parts.items()}
+        return {table: list(part.rels) for table, part in self.parts.items()}
 
     def add(self, table: str, frame: pl.DataFrame) -> None:
         if frame.height:
+            if table == T.LINES:
+                frame = stored_lines(frame)
             self.buffers.setdefault(table, []).append(frame)
             self.buffered[table] = self.buffered.get(table, 0) + frame.height
             self.rows[table] = self.rows.get(table, 0) + frame.height

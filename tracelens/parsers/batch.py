@@ -7,7 +7,14 @@ is the line's *shape*. The few distinct shapes are read once in Python (which ke
 position), and every line then takes its values by position from one `extract_all`, with no per-key
 regex. A shape whose keys do not all map to plain values (an unknown key, an odd value such as
 `#token: full=N, swa=M`) sends its lines to the slow path, which reads each line key by key and keeps
-unknown keys in `extra`. Both paths give the same rows (tests/test_batch_shapes.py checks it).
+unknown keys in `extra`. Both paths give the same rows.
+
+Literal path, before both (issue 11): the bulk of a block's batch lines share one or two layouts,
+`key: value, key: value, ...` with known keys and plain values. The layouts are learnt from the shapes
+of the block's first lines; a line is of a layout when one anchored regex without captures matches it
+(the keys in order, one plain value each), and its values are then read with no regex: split on `, `,
+slice each key off. Lines of no layout go on to the shape path (tests/test_literal_paths.py checks that
+the three paths give the same rows).
 """
 
 from __future__ import annotations
@@ -43,6 +50,10 @@ _KEY_MAP = pl.DataFrame(
 _PHASES = {"Prefill": "prefill", "Decode": "decode", "new fill": "prefill"}
 _COLUMNS: tuple[str, ...] = tuple(dict.fromkeys(f.column for f in BATCH_FIELDS))
 _SHAPE = "_shape"
+_ITEMS = "_items"
+# Layouts are learnt from this many first batch lines of a block, and at most this many are tried.
+LAYOUT_SAMPLE = 256
+MAX_LAYOUTS = 2
 
 
 def _value_of(log_key: str) -> pl.Expr:
@@ -87,8 +98,9 @@ def read_shape(shape: str) -> dict[str, int] | None:
     return positions
 
 
-def parse_batches(df: pl.DataFrame) -> pl.DataFrame:
-    """Rows routed to `batch` -> the `batches` table (lines whose header does not match are dropped)."""
+def parse_batches(df: pl.DataFrame, literal: bool = True) -> pl.DataFrame:
+    """Rows routed to `batch` -> the `batches` table (lines whose header does not match are dropped).
+    ``literal=False`` skips the literal path (tests compare the paths)."""
     unlabelled = pl.col(W.BODY).str.starts_with("#running-req: ")
     base = (
         with_groups(df.select(*COMMON_COLUMNS, W.BODY), W.BODY, HEADER_PATTERN, "_header")
@@ -106,6 +118,92 @@ def parse_batches(df: pl.DataFrame) -> pl.DataFrame:
     )
     if not base.height:
         return conform(T.BATCHES, base)
+    return conform(T.BATCHES, read_batches(base, literal))
+
+
+def read_batches(base: pl.DataFrame, literal: bool) -> pl.DataFrame:
+    """The typed batch columns of ``base`` (ROW, common columns, PHASE, FORWARD_ITER, `_kv`): lines of
+    the block's main layouts by the literal path (when ``literal``), the rest by shape or by key."""
+    parts = []
+    if literal:
+        for keys, positions in _layouts(base):
+            read, base = _by_layout(base, keys, positions)
+            parts.append(read)
+            if not base.height:
+                break
+    if base.height:
+        parts.append(_by_shape_or_key(base))
+    out = parts[0] if len(parts) == 1 else pl.concat(parts, how="diagonal_relaxed").sort(W.ROW)
+    return out.with_columns(_typed_values(out.columns))
+
+
+def _layout(shape: str) -> tuple[list[str], dict[str, int]] | None:
+    """(keys, {column: item index}) when every item of ``shape`` is `known key: one plain value` (the
+    last item may be empty: SGLang ends its lines with `, `) and no value is a timestamp; else None."""
+    positions = read_shape(shape)
+    if positions is None or C.BATCH_TIMESTAMP in positions:
+        return None
+    items = shape.split(", ")
+    if items[-1] == "":
+        items.pop()
+    keys = []
+    for item in items:
+        key, sep, value = item.partition(": ")
+        if not sep or value != _SLOT or _SLOT in key:
+            return None
+        keys.append(key)
+    return keys, positions  # one value per item: a value's slot is its item's index
+
+
+def _layouts(base: pl.DataFrame) -> list[tuple[list[str], dict[str, int]]]:
+    """The most common literal layouts among the block's first lines."""
+    sample = base.head(LAYOUT_SAMPLE).get_column("_kv").str.replace_all(VALUE_PATTERN, _SLOT)
+    found = []
+    for shape, _ in sample.value_counts(sort=True).iter_rows():
+        layout = _layout(shape)
+        if layout is not None:
+            found.append(layout)
+        if len(found) == MAX_LAYOUTS:
+            break
+    return found
+
+
+# One plain value, as VALUE_PATTERN cuts it, when it is the whole value (dates are never in a layout).
+_PLAIN = r"(?:-?\d+(?:\.\d+)*%?|nan|inf|True|False)"
+
+
+def layout_pattern(keys: list[str]) -> str:
+    """The lines of a layout: these keys in this order, each with one plain value, and nothing else but
+    SGLang's trailing `, `. No capture group: the regex engine stays on its fast automaton."""
+    return "^" + ", ".join(f"{re.escape(key)}: {_PLAIN}" for key in keys) + "(?:, )?$"
+
+
+def _by_layout(
+    base: pl.DataFrame, keys: list[str], positions: dict[str, int]
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(rows of this layout read, the other rows). A line of the layout is cut at `, ` and each value
+    is sliced off after its key: the test is one anchored match, the reads are literal."""
+    ok = base.get_column("_kv").str.contains(layout_pattern(keys))
+    rows = base.filter(ok)
+    n = len(keys)
+    names = [f"_it{i}" for i in range(n + 1)]
+    items = pl.col("_kv").str.splitn(", ", n + 1).struct.rename_fields(names).alias(_ITEMS)
+    read = (
+        rows.with_columns(items)
+        .unnest(_ITEMS)
+        .select(
+            W.ROW,
+            *COMMON_COLUMNS,
+            C.PHASE,
+            C.FORWARD_ITER,
+            *(pl.col(names[i]).str.slice(len(keys[i]) + 2).alias(column) for column, i in positions.items()),
+        )
+    )
+    return read, base.filter(~ok)
+
+
+def _by_shape_or_key(base: pl.DataFrame) -> pl.DataFrame:
+    """The shape path for lines of simple shapes, the key path for the rest (values still raw text)."""
     base = base.with_columns(pl.col("_kv").str.replace_all(VALUE_PATTERN, _SLOT).alias(_SHAPE))
     shapes = {shape: read_shape(shape) for shape in base.get_column(_SHAPE).unique().to_list()}
     simple = {shape: pos for shape, pos in shapes.items() if pos is not None}
@@ -114,8 +212,7 @@ def parse_batches(df: pl.DataFrame) -> pl.DataFrame:
         parts.append(_by_shape(base.filter(pl.col(_SHAPE).is_in(list(simple))), simple))
     if len(simple) < len(shapes):
         parts.append(_by_key(base.filter(~pl.col(_SHAPE).is_in(list(simple)))))
-    out = parts[0] if len(parts) == 1 else pl.concat(parts, how="diagonal_relaxed").sort(W.ROW)
-    return conform(T.BATCHES, out.with_columns(_typed_values(out.columns)))
+    return parts[0] if len(parts) == 1 else pl.concat(parts, how="diagonal_relaxed").sort(W.ROW)
 
 
 def _by_shape(rows: pl.DataFrame, shapes: dict[str, dict[str, int]]) -> pl.DataFrame:

@@ -49,16 +49,24 @@ def _event(found: pl.DataFrame) -> pl.Series:
 
 
 def parse_debug(df: pl.DataFrame) -> pl.DataFrame:
-    """Rows routed to `debug` -> the `debug` table."""
-    found = with_groups(df.select(*COMMON_COLUMNS, W.BODY), W.BODY, HEADER_PATTERN, "_header").filter(
-        pl.col(C.TAG).is_not_null()
-    )
+    """Rows routed to `debug` -> the `debug` table. A debug print repeats its text often (the same
+    `forward end: num_aux=3, shapes=[...]` every step), so each distinct body is read once and the
+    rows are joined back; lines whose header does not match are dropped."""
+    bodies = df.select(pl.col(W.BODY).unique())
+    fields = _parse_bodies(bodies)
+    rows = df.select(*COMMON_COLUMNS, W.BODY).join(fields, on=W.BODY, how="inner", maintain_order="left")
+    return conform(T.DEBUG, rows.drop(W.BODY))
+
+
+def _parse_bodies(bodies: pl.DataFrame) -> pl.DataFrame:
+    """BODY and the debug table's own columns, for the bodies whose header matches."""
+    found = with_groups(bodies, W.BODY, HEADER_PATTERN, "_header").filter(pl.col(C.TAG).is_not_null())
     found = found.with_columns(
         pl.when(pl.col("_sp").is_not_null())
         .then(pl.col(W.BODY).str.slice(pl.col("_header").str.len_chars()))
         .otherwise(pl.lit(""))
         .alias(_REST)
-    ).drop(W.BODY)
+    )
     rest = pl.col(_REST)
     items = rest.str.extract_all(ITEM_PATTERN).list.eval(
         pl.element().str.splitn("=", 2).struct.rename_fields([C.KEY, C.VALUE])
@@ -80,20 +88,17 @@ def parse_debug(df: pl.DataFrame) -> pl.DataFrame:
         sizes.alias(C.SHAPES),
         (pl.col("_close").is_null() | unbalanced).alias(C.TRUNCATED),
     )
-    return conform(
-        T.DEBUG,
-        out.select(
-            *COMMON_COLUMNS,
-            C.TAG,
-            C.SITE,
-            C.EVENT,
-            C.ITEMS,
-            C.NUM_AUX,
-            C.NUM_ITEMS,
-            C.LAYER_ID,
-            C.LAYER_IDS,
-            C.NORM,
-            C.SHAPES,
-            C.TRUNCATED,
-        ),
+    return out.select(
+        W.BODY,
+        C.TAG,
+        C.SITE,
+        C.EVENT,
+        C.ITEMS,
+        C.NUM_AUX,
+        C.NUM_ITEMS,
+        C.LAYER_ID,
+        C.LAYER_IDS,
+        C.NORM,
+        C.SHAPES,
+        C.TRUNCATED,
     )

@@ -1,4 +1,10 @@
-"""HTTP access lines: uvicorn's `client - "METHOD path HTTP/x" status` and the common log format."""
+"""HTTP access lines: uvicorn's `client - "METHOD path HTTP/x" status` and the common log format.
+
+Uvicorn's form, the bulk of a server's access lines, is read without capture groups: one anchored match
+without captures tests the line, then its fields are cut at spaces and sliced. Other lines (the common
+log format, no client) are read by the capture pattern. Both give the same rows
+(tests/test_literal_paths.py compares them).
+"""
 
 from __future__ import annotations
 
@@ -13,8 +19,40 @@ ACCESS_PATTERN = (
 )
 
 
-def parse_http(df: pl.DataFrame) -> pl.DataFrame:
-    """Rows routed to `http` -> the `http` table (lines of another shape are dropped)."""
-    out = df.with_columns(groups_expr(W.BODY, ACCESS_PATTERN).alias("_a")).unnest("_a")
-    out = out.filter(pl.col(C.STATUS).is_not_null())
-    return conform(T.HTTP, out.select(*COMMON_COLUMNS, C.CLIENT, C.METHOD, C.PATH, C.PROTOCOL, C.STATUS))
+# `client - "METHOD path HTTP/x" status`: the lines ACCESS_PATTERN reads with a client and a `- `.
+UVICORN_PATTERN = r"^\S+ - \"[A-Z]+ \S+ HTTP/[\d.]+\" \d{3}"
+_FIELDS = (C.CLIENT, C.METHOD, C.PATH, C.PROTOCOL, C.STATUS)
+
+
+def parse_http(df: pl.DataFrame, literal: bool = True) -> pl.DataFrame:
+    """Rows routed to `http` -> the `http` table (lines of another shape are dropped). ``literal=False``
+    reads every line by the capture pattern (tests compare the two)."""
+    parts = []
+    df = df.with_row_index(W.ROW)
+    if literal:
+        uvicorn = df.get_column(W.BODY).str.contains(UVICORN_PATTERN)
+        parts.append(_uvicorn(df.filter(uvicorn)))
+        df = df.filter(~uvicorn)
+    if df.height or not parts:
+        out = df.with_columns(groups_expr(W.BODY, ACCESS_PATTERN).alias("_a")).unnest("_a")
+        parts.append(out.filter(pl.col(C.STATUS).is_not_null()).select(W.ROW, *COMMON_COLUMNS, *_FIELDS))
+    out = parts[0] if len(parts) == 1 else pl.concat(parts, how="vertical_relaxed").sort(W.ROW)
+    return conform(T.HTTP, out)
+
+
+def _uvicorn(df: pl.DataFrame) -> pl.DataFrame:
+    """Lines of UVICORN_PATTERN: `client`, `-`, `"METHOD`, `path`, `HTTP/x"`, `status...`, cut at spaces
+    (none of the first five holds one)."""
+    names = [f"_f{i}" for i in range(6)]
+    cut = df.with_columns(pl.col(W.BODY).str.splitn(" ", 6).struct.rename_fields(names).alias("_f")).unnest(
+        "_f"
+    )
+    return cut.select(
+        W.ROW,
+        *COMMON_COLUMNS,
+        pl.col("_f0").alias(C.CLIENT),
+        pl.col("_f2").str.slice(1).alias(C.METHOD),
+        pl.col("_f3").alias(C.PATH),
+        pl.col("_f4").str.strip_suffix('"').alias(C.PROTOCOL),
+        pl.col("_f5").str.slice(0, 3).alias(C.STATUS),
+    )
