@@ -1,0 +1,225 @@
+"""Time and memory of the analysis commands on the datasets of large logs, beside the parse time.
+
+    python bench/analysis.py [--sizes 1G,4G] [--data DIR] [--commands check,report,...] [--no-readme]
+
+For each size, builds the deterministic EAGLE-3 session log of bench/logmix.py (the same bytes as
+bench/throughput.py: seed 3 for the first size, 4 for the others) under ``--data`` unless it is there,
+parses it with `tracelens parse -o` (timed once, the result kept in ``--data`` beside the dataset so a
+re-run does not parse again), then runs `check --json`, `report`, `summary --json`, `compare` and `sql`
+with an aggregate query on the dataset. Each command is measured by wall time, CPU seconds (user +
+system of the whole process tree, from the kernel's accounting of waited children) and peak memory of
+the process tree (the sum of the processes' proportional set sizes, sampled every 250 ms). A command
+whose tree passes ``--kill-above`` (default 12 GiB) is stopped, so a baseline that does not fit cannot
+take the machine down: its row says so. Writes the table into README.md between the `bench-analysis`
+markers.
+
+Targets (issue 10): peak tree memory <= 512 MiB for every command on both sizes; check, compare, summary
+and sql <= half the parse time; report <= the parse time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+from logmix import generate  # noqa: E402
+from throughput import _size, _tree_rss, machine  # noqa: E402
+
+MEMORY_LIMIT = 512 << 20
+SQL_QUERY = (
+    "select source, run, count(*) as n, avg(accept_len) as accept_len, "
+    "avg(gen_throughput) as tok_s from batches where phase = 'decode' group by source, run order by run"
+)
+# command -> (arguments after the dataset path, the share of the parse time it may take)
+COMMANDS: dict[str, tuple[list[str], float]] = {
+    "check": (["--json"], 0.5),
+    "summary": (["--json"], 0.5),
+    "compare": ([], 0.5),
+    "sql": ([], 0.5),
+    "report": (["-o", "{out}/report.html"], 1.0),
+}
+
+
+@dataclass
+class Measure:
+    seconds: float
+    cpu: float
+    peak: int
+    killed: bool = False
+    code: int = 0
+
+
+def run_measured(cmd: list[str], kill_above: int) -> Measure:
+    """Wall time, CPU seconds and peak PSS of the process tree of ``cmd``; the tree is killed when it
+    passes ``kill_above`` bytes."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    watched = psutil.Process(proc.pid)
+    peak = 0
+    killed = False
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak, killed
+        while not done.is_set():
+            with contextlib.suppress(psutil.Error):
+                peak = max(peak, _tree_rss(watched))
+                if peak > kill_above and not killed:
+                    killed = True
+                    for p in [*watched.children(recursive=True), watched]:
+                        with contextlib.suppress(psutil.Error):
+                            p.kill()
+            time.sleep(0.25)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    _, err = proc.communicate()
+    elapsed = time.perf_counter() - started
+    done.set()
+    sampler.join()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if not killed and proc.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(cmd[:5])} failed ({proc.returncode}): {err.decode()[-800:]}")
+    return Measure(elapsed, cpu, peak, killed, proc.returncode)
+
+
+def tracelens(*args: str) -> list[str]:
+    return [sys.executable, "-m", "tracelens.cli", *args]
+
+
+def prepare(data: Path, size_text: str, seed: int, kill_above: int) -> tuple[Path, Measure, int]:
+    """The log of ``size_text`` and its dataset, built when missing; the parse's measure (kept in
+    ``parse.json`` beside the dataset)."""
+    size = _size(size_text)
+    log = data / f"eagle3-session-{size_text}.log"
+    if not log.exists() or log.stat().st_size < size:
+        print(f"building {log} ...", flush=True)
+        generate(log, size, seed=seed)
+    dataset = data / f"dataset-{size_text}"
+    record = data / f"parse-{size_text}.json"
+    if dataset.is_dir() and record.is_file():
+        parse = Measure(**json.loads(record.read_text()))
+    else:
+        shutil.rmtree(dataset, ignore_errors=True)
+        print(f"parsing {log} ...", flush=True)
+        parse = run_measured(tracelens("parse", str(log), "-o", str(dataset), "-q"), kill_above)
+        record.write_text(json.dumps(parse.__dict__))
+    print(f"  parse {size_text}: {parse.seconds:.1f} s, {parse.cpu:.1f} CPU s, {parse.peak / 2**20:.0f} MiB")
+    return dataset, parse, log.stat().st_size
+
+
+def measure(dataset: Path, name: str, out: Path, kill_above: int) -> Measure:
+    extra, _ = COMMANDS[name]
+    args = [a.format(out=out) for a in extra]
+    cmd = tracelens("sql", SQL_QUERY, str(dataset)) if name == "sql" else tracelens(name, str(dataset), *args)
+    result = run_measured(cmd, kill_above)
+    state = " (killed)" if result.killed else ""
+    print(
+        f"  {name}: {result.seconds:.1f} s, {result.cpu:.1f} CPU s, {result.peak / 2**20:.0f} MiB{state}",
+        flush=True,
+    )
+    return result
+
+
+def table(rows: list[tuple[str, int, Measure, dict[str, Measure]]], load: float, kill_above: int) -> str:
+    today = dt.date.today().isoformat()
+    lines = [
+        f"`python bench/analysis.py` on the datasets of the synthetic EAGLE-3 session logs of "
+        f"`bench/logmix.py`, one run each, {today}.",
+        f"Machine: {machine()}; load average {load:.1f} when the run began.",
+        "",
+        "| log | command | seconds | CPU seconds | share of parse time | peak memory (tree, PSS) | targets |",
+        "|---|---|---:|---:|---:|---:|---|",
+    ]
+    for size_text, nbytes, parse, results in rows:
+        label = f"{size_text} ({nbytes / 2**30:.2f} GiB)"
+        lines.append(
+            f"| {label} | parse | {parse.seconds:.1f} | {parse.cpu:.1f} | 1.00 | {parse.peak / 2**20:,.0f} MiB | - |"
+        )
+        for name, m in results.items():
+            share = COMMANDS[name][1]
+            ratio = m.seconds / parse.seconds
+            mem_ok = m.peak <= MEMORY_LIMIT and not m.killed
+            time_ok = ratio <= share and not m.killed
+            peak = f"> {kill_above / 2**30:.0f} GiB (stopped)" if m.killed else f"{m.peak / 2**20:,.0f} MiB"
+            verdict = (
+                f"memory {'met' if mem_ok else '**not met**'}, "
+                f"time <= {share:g}x parse {'met' if time_ok else '**not met**'}"
+            )
+            lines.append(
+                f"| {label} | {name} | {m.seconds:.1f} | {m.cpu:.1f} | {ratio:.2f} | {peak} | {verdict} |"
+            )
+    lines += ["", f"The `sql` query: `{SQL_QUERY}`.", ""]
+    return "\n".join(lines)
+
+
+def write_readme(text: str) -> None:
+    readme = ROOT / "README.md"
+    content = readme.read_text()
+    start, end = "<!-- bench-analysis:start -->", "<!-- bench-analysis:end -->"
+    if start not in content or end not in content:
+        print("README.md has no bench-analysis markers; table not written")
+        return
+    before, rest = content.split(start, 1)
+    _, after = rest.split(end, 1)
+    readme.write_text(f"{before}{start}\n{text}{end}{after}")
+    print("README.md updated")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="1G,4G")
+    parser.add_argument(
+        "--data", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "tracelens-bench"
+    )
+    parser.add_argument("--commands", default=",".join(COMMANDS))
+    parser.add_argument("--kill-above", default="12G", help="stop a command whose tree passes this")
+    parser.add_argument("--json", type=Path, help="also write the measures to this file")
+    parser.add_argument("--no-readme", action="store_true")
+    args = parser.parse_args()
+    load = os.getloadavg()[0]
+    kill_above = _size(args.kill_above)
+    args.data.mkdir(parents=True, exist_ok=True)
+    out = args.data / "out"
+    out.mkdir(exist_ok=True)
+    print(machine(), flush=True)
+    rows = []
+    for i, size_text in enumerate(args.sizes.split(",")):
+        dataset, parse, nbytes = prepare(args.data, size_text, 3 if i == 0 else 4, kill_above)
+        results = {name: measure(dataset, name, out, kill_above) for name in args.commands.split(",")}
+        rows.append((size_text, nbytes, parse, results))
+    text = table(rows, load, kill_above)
+    print()
+    print(text)
+    if args.json:
+        args.json.write_text(
+            json.dumps(
+                {s: {"parse": p.__dict__, **{k: v.__dict__ for k, v in r.items()}} for s, _, p, r in rows},
+                indent=1,
+            )
+        )
+    if not args.no_readme:
+        write_readme(text)
+
+
+if __name__ == "__main__":
+    main()
