@@ -8,7 +8,9 @@ from typing import Any
 import polars as pl
 
 from tracelens.analysis import Analysis
-from tracelens.schema import KINDS, A, C, T
+from tracelens.analysis.per_run import RATE_MEAN, RATE_MEDIAN
+from tracelens.schema import KINDS, C, T
+from tracelens.tables import collect
 
 SUMMARY_VERSION = 1
 
@@ -27,6 +29,10 @@ def _stats(series: pl.Series, quantiles: bool) -> dict[str, float | None]:
     return out
 
 
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(float(value), 4)
+
+
 def _iso(value: Any) -> str | None:
     return value.isoformat(sep=" ") if value is not None else None
 
@@ -35,18 +41,28 @@ def summarize(analysis: Analysis) -> dict[str, Any]:
     """The summary of every run of every source."""
     tables = analysis.tables
     runs = tables[T.RUNS]
-    series = analysis.series
     findings: dict[tuple[str, int], int] = {}
     for finding in analysis.findings:
         findings[(finding.source, finding.run)] = findings.get((finding.source, finding.run), 0) + 1
-    lines = tables[T.LINES]
-    kind_counts = lines.group_by(C.SOURCE, C.RUN, C.KIND).len()
-    decode = tables[T.BATCHES].filter(pl.col(C.PHASE) == "decode")
+    kind_counts = collect(tables.scan(T.LINES).group_by(C.SOURCE, C.RUN, C.KIND).len())
+    # Each run's decode lines are read alone, two columns of them: a dataset never loads `batches`.
+    decode = tables.per_run(
+        T.BATCHES,
+        runs.select(C.SOURCE, C.RUN).iter_rows(),
+        [C.SOURCE, C.RUN, C.ACCEPT_LEN, C.GEN_THROUGHPUT],
+        pl.col(C.PHASE) == "decode",
+    )
+    rates = {
+        (source, run): {"mean": _round(mean), "median": _round(median)}
+        for source, run, n, mean, median in analysis.rate_stats.select(
+            C.SOURCE, C.RUN, "_rates", RATE_MEAN, RATE_MEDIAN
+        ).iter_rows()
+        if n
+    }
     out_runs = []
-    for run in runs.iter_rows(named=True):
+    for run, (_, run_decode) in zip(runs.iter_rows(named=True), decode, strict=True):
         key = (pl.col(C.SOURCE) == run[C.SOURCE]) & (pl.col(C.RUN) == run[C.RUN])
         counts = dict(kind_counts.filter(key).select(C.KIND, "len").iter_rows())
-        run_decode = decode.filter(key)
         spec = None
         if run[C.SPEC_ALGORITHM]:
             spec = {
@@ -71,7 +87,7 @@ def summarize(analysis: Analysis) -> dict[str, Any]:
                 "decode_lines": run_decode.height,
                 "accept_len": _stats(run_decode.get_column(C.ACCEPT_LEN), quantiles=True),
                 "gen_throughput": _stats(run_decode.get_column(C.GEN_THROUGHPUT), quantiles=False),
-                "acceptance_rate": _stats(series.filter(key).get_column(A.ACCEPTANCE_RATE), quantiles=False),
+                "acceptance_rate": rates.get((run[C.SOURCE], run[C.RUN]), {"mean": None, "median": None}),
                 "faults": tables[T.FAULTS].filter(key).height,
                 "unparsed": counts.get("unparsed", 0),
                 "findings": findings.get((run[C.SOURCE], run[C.RUN]), 0),

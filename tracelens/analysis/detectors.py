@@ -15,7 +15,7 @@ from tracelens.analysis.expectations import Expectations, capture_indices, defau
 from tracelens.analysis.findings import Evidence, Finding
 from tracelens.analysis.runs import RUN_KEY
 from tracelens.schema import A, C, T
-from tracelens.tables import Tables
+from tracelens.tables import Tables, collect
 
 MAX_EVIDENCE = 5
 USELESS_ACCEPT_LEN = 1.1
@@ -58,8 +58,11 @@ class Context:
         evidence = [Evidence(source, int(n)) for n in list(dict.fromkeys(lines))[:MAX_EVIDENCE]]
         return Finding(severity, code, source, int(run), self.label(source, run), ts, message, evidence)
 
-    def debug_of(self, source: str, run: int) -> pl.DataFrame:
-        return self.tables[T.DEBUG].filter((pl.col(C.SOURCE) == source) & (pl.col(C.RUN) == run))
+    def debug_of(self, source: str, run: int, *columns: str) -> pl.DataFrame:
+        """One run's debug lines, with ``columns`` besides source, run, line_no and ts (a dataset reads
+        only those, of that run's row groups)."""
+        wanted = [*RUN_KEY, C.LINE_NO, C.TS, *columns]
+        return next(self.tables.per_run(T.DEBUG, [(source, run)], wanted))[1]
 
 
 def _fmt_ids(ids: Iterable[int]) -> str:
@@ -74,7 +77,7 @@ def aux_counts(ctx: Context) -> list[Finding]:
     """num_aux / num_items differ from the expectation, or change within a run."""
     out = []
     for run in _spec_runs(ctx):
-        debug = ctx.debug_of(run[C.SOURCE], run[C.RUN])
+        debug = ctx.debug_of(run[C.SOURCE], run[C.RUN], C.NUM_AUX, C.NUM_ITEMS)
         for column, what in ((C.NUM_AUX, "aux hidden states"), (C.NUM_ITEMS, "concatenated items")):
             rows = debug.filter(pl.col(column).is_not_null())
             if not rows.height:
@@ -117,7 +120,9 @@ def shapes(ctx: Context) -> list[Finding]:
     """Shapes inconsistent between sites; a concatenated width that is not aux count x hidden size."""
     out = []
     for run in _spec_runs(ctx):
-        debug = ctx.debug_of(run[C.SOURCE], run[C.RUN]).filter(pl.col(C.SHAPES).list.len() > 0)
+        debug = ctx.debug_of(run[C.SOURCE], run[C.RUN], C.SITE, C.EVENT, C.SHAPES).filter(
+            pl.col(C.SHAPES).list.len() > 0
+        )
         if not debug.height:
             continue
         widths = debug.with_columns(pl.col(C.SHAPES).list.eval(pl.element().list.last()).alias("_w"))
@@ -185,7 +190,7 @@ def embed_capture(ctx: Context) -> list[Finding]:
     """An embedding capture present when the draft was not trained with one, or absent when expected."""
     out = []
     for run in _spec_runs(ctx):
-        debug = ctx.debug_of(run[C.SOURCE], run[C.RUN])
+        debug = ctx.debug_of(run[C.SOURCE], run[C.RUN], C.LAYER_ID, C.EVENT, C.NORM)
         if not debug.height:
             continue
         embeds = debug.filter(is_embed())
@@ -231,9 +236,9 @@ def missing_sites(ctx: Context) -> list[Finding]:
     out = []
     spec = ctx.runs.filter(pl.col(C.SPEC_ALGORITHM).is_not_null()).sort(C.START_TS, nulls_last=True)
     # Embedding-capture sites are judged by `embed_capture`: their absence after a fix is the point.
-    debug = ctx.tables[T.DEBUG].filter(pl.col(C.EVENT).is_not_null() & ~is_embed())
-    site_sets = debug.group_by(RUN_KEY).agg(
-        pl.concat_str(C.TAG, C.SITE, C.EVENT, separator="/").unique().alias("_s")
+    debug = ctx.tables.scan(T.DEBUG).filter(pl.col(C.EVENT).is_not_null() & ~is_embed())
+    site_sets = collect(
+        debug.group_by(RUN_KEY).agg(pl.concat_str(C.TAG, C.SITE, C.EVENT, separator="/").unique().alias("_s"))
     )
     seen: dict[tuple[Any, Any], set[str]] = {}
     for run in spec.join(site_sets, on=RUN_KEY, how="left").to_dicts():
@@ -260,7 +265,7 @@ def missing_sites(ctx: Context) -> list[Finding]:
 def layer_ids(ctx: Context) -> list[Finding]:
     """Layer ids negative, duplicated, out of range for the target, or following the other convention."""
     out = []
-    printed = run_layer_ids(ctx.tables[T.DEBUG])
+    printed = run_layer_ids(ctx.tables.scan(T.DEBUG))
     n = ctx.expect.num_layers
     for run in _spec_runs(ctx):
         hit = printed.filter((pl.col(C.SOURCE) == run[C.SOURCE]) & (pl.col(C.RUN) == run[C.RUN]))
@@ -311,8 +316,11 @@ def layer_ids(ctx: Context) -> list[Finding]:
 def norms(ctx: Context) -> list[Finding]:
     """Norms that are NaN, infinite or zero; norms far outside the run's own distribution."""
     out = []
-    debug = ctx.tables[T.DEBUG].filter(pl.col(C.NORM).is_not_null())
-    for (source, run), rows in debug.group_by(RUN_KEY, maintain_order=True):
+    # One run at a time, in the order runs first appear among the debug lines with a norm.
+    has_norm = pl.col(C.NORM).is_not_null()
+    keys = collect(ctx.tables.scan(T.DEBUG).filter(has_norm).select(RUN_KEY).unique(maintain_order=True))
+    columns = [*RUN_KEY, C.LINE_NO, C.TS, C.SITE, C.EVENT, C.LAYER_ID, C.NORM]
+    for (source, run), rows in ctx.tables.per_run(T.DEBUG, keys.iter_rows(), columns, has_norm):
         bad = rows.filter(~pl.col(C.NORM).is_finite() | (pl.col(C.NORM) == 0))
         if bad.height:
             values = ", ".join(sorted({str(v) for v in bad.get_column(C.NORM).to_list()}))
@@ -355,7 +363,7 @@ def norms(ctx: Context) -> list[Finding]:
 
 def truncated(ctx: Context) -> list[Finding]:
     out = []
-    cut = ctx.tables[T.DEBUG].filter(pl.col(C.TRUNCATED))
+    cut = collect(ctx.tables.scan(T.DEBUG).filter(pl.col(C.TRUNCATED)).select(*RUN_KEY, C.TS, C.LINE_NO))
     for (source, run), rows in cut.group_by(RUN_KEY, maintain_order=True):
         out.append(
             ctx.finding(

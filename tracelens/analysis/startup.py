@@ -11,6 +11,7 @@ import polars as pl
 
 from tracelens.analysis.runs import RUN_KEY
 from tracelens.schema import A, C, Kind
+from tracelens.tables import collect
 
 # Loading a large model takes 10-15 minutes with progress lines all along; a quarter hour of silence
 # while starting is worth a look.
@@ -91,19 +92,20 @@ def time_to_ready(runs: pl.DataFrame, lifecycle: pl.DataFrame) -> pl.DataFrame:
 
 
 def stalls(
-    lines: pl.DataFrame, runs: pl.DataFrame, lifecycle: pl.DataFrame, threshold_s: float
+    lines: pl.DataFrame | pl.LazyFrame, runs: pl.DataFrame, lifecycle: pl.DataFrame, threshold_s: float
 ) -> pl.DataFrame:
     """Gaps longer than ``threshold_s`` between consecutive timed lines while a run is loading (from its
     start to ready, or to its last line when it never got ready): source, run, ts (gap start), line_no
     (first line after the gap), duration_s."""
     ready = ready_times(lifecycle).rename({C.TS: "_ready"})
-    timed = (
-        lines.filter(pl.col(C.TS).is_not_null() & (pl.col(C.KIND) != Kind.BLANK))
+    # Lines before ready only, chosen inside the query: a dataset's lines are never all in memory.
+    timed = collect(
+        lines.lazy()
+        .filter(pl.col(C.TS).is_not_null() & (pl.col(C.KIND) != Kind.BLANK))
         .select(*RUN_KEY, C.LINE_NO, C.TS)
-        .join(ready, on=RUN_KEY, how="left")
+        .join(ready.lazy(), on=RUN_KEY, how="left")
         .filter(pl.col("_ready").is_null() | (pl.col(C.TS) <= pl.col("_ready")))
-        .sort(*RUN_KEY, C.LINE_NO)
-    )
+    ).sort(*RUN_KEY, C.LINE_NO)
     gap = (pl.col(C.TS) - pl.col(C.TS).shift(1).over(RUN_KEY)).dt.total_microseconds() / 1e6
     return (
         timed.with_columns(gap.alias(A.DURATION_S), pl.col(C.TS).shift(1).over(RUN_KEY).alias("_from"))
