@@ -136,16 +136,15 @@ def change_points(
         RUN_KEY, maintain_order=True
     ):
         values = part.get_column(column).to_numpy()
-        ts = part.get_column(C.TS).to_list()
-        lines = part.get_column(C.LINE_NO).to_list()
         for at, before, after in _segment(values, 0, len(values), min_segment, min_shift, depth=3):
+            # the row of a change point only: a run's whole columns as Python lists cost more than the search
             rows.append(
                 {
                     C.SOURCE: source,
                     C.RUN: run,
                     A.METRIC: column,
-                    C.TS: ts[at],
-                    C.LINE_NO: lines[at],
+                    C.TS: part.item(at, C.TS),
+                    C.LINE_NO: part.item(at, C.LINE_NO),
                     A.BEFORE: before,
                     A.AFTER: after,
                 }

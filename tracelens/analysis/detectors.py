@@ -58,11 +58,11 @@ class Context:
         evidence = [Evidence(source, int(n)) for n in list(dict.fromkeys(lines))[:MAX_EVIDENCE]]
         return Finding(severity, code, source, int(run), self.label(source, run), ts, message, evidence)
 
-    def debug_of(self, source: str, run: int, *columns: str) -> pl.DataFrame:
-        """One run's debug lines, with ``columns`` besides source, run, line_no and ts (a dataset reads
-        only those, of that run's row groups)."""
+    def debug_of(self, source: str, run: int, *columns: str, where: pl.Expr | None = None) -> pl.DataFrame:
+        """One run's debug lines (those that match ``where``), with ``columns`` besides source, run,
+        line_no and ts (a dataset reads only those, of that run's row groups)."""
         wanted = [*RUN_KEY, C.LINE_NO, C.TS, *columns]
-        return next(self.tables.per_run(T.DEBUG, [(source, run)], wanted))[1]
+        return next(self.tables.per_run(T.DEBUG, [(source, run)], wanted, where))[1]
 
 
 def _fmt_ids(ids: Iterable[int]) -> str:
@@ -77,7 +77,8 @@ def aux_counts(ctx: Context) -> list[Finding]:
     """num_aux / num_items differ from the expectation, or change within a run."""
     out = []
     for run in _spec_runs(ctx):
-        debug = ctx.debug_of(run[C.SOURCE], run[C.RUN], C.NUM_AUX, C.NUM_ITEMS)
+        counted = pl.col(C.NUM_AUX).is_not_null() | pl.col(C.NUM_ITEMS).is_not_null()
+        debug = ctx.debug_of(run[C.SOURCE], run[C.RUN], C.NUM_AUX, C.NUM_ITEMS, where=counted)
         for column, what in ((C.NUM_AUX, "aux hidden states"), (C.NUM_ITEMS, "concatenated items")):
             rows = debug.filter(pl.col(column).is_not_null())
             if not rows.height:
@@ -120,8 +121,8 @@ def shapes(ctx: Context) -> list[Finding]:
     """Shapes inconsistent between sites; a concatenated width that is not aux count x hidden size."""
     out = []
     for run in _spec_runs(ctx):
-        debug = ctx.debug_of(run[C.SOURCE], run[C.RUN], C.SITE, C.EVENT, C.SHAPES).filter(
-            pl.col(C.SHAPES).list.len() > 0
+        debug = ctx.debug_of(
+            run[C.SOURCE], run[C.RUN], C.SITE, C.EVENT, C.SHAPES, where=pl.col(C.SHAPES).list.len() > 0
         )
         if not debug.height:
             continue
