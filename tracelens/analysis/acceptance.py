@@ -36,29 +36,8 @@ def decode_series(batches: pl.DataFrame, runs: pl.DataFrame, ready: pl.DataFrame
     """One row per (run, decode timestamp): DP-combined values, recomputed acceptance, stage, rolling
     median and spread. ``ready``: source, run, ts of the run's `fired up` line (may be missing)."""
     decode = batches.filter(pl.col(C.PHASE) == "decode")
-    # With attention DP each DP rank prints its own line per interval: the k-th line of every rank is
-    # one round. Without DP tags each line is its own round (several lines may share a second).
-    dp_run = pl.col(C.DP).is_not_null().any().over(RUN_KEY)
-    nth = pl.int_range(pl.len()).over(*RUN_KEY, C.DP)
-    rounds = decode.sort(*RUN_KEY, C.LINE_NO).with_columns(
-        pl.when(dp_run).then(nth).otherwise(pl.int_range(pl.len()).over(RUN_KEY)).alias("_round")
-    )
-    combined = (
-        rounds.group_by(*RUN_KEY, "_round")
-        .agg(
-            pl.col(C.TS).max(),
-            pl.col(C.LINE_NO).min(),
-            pl.col(C.ACCEPT_LEN).mean(),
-            pl.col(C.ACCEPT_RATE).mean().alias(A.ACCEPT_RATE_LOGGED),
-            _sum_or_null(C.GEN_THROUGHPUT),
-            _sum_or_null(C.RUNNING_REQ),
-            pl.col(C.TOKEN_USAGE).mean(),
-            _sum_or_null(C.QUEUE_REQ),
-            pl.col(C.DP).n_unique().alias(A.DP_RANKS),
-        )
-        .drop("_round")
-        .sort(*RUN_KEY, C.LINE_NO)
-    )
+    no_dp = decode.get_column(C.DP).is_null().all()
+    combined = _single_rounds(decode) if no_dp else _dp_rounds(decode)
     config = runs.select(*RUN_KEY, C.START_TS, C.SPEC_NUM_STEPS, C.SPEC_NUM_DRAFT_TOKENS)
     out = combined.join(config, on=RUN_KEY, how="left").join(
         ready.select(*RUN_KEY, pl.col(C.TS).alias("_ready")), on=RUN_KEY, how="left"
@@ -79,6 +58,50 @@ def decode_series(batches: pl.DataFrame, runs: pl.DataFrame, ready: pl.DataFrame
         *_rolling(C.GEN_THROUGHPUT, {A.TPUT_ROLLING_MEDIAN: 0.5}),
     )
     return out.drop("_ready", C.START_TS)
+
+
+def _dp_rounds(decode: pl.DataFrame) -> pl.DataFrame:
+    """Decode lines combined per round. With attention DP each DP rank prints its own line per
+    interval: the k-th line of every rank is one round. Without DP tags each line is its own round
+    (several lines may share a second)."""
+    dp_run = pl.col(C.DP).is_not_null().any().over(RUN_KEY)
+    nth = pl.int_range(pl.len()).over(*RUN_KEY, C.DP)
+    rounds = decode.sort(*RUN_KEY, C.LINE_NO).with_columns(
+        pl.when(dp_run).then(nth).otherwise(pl.int_range(pl.len()).over(RUN_KEY)).alias("_round")
+    )
+    return (
+        rounds.group_by(*RUN_KEY, "_round")
+        .agg(
+            pl.col(C.TS).max(),
+            pl.col(C.LINE_NO).min(),
+            pl.col(C.ACCEPT_LEN).mean(),
+            pl.col(C.ACCEPT_RATE).mean().alias(A.ACCEPT_RATE_LOGGED),
+            _sum_or_null(C.GEN_THROUGHPUT),
+            _sum_or_null(C.RUNNING_REQ),
+            pl.col(C.TOKEN_USAGE).mean(),
+            _sum_or_null(C.QUEUE_REQ),
+            pl.col(C.DP).n_unique().alias(A.DP_RANKS),
+        )
+        .drop("_round")
+        .sort(*RUN_KEY, C.LINE_NO)
+    )
+
+
+def _single_rounds(decode: pl.DataFrame) -> pl.DataFrame:
+    """What `_dp_rounds` gives when no line has a DP tag (every line its own round), without grouping
+    a run's lines one by one: that grouping was most of the series' cost on a long run."""
+    return decode.sort(*RUN_KEY, C.LINE_NO).select(
+        *RUN_KEY,
+        C.TS,
+        C.LINE_NO,
+        C.ACCEPT_LEN,
+        pl.col(C.ACCEPT_RATE).alias(A.ACCEPT_RATE_LOGGED),
+        C.GEN_THROUGHPUT,
+        C.RUNNING_REQ,
+        C.TOKEN_USAGE,
+        C.QUEUE_REQ,
+        pl.lit(1, pl.UInt32).alias(A.DP_RANKS),
+    )
 
 
 def steady_rows(series: pl.DataFrame) -> pl.DataFrame:
