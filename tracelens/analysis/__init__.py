@@ -121,7 +121,9 @@ def analyze_tables(
         series=series,
         expect=expect,
         incidents=folded,
-        stalls=with_labels(startup.stalls(tables.scan(T.LINES), runs, lifecycle, stall_seconds), runs),
+        stalls=with_labels(
+            startup.stalls(tables.scan(T.LINES), tables[T.RUNS], lifecycle, stall_seconds), runs
+        ),
         readiness=readiness,
         changes=changes,
         speedups=speedups,

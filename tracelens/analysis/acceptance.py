@@ -38,6 +38,8 @@ def decode_series(batches: pl.DataFrame, runs: pl.DataFrame, ready: pl.DataFrame
     decode = batches.filter(pl.col(C.PHASE) == "decode")
     no_dp = decode.get_column(C.DP).is_null().all()
     combined = _single_rounds(decode) if no_dp else _dp_rounds(decode)
+    # the analysis makes the series one run at a time: a window over the run is then the whole column
+    one_run = combined.select(pl.struct(RUN_KEY).n_unique()).item() <= 1
     config = runs.select(*RUN_KEY, C.START_TS, C.SPEC_NUM_STEPS, C.SPEC_NUM_DRAFT_TOKENS)
     out = combined.join(config, on=RUN_KEY, how="left").join(
         ready.select(*RUN_KEY, pl.col(C.TS).alias("_ready")), on=RUN_KEY, how="left"
@@ -54,8 +56,8 @@ def decode_series(batches: pl.DataFrame, runs: pl.DataFrame, ready: pl.DataFrame
         ((pl.col(C.ACCEPT_LEN) - 1) / pl.col(C.SPEC_NUM_STEPS)).alias(A.ACCEPTANCE_RATE),
         pl.when(warm.fill_null(True)).then(pl.lit("warmup")).otherwise(pl.lit("steady")).alias(A.STAGE),
         pl.col(C.RUNNING_REQ).alias(A.BATCH_SIZE),
-        *_rolling(C.ACCEPT_LEN, {A.ROLLING_MEDIAN: 0.5, A.ROLLING_P10: 0.1, A.ROLLING_P90: 0.9}),
-        *_rolling(C.GEN_THROUGHPUT, {A.TPUT_ROLLING_MEDIAN: 0.5}),
+        *_rolling(C.ACCEPT_LEN, {A.ROLLING_MEDIAN: 0.5, A.ROLLING_P10: 0.1, A.ROLLING_P90: 0.9}, one_run),
+        *_rolling(C.GEN_THROUGHPUT, {A.TPUT_ROLLING_MEDIAN: 0.5}, one_run),
     )
     return out.drop("_ready", C.START_TS)
 
@@ -115,14 +117,12 @@ def _sum_or_null(column: str) -> pl.Expr:
     return pl.when(pl.col(column).is_not_null().any()).then(pl.col(column).sum()).alias(column)
 
 
-def _rolling(column: str, quantiles: dict[str, float]) -> list[pl.Expr]:
-    return [
-        pl.col(column)
-        .rolling_quantile(q, window_size=ROLLING_WINDOW, min_samples=1, center=True)
-        .over(RUN_KEY)
-        .alias(name)
-        for name, q in quantiles.items()
-    ]
+def _rolling(column: str, quantiles: dict[str, float], one_run: bool = False) -> list[pl.Expr]:
+    def window(q: float) -> pl.Expr:
+        rolled = pl.col(column).rolling_quantile(q, window_size=ROLLING_WINDOW, min_samples=1, center=True)
+        return rolled if one_run else rolled.over(RUN_KEY)
+
+    return [window(q).alias(name) for name, q in quantiles.items()]
 
 
 def logged_definition(series: pl.DataFrame) -> pl.DataFrame:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
@@ -40,10 +40,12 @@ class Context:
     changes: pl.DataFrame  # acceptance.change_points
     speedups: pl.DataFrame
     curves: pl.DataFrame  # acceptance.position_curves
+    _labels: dict[tuple[str, int], str] | None = field(default=None, init=False, repr=False)
 
     def label(self, source: str, run: int) -> str:
-        hit = self.runs.filter((pl.col(C.SOURCE) == source) & (pl.col(C.RUN) == run))
-        return hit.item(0, A.LABEL) if hit.height else f"{source}#{run}"
+        if self._labels is None:  # one lookup table, not a filter of `runs` per finding
+            self._labels = {(s, r): label for s, r, label in self.runs.select(*RUN_KEY, A.LABEL).iter_rows()}
+        return self._labels.get((source, run), f"{source}#{run}")
 
     def finding(
         self,

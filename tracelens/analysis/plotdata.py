@@ -92,11 +92,13 @@ def pair_counts(frame: pl.DataFrame, x: str, y: str, limit: int = PAIR_POINTS) -
     data = frame.filter(_finite(x, frame.schema[x]) & _finite(y, frame.schema[y])).select(
         pl.col(x).cast(pl.Float64), pl.col(y).cast(pl.Float64)
     )
+    # the distinct pairs once; each coarser grid then regroups them, not every row again
+    exact = data.group_by(x, y).len("count")
     y_step, x_step = 0.0, 0.0
     while True:
         xs = pl.col(x) if x_step == 0 else (pl.col(x) / x_step).round() * x_step
         ys = pl.col(y) if y_step == 0 else (pl.col(y) / y_step).round() * y_step
-        pairs = data.group_by(xs.alias(x), ys.alias(y)).len("count").sort(x, y)
+        pairs = exact.group_by(xs.alias(x), ys.alias(y)).agg(pl.col("count").sum().cast(pl.UInt32)).sort(x, y)
         if pairs.height <= limit:
             return pairs
         y_span = float(data.get_column(y).max() - data.get_column(y).min())  # type: ignore[operator]
