@@ -203,6 +203,9 @@ def main() -> None:
     parser.add_argument("--commands", default=",".join(COMMANDS))
     parser.add_argument("--kill-above", default="12G", help="stop a command whose tree passes this")
     parser.add_argument("--json", type=Path, help="also write the measures to this file")
+    parser.add_argument(
+        "--reuse", type=Path, help="take the sizes measured in this --json file from it instead of measuring"
+    )
     parser.add_argument("--no-readme", action="store_true")
     args = parser.parse_args()
     load = os.getloadavg()[0]
@@ -212,7 +215,13 @@ def main() -> None:
     out.mkdir(exist_ok=True)
     print(machine(), flush=True)
     rows = []
+    reused = json.loads(args.reuse.read_text()) if args.reuse else {}
     for i, size_text in enumerate(args.sizes.split(",")):
+        if size_text in reused:
+            done = reused[size_text]
+            measures = {k: Measure(**v) for k, v in done.items() if k not in ("parse", "bytes")}
+            rows.append((size_text, done["bytes"], Measure(**done["parse"]), measures))
+            continue
         dataset, parse, nbytes = prepare(args.data, size_text, 3 if i == 0 else 4, kill_above)
         results = {name: measure(dataset, name, out, kill_above) for name in args.commands.split(",")}
         rows.append((size_text, nbytes, parse, results))
@@ -222,7 +231,10 @@ def main() -> None:
     if args.json:
         args.json.write_text(
             json.dumps(
-                {s: {"parse": p.__dict__, **{k: v.__dict__ for k, v in r.items()}} for s, _, p, r in rows},
+                {
+                    s: {"bytes": n, "parse": p.__dict__, **{k: v.__dict__ for k, v in r.items()}}
+                    for s, n, p, r in rows
+                },
                 indent=1,
             )
         )
