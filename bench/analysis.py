@@ -31,6 +31,7 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,9 +68,10 @@ class Measure:
     code: int = 0
 
 
-def run_measured(cmd: list[str], kill_above: int) -> Measure:
+def run_measured(cmd: list[str], kill_above: int, alone: bool = True) -> Measure:
     """Wall time, CPU seconds and peak PSS of the process tree of ``cmd``; the tree is killed when it
-    passes ``kill_above`` bytes."""
+    passes ``kill_above`` bytes. Not ``alone`` (other commands run at the same time), the CPU seconds
+    are the sampled ones only: the kernel's accounting of waited children would mix the commands."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -105,7 +107,7 @@ def run_measured(cmd: list[str], kill_above: int) -> Measure:
     sampler.join()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     waited = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    cpu = max(waited, sum(cpu_seen.values()))
+    cpu = max(waited, sum(cpu_seen.values())) if alone else sum(cpu_seen.values())
     if not killed and proc.returncode not in (0, 1):
         raise SystemExit(f"{' '.join(cmd[:5])} failed ({proc.returncode}): {err.decode()[-800:]}")
     return Measure(elapsed, cpu, peak, killed, proc.returncode)
@@ -136,11 +138,12 @@ def prepare(data: Path, size_text: str, seed: int, kill_above: int) -> tuple[Pat
     return dataset, parse, log.stat().st_size
 
 
-def measure(dataset: Path, name: str, out: Path, kill_above: int) -> Measure:
+def measure(dataset: Path, name: str, out: Path, kill_above: int, alone: bool = True) -> Measure:
     extra, _ = COMMANDS[name]
+    out.mkdir(parents=True, exist_ok=True)
     args = [a.format(out=out) for a in extra]
     cmd = tracelens("sql", SQL_QUERY, str(dataset)) if name == "sql" else tracelens(name, str(dataset), *args)
-    result = run_measured(cmd, kill_above)
+    result = run_measured(cmd, kill_above, alone)
     state = " (killed)" if result.killed else ""
     print(
         f"  {name}: {result.seconds:.1f} s, {result.cpu:.1f} CPU s, {result.peak / 2**20:.0f} MiB{state}",
@@ -207,6 +210,11 @@ def main() -> None:
     parser.add_argument(
         "--reuse", type=Path, help="take the sizes measured in this --json file from it instead of measuring"
     )
+    parser.add_argument(
+        "--parallel",
+        action="store_true",
+        help="run the commands of a size at the same time (peaks stay per command; wall times do not)",
+    )
     parser.add_argument("--no-readme", action="store_true")
     args = parser.parse_args()
     load = os.getloadavg()[0]
@@ -224,7 +232,13 @@ def main() -> None:
             rows.append((size_text, done["bytes"], Measure(**done["parse"]), measures))
             continue
         dataset, parse, nbytes = prepare(args.data, size_text, 3 if i == 0 else 4, kill_above)
-        results = {name: measure(dataset, name, out, kill_above) for name in args.commands.split(",")}
+        names = args.commands.split(",")
+        if args.parallel:
+            with ThreadPoolExecutor(len(names)) as pool:
+                futures = {n: pool.submit(measure, dataset, n, out / n, kill_above, False) for n in names}
+                results = {n: f.result() for n, f in futures.items()}
+        else:
+            results = {name: measure(dataset, name, out, kill_above) for name in names}
         rows.append((size_text, nbytes, parse, results))
     text = table(rows, load, kill_above)
     print()
