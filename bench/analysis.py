@@ -152,7 +152,13 @@ def measure(dataset: Path, name: str, out: Path, kill_above: int, alone: bool = 
     return result
 
 
-def table(rows: list[tuple[str, int, Measure, dict[str, Measure]]], load: float, kill_above: int) -> str:
+def _cpu(value: float) -> str:
+    return f"{value:.1f}" if value >= 0 else "-"  # -1: not recorded
+
+
+def table(
+    rows: list[tuple[str, int, Measure, dict[str, Measure]]], load: float, kill_above: int, parallel: bool
+) -> str:
     today = dt.date.today().isoformat()
     lines = [
         f"`python bench/analysis.py` on the datasets of the synthetic EAGLE-3 session logs of "
@@ -165,7 +171,7 @@ def table(rows: list[tuple[str, int, Measure, dict[str, Measure]]], load: float,
     for size_text, nbytes, parse, results in rows:
         label = f"{size_text} ({nbytes / 2**30:.2f} GiB)"
         lines.append(
-            f"| {label} | parse | {parse.seconds:.1f} | {parse.cpu:.1f} | 1.00 | 1.00 | {parse.peak / 2**20:,.0f} MiB | - |"
+            f"| {label} | parse | {parse.seconds:.1f} | {_cpu(parse.cpu)} | 1.00 | 1.00 | {parse.peak / 2**20:,.0f} MiB | - |"
         )
         for name, m in results.items():
             share = COMMANDS[name][1]
@@ -178,10 +184,17 @@ def table(rows: list[tuple[str, int, Measure, dict[str, Measure]]], load: float,
                 f"time <= {share:g}x parse {'met' if time_ok else '**not met**'}"
             )
             lines.append(
-                f"| {label} | {name} | {m.seconds:.1f} | {m.cpu:.1f} | {ratio:.2f} | {m.cpu / parse.cpu:.2f} | {peak} "
+                f"| {label} | {name} | {m.seconds:.1f} | {_cpu(m.cpu)} | {ratio:.2f} "
+                f"| {m.cpu / parse.cpu if parse.cpu > 0 else float('nan'):.2f} | {peak} "
                 f"| {verdict} |"
             )
-    lines += ["", f"The `sql` query: `{SQL_QUERY}`.", ""]
+    lines += ["", f"The `sql` query: `{SQL_QUERY}`."]
+    if parallel:
+        lines.append(
+            "The commands of each size ran at the same time (`--parallel`): their peaks are each command's "
+            "own, their wall times are not comparable with the parse's; CPU seconds are."
+        )
+    lines.append("")
     return "\n".join(lines)
 
 
@@ -240,7 +253,7 @@ def main() -> None:
         else:
             results = {name: measure(dataset, name, out, kill_above) for name in names}
         rows.append((size_text, nbytes, parse, results))
-    text = table(rows, load, kill_above)
+    text = table(rows, load, kill_above, args.parallel)
     print()
     print(text)
     if args.json:
