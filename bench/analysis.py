@@ -42,7 +42,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
 from logmix import generate  # noqa: E402
-from throughput import _size, _tree_rss, machine  # noqa: E402
+from throughput import _size, _tree_rss, machine, write_readme  # noqa: E402
 
 MEMORY_LIMIT = 512 << 20
 SQL_QUERY = (
@@ -198,19 +198,6 @@ def table(
     return "\n".join(lines)
 
 
-def write_readme(text: str) -> None:
-    readme = ROOT / "README.md"
-    content = readme.read_text()
-    start, end = "<!-- bench-analysis:start -->", "<!-- bench-analysis:end -->"
-    if start not in content or end not in content:
-        print("README.md has no bench-analysis markers; table not written")
-        return
-    before, rest = content.split(start, 1)
-    _, after = rest.split(end, 1)
-    readme.write_text(f"{before}{start}\n{text}{end}{after}")
-    print("README.md updated")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1G,4G")
@@ -267,7 +254,7 @@ def main() -> None:
             )
         )
     if not args.no_readme:
-        write_readme(text)
+        write_readme(text, "bench-analysis")
 
 
 if __name__ == "__main__":
