@@ -369,12 +369,13 @@ def stage_lines(rates: dict[str, float], jobs: int) -> str:
     return "\n".join(rows) + "\n"
 
 
-def write_readme(table: str) -> None:
+def write_readme(table: str, marker: str = "bench") -> None:
+    """Put ``table`` into README.md between the `<!-- {marker}:start -->` and `:end` comments."""
     readme = ROOT / "README.md"
     text = readme.read_text()
-    start, end = "<!-- bench:start -->", "<!-- bench:end -->"
+    start, end = f"<!-- {marker}:start -->", f"<!-- {marker}:end -->"
     if start not in text or end not in text:
-        print("README.md has no bench markers; table not written")
+        print(f"README.md has no {marker} markers; table not written")
         return
     before, rest = text.split(start, 1)
     _, after = rest.split(end, 1)

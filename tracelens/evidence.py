@@ -105,7 +105,7 @@ def read_source_lines(source: str, spans: list[tuple[int, int, int]]) -> dict[in
         raise
 
 
-def texts(keys: set[Key], lines: pl.DataFrame, kept: pl.LazyFrame) -> dict[Key, str]:
+def texts(keys: set[Key], lines: pl.DataFrame | pl.LazyFrame, kept: pl.LazyFrame) -> dict[Key, str]:
     """The text of each cited (source, line_no): ``kept`` (a scan of the `evidence` table, filtered
     before it is loaded) first, the rest read from the sources by the offsets in ``lines``."""
     if not keys:
@@ -117,8 +117,13 @@ def texts(keys: set[Key], lines: pl.DataFrame, kept: pl.LazyFrame) -> dict[Key, 
     out.update(((s, n), t) for s, n, t in hits.select(C.SOURCE, C.LINE_NO, C.TEXT).iter_rows())
     found = pl.DataFrame(list(out), schema=wanted.schema, orient="row")
     missing = wanted.join(found, on=[C.SOURCE, C.LINE_NO], how="anti")
-    where = lines.join(missing, on=[C.SOURCE, C.LINE_NO]).select(
-        C.SOURCE, C.LINE_NO, C.BYTE_OFFSET, C.BYTE_LEN
+    where = (
+        lines.lazy()
+        # the line numbers alone first: a scan of a dataset skips every row group that holds none of them
+        .filter(pl.col(C.LINE_NO).is_in(missing.get_column(C.LINE_NO).unique().implode()))
+        .select(C.SOURCE, C.LINE_NO, C.BYTE_OFFSET, C.BYTE_LEN)
+        .join(missing.lazy(), on=[C.SOURCE, C.LINE_NO])
+        .collect()
     )
     for (source,), group in where.group_by(C.SOURCE):
         spans = [(n, o, length) for _, n, o, length in group.iter_rows()]

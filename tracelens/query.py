@@ -6,13 +6,15 @@ import polars as pl
 
 from tracelens.errors import InputError
 from tracelens.schema import TABLES
-from tracelens.tables import Tables
+from tracelens.tables import Tables, collect
 
 
 def run_sql(tables: Tables, query: str) -> pl.DataFrame:
-    context = pl.SQLContext({name: tables[name] for name in TABLES}, eager=True)
+    """The query's result. Tables are registered as lazy scans and the query runs on the streaming
+    engine, so on a dataset it reads only the columns it names and an aggregate holds its groups only."""
+    context = pl.SQLContext({name: tables.scan(name) for name in TABLES})
     try:
-        return context.execute(query, eager=True)
+        return collect(context.execute(query, eager=False))
     except (
         pl.exceptions.SQLInterfaceError,
         pl.exceptions.SQLSyntaxError,

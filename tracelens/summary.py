@@ -7,23 +7,20 @@ from typing import Any
 
 import polars as pl
 
-from tracelens.analysis import Analysis, acceptance
+from tracelens.analysis import Analysis
+from tracelens.analysis.per_run import STEADY_STATS, stat_column
 from tracelens.schema import KINDS, A, C, T
+from tracelens.tables import collect
 
 SUMMARY_VERSION = 1
 
 
-def _stats(series: pl.Series, quantiles: bool) -> dict[str, float | None]:
-    clean = series.drop_nulls().drop_nans() if series.dtype.is_float() else series.drop_nulls()
-    if clean.is_empty():
-        out: dict[str, float | None] = {"mean": None, "median": None}
-        if quantiles:
-            out |= {"p10": None, "p90": None}
-        return out
-    out = {"mean": round(float(clean.mean()), 4), "median": round(float(clean.median()), 4)}  # type: ignore[arg-type]
-    if quantiles:
-        out["p10"] = round(float(clean.quantile(0.1, "linear")), 4)  # type: ignore[arg-type]
-        out["p90"] = round(float(clean.quantile(0.9, "linear")), 4)  # type: ignore[arg-type]
+def _steady(row: dict[str, Any]) -> dict[str, dict[str, float | None]]:
+    """A run's `STEADY_STATS` (from `Analysis.rate_stats`) as the summary's nested figures, rounded."""
+    out: dict[str, dict[str, float | None]] = {}
+    for column, stats in STEADY_STATS:
+        values = {stat: row.get(stat_column(column, stat)) for stat in stats}
+        out[column] = {stat: None if v is None else round(float(v), 4) for stat, v in values.items()}
     return out
 
 
@@ -35,25 +32,30 @@ def summarize(analysis: Analysis) -> dict[str, Any]:
     """The summary of every run of every source."""
     tables = analysis.tables
     runs = tables[T.RUNS]
-    series = analysis.series
     # The figures come from the analysis' per-run numbers (DP-combined rounds, steady state, vLLM's
-    # metrics lines), the ones `compare`, the report and the TUI show.
-    steady = acceptance.steady_rows(series)
+    # metrics lines), the ones `compare`, the report and the TUI show; made on every round of a run,
+    # even when its series keeps only the rows a plot draws.
+    steady = {(r[C.SOURCE], r[C.RUN]): r for r in analysis.rate_stats.to_dicts()}
     overview = {(r[C.SOURCE], r[C.RUN]): r for r in analysis.runs.to_dicts()}
     findings: dict[tuple[str, int], int] = {}
     for finding in analysis.findings:
         findings[(finding.source, finding.run)] = findings.get((finding.source, finding.run), 0) + 1
-    lines = tables[T.LINES]
-    kind_counts = lines.group_by(C.SOURCE, C.RUN, C.KIND).len()
-    decode = tables[T.BATCHES].filter(pl.col(C.PHASE) == "decode")
+    # Counted in queries: a dataset never loads `lines` or `batches` for them.
+    kind_counts = collect(tables.scan(T.LINES).group_by(C.SOURCE, C.RUN, C.KIND).len())
+    decode_lines = {
+        (s, r): n
+        for s, r, n in collect(
+            tables.scan(T.BATCHES).filter(pl.col(C.PHASE) == "decode").group_by(C.SOURCE, C.RUN).len()
+        ).iter_rows()
+    }
     out_runs = []
     for run in runs.iter_rows(named=True):
+        run_key = (run[C.SOURCE], run[C.RUN])
         key = (pl.col(C.SOURCE) == run[C.SOURCE]) & (pl.col(C.RUN) == run[C.RUN])
         counts = dict(kind_counts.filter(key).select(C.KIND, "len").iter_rows())
-        run_decode = decode.filter(key)
-        run_steady = steady.filter(key)
-        seen = overview.get((run[C.SOURCE], run[C.RUN]), {})
-        accept = _stats(run_steady.get_column(C.ACCEPT_LEN), quantiles=True)
+        seen = overview.get(run_key, {})
+        figures = _steady(steady.get(run_key, {}))
+        accept = figures[C.ACCEPT_LEN]
         if accept["mean"] is None and seen.get(A.MEAN_ACCEPT_LEN) is not None:
             accept["mean"] = round(float(seen[A.MEAN_ACCEPT_LEN]), 4)  # vLLM: its metrics lines'
         spec = None
@@ -77,15 +79,15 @@ def summarize(analysis: Analysis) -> dict[str, Any]:
                 "speculative": spec,
                 "lines": run[C.LINE_COUNT],
                 "lines_by_kind": {k: counts.get(k, 0) for k in KINDS},
-                "decode_lines": run_decode.height,
+                "decode_lines": decode_lines.get(run_key, 0),
                 "accept_len": accept,
-                "gen_throughput": _stats(run_steady.get_column(C.GEN_THROUGHPUT), quantiles=False),
-                "acceptance_rate": _stats(run_steady.get_column(A.ACCEPTANCE_RATE), quantiles=False),
+                "gen_throughput": figures[C.GEN_THROUGHPUT],
+                "acceptance_rate": figures[A.ACCEPTANCE_RATE],
                 "status": seen.get(A.STATUS),
                 "headline": seen.get(A.HEADLINE),
                 "faults": tables[T.FAULTS].filter(key).height,
                 "unparsed": counts.get("unparsed", 0),
-                "findings": findings.get((run[C.SOURCE], run[C.RUN]), 0),
+                "findings": findings.get(run_key, 0),
             }
         )
     return {"version": SUMMARY_VERSION, "sources": sorted(set(runs.get_column(C.SOURCE))), "runs": out_runs}

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
 
-from tracelens.schema import TABLES, C, T, conform_parts, empty, polars_schema
+from tracelens.schema import TABLES, C, T, empty, polars_schema
 
 # The dataset's hidden metadata folder (manifest, journal), as the batch engine names it.
 DATASET_META = ".tracelens"
@@ -22,10 +22,26 @@ class Tables:
     """Named polars frames, one per table of `schema.SCHEMAS` (plus the working `_parts`)."""
 
     frames: dict[str, pl.DataFrame]
-    folder: Path | None = None  # the dataset they were read from, for tables left on disk (`skip`)
 
     def __getitem__(self, name: str) -> pl.DataFrame:
         return self.frames.get(name, empty(name) if name in TABLES else pl.DataFrame())
+
+    def scan(self, name: str) -> pl.LazyFrame:
+        """The table as a lazy frame: what a question reads of a big table, so that a dataset on disk
+        (`DatasetTables`) reads only the columns and row groups the question needs."""
+        return self[name].lazy()
+
+    def per_run(
+        self, name: str, runs: Iterable[tuple[str, int]], columns: Sequence[str], where: pl.Expr | None = None
+    ) -> Iterator[tuple[tuple[str, int], pl.DataFrame]]:
+        """((source, run), its rows of table ``name``) for each run of ``runs`` in that order, with only
+        ``columns``: one run in memory at a time (a dataset reads each run's row groups alone)."""
+        frame = self[name]
+        if where is not None:
+            frame = frame.filter(where)
+        frame = frame.select(columns)
+        for source, run in runs:
+            yield (source, run), frame.filter((pl.col(C.SOURCE) == source) & (pl.col(C.RUN) == run))
 
     @staticmethod
     def concat(parts: Iterable[Tables]) -> Tables:
@@ -41,24 +57,9 @@ class Tables:
         return path.is_dir() and (path / DATASET_META).is_dir() and (path / "lines").is_dir()
 
     @staticmethod
-    def read_dataset(path: Path, skip: Iterable[str] = ()) -> Tables:
-        """The tables of a dataset written by `tracelens parse -o`, ready to analyse; those in ``skip``
-        stay on disk (empty here; `scan` reads them)."""
-        frames = {}
-        for name in TABLES:
-            parts = sorted((path / name).glob("*.parquet")) if name not in skip else []
-            frames[name] = conform_parts(name, [pl.read_parquet(p) for p in parts])
-        frames[T.LINES] = frames[T.LINES].sort(C.SOURCE, C.LINE_NO)
-        return Tables(frames, folder=path)
-
-    def scan(self, name: str) -> pl.LazyFrame:
-        """A table as a lazy frame: from the dataset's files when it was left on disk."""
-        if self.folder is not None and not self[name].height:
-            parts = sorted((self.folder / name).glob("*.parquet"))
-            if parts:
-                # part files leave out their all-null columns (engine.store): they come back as nulls
-                return pl.scan_parquet(parts, schema=polars_schema(name), missing_columns="insert")
-        return self[name].lazy()
+    def read_dataset(path: Path) -> DatasetTables:
+        """The tables of a dataset written by `tracelens parse -o`, read when asked (see `DatasetTables`)."""
+        return DatasetTables({}, path)
 
     def write_parquet(self, out_dir: Path) -> dict[str, Path]:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -68,3 +69,57 @@ class Tables:
             self[name].write_parquet(path)
             written[name] = path
         return written
+
+
+def collect(frame: pl.LazyFrame) -> pl.DataFrame:
+    """Run a query on polars' streaming engine: a scan of a dataset is read in batches, so an
+    aggregate over a big table holds its groups, not the table."""
+    return frame.collect(engine="streaming")
+
+
+@dataclass
+class DatasetTables(Tables):
+    """The tables of a dataset on disk, read on demand. `scan` is a lazy scan of a table's part files
+    (projection and predicate pushdown: a question reads only its columns and the row groups that can
+    match); `tables[name]` loads a whole table once and keeps it, which the small tables (runs,
+    lifecycle, server args, faults) and whole-table callers use. The analysis reads the big ones
+    (lines, batches, debug) only through scans and `per_run`."""
+
+    path: Path = field(default_factory=Path)
+
+    def _parts(self, name: str) -> list[Path]:
+        return sorted((self.path / name).glob("*.parquet"))
+
+    def scan(self, name: str) -> pl.LazyFrame:
+        parts = self._parts(name)
+        if not parts:
+            return empty(name).lazy()
+        # Part files leave out their all-null columns (`engine.store`): with the table's schema they come
+        # back as nulls, whichever part comes first.
+        scan = pl.scan_parquet(parts, schema=polars_schema(name), missing_columns="insert")
+        if (
+            name == T.LINES
+        ):  # stored lines leave `record` null where it equals `line_no` (schema.stored_lines)
+            scan = scan.with_columns(pl.coalesce(C.RECORD, C.LINE_NO).alias(C.RECORD))
+        return scan
+
+    def __getitem__(self, name: str) -> pl.DataFrame:
+        if name not in self.frames:
+            if name not in TABLES:
+                return pl.DataFrame()
+            frame = collect(self.scan(name))
+            self.frames[name] = frame.sort(C.SOURCE, C.LINE_NO) if name == T.LINES else frame
+        return self.frames[name]
+
+    def per_run(
+        self, name: str, runs: Iterable[tuple[str, int]], columns: Sequence[str], where: pl.Expr | None = None
+    ) -> Iterator[tuple[tuple[str, int], pl.DataFrame]]:
+        if name in self.frames:
+            yield from super().per_run(name, runs, columns, where)
+            return
+        scan = self.scan(name)
+        for source, run in runs:
+            rows = scan.filter((pl.col(C.SOURCE) == source) & (pl.col(C.RUN) == run))
+            if where is not None:
+                rows = rows.filter(where)
+            yield (source, run), rows.select(columns).collect()

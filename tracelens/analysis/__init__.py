@@ -16,7 +16,17 @@ from pathlib import Path
 
 import polars as pl
 
-from tracelens.analysis import acceptance, capture, compare, folding, incidents, load, startup, verdicts
+from tracelens.analysis import (
+    acceptance,
+    capture,
+    compare,
+    folding,
+    incidents,
+    load,
+    per_run,
+    startup,
+    verdicts,
+)
 from tracelens.analysis.detectors import DETECTORS, Context
 from tracelens.analysis.expectations import Expectations, describe_capture
 from tracelens.analysis.findings import Evidence, Finding, sort_findings
@@ -52,6 +62,13 @@ class Analysis:
     spec_curves: pl.DataFrame  # vLLM per-position acceptance: source, run, position, rate
     findings: list[Finding] = field(default_factory=list)
     verdicts: list[Verdict] = field(default_factory=list)  # one per run, worst first
+    # per run: acceptance rate mean and median over every decode round (`series` may hold only the
+    # rows a plot draws of a run longer than per_run.SERIES_LIMIT rounds)
+    rate_stats: pl.DataFrame = field(default_factory=pl.DataFrame)
+    # of each run whose series is thinned: its steady accept-len distribution at evenly spaced ranks
+    # (label, accept_len) and its (batch size, accept len) pairs with counts, made on every round
+    distributions: pl.DataFrame = field(default_factory=pl.DataFrame)
+    batch_pairs: pl.DataFrame = field(default_factory=pl.DataFrame)
 
     @property
     def errors(self) -> list[Finding]:
@@ -76,7 +93,7 @@ def analyze(
         tables = paths_or_dataset
     elif len(paths) == 1 and Tables.is_dataset(paths[0]):
         # Evidence text stays on disk: only the cited lines are read from it.
-        tables = Tables.read_dataset(paths[0], skip=(T.EVIDENCE,))
+        tables = Tables.read_dataset(paths[0])
     else:
         from tracelens.ingest import parse_paths
 
@@ -92,28 +109,24 @@ def analyze_tables(
     stall_seconds: float = startup.DEFAULT_STALL_SECONDS,
 ) -> Analysis:
     expect = (expectations or Expectations()).derived()
-    runs = interesting_runs(tables[T.RUNS].with_columns(label_expr()), tables[T.LINES])
+    runs = interesting_runs(tables[T.RUNS].with_columns(label_expr()), _busy_lines(tables))
     lifecycle = tables[T.LIFECYCLE]
     ready = startup.ready_times(lifecycle)
-    series = with_labels(acceptance.decode_series(tables[T.BATCHES], runs, ready), runs).filter(
-        pl.col(A.LABEL).is_not_null()
-    )
     readiness = startup.time_to_ready(runs, lifecycle)
-    baselines = compare.pick_baselines(runs, series, baseline)
-    speedups = with_labels(compare.speedups(series, runs, baselines), runs)
+    baselines = compare.pick_baselines(runs, per_run.decode_rounds(tables), baseline)
+    # The series is made one run at a time; the runs a speedup compares keep their steady rows for it.
+    compared = baselines.filter(pl.col(A.BASELINE).is_not_null())
+    keep = set(compared.select(RUN_KEY).iter_rows()) | set(
+        runs.filter(pl.col(A.LABEL).is_in(compared.get_column(A.BASELINE).implode()))
+        .select(RUN_KEY)
+        .iter_rows()
+    )
+    made = per_run.series_by_run(tables, runs, ready, keep)
+    series = made.series
+    speedups = with_labels(compare.speedups(made.speed_rows, runs, baselines), runs)
     folded = with_labels(incidents.fold(tables[T.FAULTS]), runs)
-    # Throughput rises with batch size, so its steps are looked for at each run's usual batch size only.
-    usual = pl.col(A.BATCH_SIZE) == pl.col(A.BATCH_SIZE).mode().first().over(RUN_KEY)
-    changes = pl.concat(
-        [
-            acceptance.change_points(series, C.ACCEPT_LEN),
-            acceptance.change_points(series.filter(usual), C.GEN_THROUGHPUT),
-        ]
-    )
-    changes = load.explain_steps(changes, series)
-    runs = _overview(
-        runs, series, readiness, speedups, folded, expect, tables[T.SPEC_METRICS], tables[T.DEBUG]
-    )
+    changes = load.explain_steps(made.changes, series)
+    runs = _overview(runs, made, readiness, speedups, folded, expect, tables[T.SPEC_METRICS], tables)
     curves = acceptance.position_curves(tables[T.SPEC_METRICS])
     ctx = Context(
         tables=tables,
@@ -121,7 +134,9 @@ def analyze_tables(
         series=series,
         expect=expect,
         incidents=folded,
-        stalls=with_labels(startup.stalls(tables[T.LINES], runs, lifecycle, stall_seconds), runs),
+        stalls=with_labels(
+            startup.stalls(tables.scan(T.LINES), tables[T.RUNS], lifecycle, stall_seconds), runs
+        ),
         readiness=readiness,
         changes=changes,
         speedups=speedups,
@@ -169,33 +184,40 @@ def analyze_tables(
         series=series,
         startup=with_labels(startup.phases(lifecycle), runs).filter(pl.col(A.LABEL).is_not_null()),
         incidents=folded,
-        capture=with_labels(capture.sites(tables[T.DEBUG]), runs),
-        embed=with_labels(capture.embed_states(runs, tables[T.DEBUG], expect), runs),
+        capture=with_labels(capture.sites_of(tables), runs),
+        embed=with_labels(capture.embed_states(runs, tables.scan(T.DEBUG), expect), runs),
         comparison=speedups,
         config_diff=pl.concat(diffs) if diffs else compare.args_diff(tables[T.SERVER_ARGS], runs, "", ""),
         changes=with_labels(changes, runs),
         spec_curves=with_labels(curves, runs),
         findings=findings,
         verdicts=judged,
+        rate_stats=made.rate_stats,
+        distributions=with_labels(made.distributions, runs),
+        batch_pairs=with_labels(made.batch_pairs, runs),
+    )
+
+
+def _busy_lines(tables: Tables) -> pl.LazyFrame:
+    """source, run, kind of the lines `interesting_runs` looks for, from their own tables (a line of
+    kind K is a row of K's table or continues one of the same run), so `lines` is not read for it."""
+    kinds = {T.BATCHES: "batch", T.FAULTS: "fault", T.DEBUG: "debug", T.SPEC_METRICS: "spec_metrics"}
+    return pl.concat(
+        [tables.scan(name).select(*RUN_KEY, pl.lit(kind).alias(C.KIND)) for name, kind in kinds.items()]
     )
 
 
 def _overview(
     runs: pl.DataFrame,
-    series: pl.DataFrame,
+    made: per_run.RunSeries,
     readiness: pl.DataFrame,
     speedups: pl.DataFrame,
     folded: pl.DataFrame,
     expect: Expectations,
     spec_metrics: pl.DataFrame,
-    debug: pl.DataFrame,
+    tables: Tables,
 ) -> pl.DataFrame:
-    steady = acceptance.steady_rows(series)
-    stats = steady.group_by(RUN_KEY).agg(
-        pl.col(C.ACCEPT_LEN).mean().alias(A.MEAN_ACCEPT_LEN),
-        pl.col(A.ACCEPTANCE_RATE).mean().alias(A.MEAN_ACCEPTANCE_RATE),
-        pl.col(C.GEN_THROUGHPUT).mean().alias(A.MEAN_GEN_THROUGHPUT),
-    )
+    stats = made.steady_means
     # vLLM prints no decode lines: its mean acceptance length (bonus included, as SGLang's accept len)
     # comes from the spec-decoding metrics lines, idle `nan` intervals left out.
     vllm = (
@@ -205,7 +227,7 @@ def _overview(
     )
     crashed = folded.filter(pl.col(C.FAULT_KIND).is_in(["exception", "oom", "nccl", "watchdog", "sigquit"]))
     crashed = crashed.select(RUN_KEY).unique().with_columns(pl.lit(False).alias(A.ENDED_CLEANLY))
-    definitions = acceptance.logged_definition(series)
+    definitions = made.definitions
     out = (
         runs.join(stats, on=RUN_KEY, how="left")
         .join(vllm, on=RUN_KEY, how="left")
@@ -226,7 +248,7 @@ def _overview(
     )
     # Layer ids: what the run's debug lines printed (what the server did), else the draft config's, which
     # are then said to be the config's: they are what the draft was trained on, not proof of the capture.
-    printed = capture.run_layer_ids(debug).with_columns(pl.lit(True).alias("_printed"))
+    printed = capture.run_layer_ids(tables.scan(T.DEBUG)).with_columns(pl.lit(True).alias("_printed"))
     out = out.join(printed, on=RUN_KEY, how="left")
     if expect.aux_layer_ids is not None:
         out = out.with_columns(
@@ -247,7 +269,7 @@ def _fill_evidence(findings: list[Finding | Verdict], tables: Tables) -> None:
     """The text of each evidence line: kept in the dataset, or read from its source (only the few lines
     findings cite, one pass per source; see `tracelens.evidence`)."""
     wanted = {(e.source, e.line_no) for f in findings for e in f.evidence}
-    found = texts(wanted, tables[T.LINES], tables.scan(T.EVIDENCE))
+    found = texts(wanted, tables.scan(T.LINES), tables.scan(T.EVIDENCE))
     for finding in findings:
         finding.evidence = [
             Evidence(e.source, e.line_no, found.get((e.source, e.line_no), "")) for e in finding.evidence

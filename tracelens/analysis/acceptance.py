@@ -36,8 +36,36 @@ def decode_series(batches: pl.DataFrame, runs: pl.DataFrame, ready: pl.DataFrame
     """One row per (run, decode timestamp): DP-combined values, recomputed acceptance, stage, rolling
     median and spread. ``ready``: source, run, ts of the run's `fired up` line (may be missing)."""
     decode = batches.filter(pl.col(C.PHASE) == "decode")
-    # With attention DP each DP rank prints its own line per interval: the k-th line of every rank is
-    # one round. Without DP tags each line is its own round (several lines may share a second).
+    no_dp = decode.get_column(C.DP).is_null().all()
+    combined = _single_rounds(decode) if no_dp else _dp_rounds(decode)
+    # the analysis makes the series one run at a time: a window over the run is then the whole column
+    one_run = combined.select(pl.struct(RUN_KEY).n_unique()).item() <= 1
+    config = runs.select(*RUN_KEY, C.START_TS, C.SPEC_NUM_STEPS, C.SPEC_NUM_DRAFT_TOKENS)
+    out = combined.join(config, on=RUN_KEY, how="left").join(
+        ready.select(*RUN_KEY, pl.col(C.TS).alias("_ready")), on=RUN_KEY, how="left"
+    )
+    first_ts = pl.coalesce(pl.col(C.START_TS), pl.col(C.TS).min().over(RUN_KEY))
+    index = pl.int_range(pl.len()).over(RUN_KEY)
+    warm = (
+        pl.when(pl.col("_ready").is_not_null())
+        .then((pl.col(C.TS) - pl.col("_ready")).dt.total_seconds() < WARMUP_SECONDS)
+        .otherwise(index < WARMUP_LINES)
+    )
+    out = out.with_columns(
+        ((pl.col(C.TS) - first_ts).dt.total_microseconds() / 1e6).alias(A.T_SINCE_START),
+        ((pl.col(C.ACCEPT_LEN) - 1) / pl.col(C.SPEC_NUM_STEPS)).alias(A.ACCEPTANCE_RATE),
+        pl.when(warm.fill_null(True)).then(pl.lit("warmup")).otherwise(pl.lit("steady")).alias(A.STAGE),
+        pl.col(C.RUNNING_REQ).alias(A.BATCH_SIZE),
+        *_rolling(C.ACCEPT_LEN, {A.ROLLING_MEDIAN: 0.5, A.ROLLING_P10: 0.1, A.ROLLING_P90: 0.9}, one_run),
+        *_rolling(C.GEN_THROUGHPUT, {A.TPUT_ROLLING_MEDIAN: 0.5}, one_run),
+    )
+    return out.drop("_ready", C.START_TS)
+
+
+def _dp_rounds(decode: pl.DataFrame) -> pl.DataFrame:
+    """Decode lines combined per round. With attention DP each DP rank prints its own line per
+    interval: the k-th line of every rank is one round. Without DP tags each line is its own round
+    (several lines may share a second)."""
     dp_run = pl.col(C.DP).is_not_null().any().over(RUN_KEY)
     nth = pl.int_range(pl.len()).over(*RUN_KEY, C.DP)
     rounds = decode.sort(*RUN_KEY, C.LINE_NO).with_columns(
@@ -62,27 +90,24 @@ def decode_series(batches: pl.DataFrame, runs: pl.DataFrame, ready: pl.DataFrame
     # part of the ranks' throughput: the rounds after the last complete one are left out until whole.
     complete = pl.col(A.DP_RANKS) == pl.col(A.DP_RANKS).max().over(RUN_KEY)
     last_complete = pl.col("_round").filter(complete).max().over(RUN_KEY)
-    combined = combined.filter(pl.col("_round") <= last_complete).drop("_round").sort(*RUN_KEY, C.LINE_NO)
-    config = runs.select(*RUN_KEY, C.START_TS, C.SPEC_NUM_STEPS, C.SPEC_NUM_DRAFT_TOKENS)
-    out = combined.join(config, on=RUN_KEY, how="left").join(
-        ready.select(*RUN_KEY, pl.col(C.TS).alias("_ready")), on=RUN_KEY, how="left"
+    return combined.filter(pl.col("_round") <= last_complete).drop("_round").sort(*RUN_KEY, C.LINE_NO)
+
+
+def _single_rounds(decode: pl.DataFrame) -> pl.DataFrame:
+    """What `_dp_rounds` gives when no line has a DP tag (every line its own round), without grouping
+    a run's lines one by one: that grouping was most of the series' cost on a long run."""
+    return decode.sort(*RUN_KEY, C.LINE_NO).select(
+        *RUN_KEY,
+        C.TS,
+        C.LINE_NO,
+        C.ACCEPT_LEN,
+        pl.col(C.ACCEPT_RATE).alias(A.ACCEPT_RATE_LOGGED),
+        C.GEN_THROUGHPUT,
+        C.RUNNING_REQ,
+        C.TOKEN_USAGE,
+        C.QUEUE_REQ,
+        pl.lit(1, pl.UInt32).alias(A.DP_RANKS),
     )
-    first_ts = pl.coalesce(pl.col(C.START_TS), pl.col(C.TS).min().over(RUN_KEY))
-    index = pl.int_range(pl.len()).over(RUN_KEY)
-    warm = (
-        pl.when(pl.col("_ready").is_not_null())
-        .then((pl.col(C.TS) - pl.col("_ready")).dt.total_seconds() < WARMUP_SECONDS)
-        .otherwise(index < WARMUP_LINES)
-    )
-    out = out.with_columns(
-        ((pl.col(C.TS) - first_ts).dt.total_microseconds() / 1e6).alias(A.T_SINCE_START),
-        ((pl.col(C.ACCEPT_LEN) - 1) / pl.col(C.SPEC_NUM_STEPS)).alias(A.ACCEPTANCE_RATE),
-        pl.when(warm.fill_null(True)).then(pl.lit("warmup")).otherwise(pl.lit("steady")).alias(A.STAGE),
-        pl.col(C.RUNNING_REQ).alias(A.BATCH_SIZE),
-        *_rolling(C.ACCEPT_LEN, {A.ROLLING_MEDIAN: 0.5, A.ROLLING_P10: 0.1, A.ROLLING_P90: 0.9}),
-        *_rolling(C.GEN_THROUGHPUT, {A.TPUT_ROLLING_MEDIAN: 0.5}),
-    )
-    return out.drop("_ready", C.START_TS)
 
 
 def steady_rows(series: pl.DataFrame) -> pl.DataFrame:
@@ -96,14 +121,12 @@ def _sum_or_null(column: str) -> pl.Expr:
     return pl.when(pl.col(column).is_not_null().any()).then(pl.col(column).sum()).alias(column)
 
 
-def _rolling(column: str, quantiles: dict[str, float]) -> list[pl.Expr]:
-    return [
-        pl.col(column)
-        .rolling_quantile(q, window_size=ROLLING_WINDOW, min_samples=1, center=True)
-        .over(RUN_KEY)
-        .alias(name)
-        for name, q in quantiles.items()
-    ]
+def _rolling(column: str, quantiles: dict[str, float], one_run: bool = False) -> list[pl.Expr]:
+    def window(q: float) -> pl.Expr:
+        rolled = pl.col(column).rolling_quantile(q, window_size=ROLLING_WINDOW, min_samples=1, center=True)
+        return rolled if one_run else rolled.over(RUN_KEY)
+
+    return [window(q).alias(name) for name, q in quantiles.items()]
 
 
 def logged_definition(series: pl.DataFrame) -> pl.DataFrame:
@@ -140,16 +163,15 @@ def change_points(
         RUN_KEY, maintain_order=True
     ):
         values = part.get_column(column).to_numpy()
-        ts = part.get_column(C.TS).to_list()
-        lines = part.get_column(C.LINE_NO).to_list()
         for at, before, after in _segment(values, 0, len(values), min_segment, min_shift, depth=3):
+            # the row of a change point only: a run's whole columns as Python lists cost more than the search
             rows.append(
                 {
                     C.SOURCE: source,
                     C.RUN: run,
                     A.METRIC: column,
-                    C.TS: ts[at],
-                    C.LINE_NO: lines[at],
+                    C.TS: part.item(at, C.TS),
+                    C.LINE_NO: part.item(at, C.LINE_NO),
                     A.BEFORE: before,
                     A.AFTER: after,
                 }

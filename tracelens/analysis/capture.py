@@ -11,7 +11,8 @@ import polars as pl
 
 from tracelens.analysis.expectations import Expectations
 from tracelens.analysis.runs import RUN_KEY
-from tracelens.schema import A, C
+from tracelens.schema import A, C, T, empty
+from tracelens.tables import Tables, collect
 
 SITE_KEY = [*RUN_KEY, C.TAG, C.SITE, C.EVENT]
 
@@ -23,7 +24,8 @@ def is_embed() -> pl.Expr:
 
 
 def sites(debug: pl.DataFrame) -> pl.DataFrame:
-    """Per (run, tag, site, event): count, last num_aux / num_items / shapes, norm mean/min/max."""
+    """Per (run, tag, site, event): count, last num_aux / num_items / shapes, norm mean/min/max. For a
+    dataset, `sites_of` makes the same one run at a time."""
     finite = pl.col(C.NORM).filter(pl.col(C.NORM).is_finite())
     return (
         debug.filter(pl.col(C.EVENT).is_not_null())
@@ -43,29 +45,44 @@ def sites(debug: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def run_layer_ids(debug: pl.DataFrame) -> pl.DataFrame:
+def sites_of(tables: Tables) -> pl.DataFrame:
+    """`sites` of every run of a set of tables, each run's debug lines read alone (in the order runs
+    first appear in the debug table, as `sites` orders them)."""
+    keys = collect(tables.scan(T.DEBUG).select(RUN_KEY).unique(maintain_order=True)).iter_rows()
+    columns = [*SITE_KEY, C.NUM_AUX, C.NUM_ITEMS, C.SHAPES, C.NORM, C.TS]
+    parts = [sites(rows) for _, rows in tables.per_run(T.DEBUG, keys, columns)]
+    return pl.concat(parts) if parts else sites(empty(T.DEBUG))
+
+
+def run_layer_ids(debug: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
     """source, run, layer_ids: the first `layer_ids=[...]` a run's debug lines print."""
+    printed = debug.lazy().filter(pl.col(C.LAYER_IDS).is_not_null() & (pl.col(C.LAYER_IDS).list.len() > 0))
     return (
-        debug.filter(pl.col(C.LAYER_IDS).is_not_null() & (pl.col(C.LAYER_IDS).list.len() > 0))
+        collect(printed.select(*RUN_KEY, C.LAYER_IDS))
         .group_by(RUN_KEY, maintain_order=True)
         .agg(pl.col(C.LAYER_IDS).first())
     )
 
 
-def layer_id_lines(debug: pl.DataFrame) -> pl.DataFrame:
+def layer_id_lines(debug: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
     """source, run, layer_ids, line_no: the first `layer_ids=[...]` a run's debug lines print, and where
     (the evidence that shows what the server was configured with)."""
     return (
-        debug.filter(pl.col(C.LAYER_IDS).is_not_null() & (pl.col(C.LAYER_IDS).list.len() > 0))
+        debug.lazy()
+        .select(*RUN_KEY, C.LAYER_IDS, C.LINE_NO)
+        .filter(pl.col(C.LAYER_IDS).is_not_null() & (pl.col(C.LAYER_IDS).list.len() > 0))
         .group_by(RUN_KEY, maintain_order=True)
         .agg(pl.col(C.LAYER_IDS).first(), pl.col(C.LINE_NO).first())
+        .collect()
     )
 
 
-def embed_states(runs: pl.DataFrame, debug: pl.DataFrame, expect: Expectations) -> pl.DataFrame:
+def embed_states(
+    runs: pl.DataFrame, debug: pl.DataFrame | pl.LazyFrame, expect: Expectations
+) -> pl.DataFrame:
     """source, run, embed_state for every speculative run: `seen` / `not seen` when nothing is expected,
     `as expected` / `missing` / `unexpected` against the expectation, `no debug lines` otherwise."""
-    stats = debug.group_by(RUN_KEY).agg(pl.len().alias("_n"), is_embed().any().alias("_seen"))
+    stats = collect(debug.lazy().group_by(RUN_KEY).agg(pl.len().alias("_n"), is_embed().any().alias("_seen")))
     out = (
         runs.filter(pl.col(C.SPEC_ALGORITHM).is_not_null())
         .select(RUN_KEY)

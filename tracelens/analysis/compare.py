@@ -22,9 +22,10 @@ BOOTSTRAP_ROUNDS = 500
 NOISY_ARGS = frozenset({"random_seed", "port", "nccl_port", "dist_init_addr", "host"})
 
 
-def pick_baselines(runs: pl.DataFrame, series: pl.DataFrame, named: str | None) -> pl.DataFrame:
-    """source, run, baseline label (null when no baseline applies) for every run."""
-    counts = series.group_by(RUN_KEY).len("_n")
+def pick_baselines(runs: pl.DataFrame, rounds: pl.DataFrame, named: str | None) -> pl.DataFrame:
+    """source, run, baseline label (null when no baseline applies) for every run. ``rounds``: source,
+    run, _n, the number of decode rounds of each run (`per_run.decode_rounds`)."""
+    counts = rounds.select(*RUN_KEY, "_n")
     info = runs.select(*RUN_KEY, A.LABEL, C.MODEL, C.SPEC_ALGORITHM).join(counts, on=RUN_KEY, how="left")
     if named is not None:
         if named not in info.get_column(A.LABEL).to_list():

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
@@ -16,7 +16,7 @@ from tracelens.analysis.expectations import Expectations, capture_indices, defau
 from tracelens.analysis.findings import Evidence, Finding
 from tracelens.analysis.runs import RUN_KEY
 from tracelens.schema import A, C, T
-from tracelens.tables import Tables
+from tracelens.tables import Tables, collect
 
 MAX_EVIDENCE = 5
 USELESS_ACCEPT_LEN = 1.1
@@ -41,10 +41,12 @@ class Context:
     changes: pl.DataFrame  # acceptance.change_points
     speedups: pl.DataFrame
     curves: pl.DataFrame  # acceptance.position_curves
+    _labels: dict[tuple[str, int], str] | None = field(default=None, init=False, repr=False)
 
     def label(self, source: str, run: int) -> str:
-        hit = self.runs.filter((pl.col(C.SOURCE) == source) & (pl.col(C.RUN) == run))
-        return hit.item(0, A.LABEL) if hit.height else f"{source}#{run}"
+        if self._labels is None:  # one lookup table, not a filter of `runs` per finding
+            self._labels = {(s, r): label for s, r, label in self.runs.select(*RUN_KEY, A.LABEL).iter_rows()}
+        return self._labels.get((source, run), f"{source}#{run}")
 
     def finding(
         self,
@@ -59,8 +61,11 @@ class Context:
         evidence = [Evidence(source, int(n)) for n in list(dict.fromkeys(lines))[:MAX_EVIDENCE]]
         return Finding(severity, code, source, int(run), self.label(source, run), ts, message, evidence)
 
-    def debug_of(self, source: str, run: int) -> pl.DataFrame:
-        return self.tables[T.DEBUG].filter((pl.col(C.SOURCE) == source) & (pl.col(C.RUN) == run))
+    def debug_of(self, source: str, run: int, *columns: str, where: pl.Expr | None = None) -> pl.DataFrame:
+        """One run's debug lines (those that match ``where``), with ``columns`` besides source, run,
+        line_no and ts (a dataset reads only those, of that run's row groups)."""
+        wanted = [*RUN_KEY, C.LINE_NO, C.TS, *columns]
+        return next(self.tables.per_run(T.DEBUG, [(source, run)], wanted, where))[1]
 
 
 def _fmt_ids(ids: Iterable[int]) -> str:
@@ -75,7 +80,8 @@ def aux_counts(ctx: Context) -> list[Finding]:
     """num_aux / num_items differ from the expectation, or change within a run."""
     out = []
     for run in _spec_runs(ctx):
-        debug = ctx.debug_of(run[C.SOURCE], run[C.RUN])
+        counted = pl.col(C.NUM_AUX).is_not_null() | pl.col(C.NUM_ITEMS).is_not_null()
+        debug = ctx.debug_of(run[C.SOURCE], run[C.RUN], C.NUM_AUX, C.NUM_ITEMS, where=counted)
         for column, what in ((C.NUM_AUX, "aux hidden states"), (C.NUM_ITEMS, "concatenated items")):
             rows = debug.filter(pl.col(column).is_not_null())
             if not rows.height:
@@ -118,7 +124,9 @@ def shapes(ctx: Context) -> list[Finding]:
     """Shapes inconsistent between sites; a concatenated width that is not aux count x hidden size."""
     out = []
     for run in _spec_runs(ctx):
-        debug = ctx.debug_of(run[C.SOURCE], run[C.RUN]).filter(pl.col(C.SHAPES).list.len() > 0)
+        debug = ctx.debug_of(
+            run[C.SOURCE], run[C.RUN], C.SITE, C.EVENT, C.SHAPES, where=pl.col(C.SHAPES).list.len() > 0
+        )
         if not debug.height:
             continue
         widths = debug.with_columns(pl.col(C.SHAPES).list.eval(pl.element().list.last()).alias("_w"))
@@ -204,7 +212,9 @@ def fc_width(ctx: Context) -> list[Finding]:
         if hit is None:
             continue
         given, takes = int(hit.group(2)), int(hit.group(3))
-        debug = ctx.debug_of(row[C.SOURCE], row[C.RUN]).filter(pl.col(C.SHAPES).list.len() > 1)
+        debug = ctx.debug_of(row[C.SOURCE], row[C.RUN], C.SHAPES, C.NUM_AUX).filter(
+            pl.col(C.SHAPES).list.len() > 1
+        )
         hidden = ctx.expect.hidden_size
         if hidden is None and debug.height:
             hidden = (
@@ -213,7 +223,9 @@ def fc_width(ctx: Context) -> list[Finding]:
         if not hidden or given == takes or given % hidden or takes % hidden:
             continue
         counts = set(debug.get_column(C.SHAPES).list.len().to_list())
-        counts |= set(ctx.debug_of(row[C.SOURCE], row[C.RUN]).get_column(C.NUM_AUX).drop_nulls().to_list())
+        counts |= set(
+            ctx.debug_of(row[C.SOURCE], row[C.RUN], C.NUM_AUX).get_column(C.NUM_AUX).drop_nulls().to_list()
+        )
         if given // hidden not in counts:
             continue  # the multiplied width is not the captured one: another layer's shape error
         lines = [row[C.FIRST_LINE], *debug.get_column(C.LINE_NO).to_list()[:1]]
@@ -236,7 +248,7 @@ def embed_capture(ctx: Context) -> list[Finding]:
     """An embedding capture present when the draft was not trained with one, or absent when expected."""
     out = []
     for run in _spec_runs(ctx):
-        debug = ctx.debug_of(run[C.SOURCE], run[C.RUN])
+        debug = ctx.debug_of(run[C.SOURCE], run[C.RUN], C.LAYER_ID, C.EVENT, C.NORM)
         if not debug.height:
             continue
         embeds = debug.filter(is_embed())
@@ -282,9 +294,9 @@ def missing_sites(ctx: Context) -> list[Finding]:
     out = []
     spec = ctx.runs.filter(pl.col(C.SPEC_ALGORITHM).is_not_null()).sort(C.START_TS, nulls_last=True)
     # Embedding-capture sites are judged by `embed_capture`: their absence after a fix is the point.
-    debug = ctx.tables[T.DEBUG].filter(pl.col(C.EVENT).is_not_null() & ~is_embed())
-    site_sets = debug.group_by(RUN_KEY).agg(
-        pl.concat_str(C.TAG, C.SITE, C.EVENT, separator="/").unique().alias("_s")
+    debug = ctx.tables.scan(T.DEBUG).filter(pl.col(C.EVENT).is_not_null() & ~is_embed())
+    site_sets = collect(
+        debug.group_by(RUN_KEY).agg(pl.concat_str(C.TAG, C.SITE, C.EVENT, separator="/").unique().alias("_s"))
     )
     seen: dict[tuple[Any, Any], set[str]] = {}
     for run in spec.join(site_sets, on=RUN_KEY, how="left").to_dicts():
@@ -311,7 +323,7 @@ def missing_sites(ctx: Context) -> list[Finding]:
 def layer_ids(ctx: Context) -> list[Finding]:
     """Layer ids negative, duplicated, out of range for the target, or following the other convention."""
     out = []
-    printed = layer_id_lines(ctx.tables[T.DEBUG])
+    printed = layer_id_lines(ctx.tables.scan(T.DEBUG))
     n = ctx.expect.num_layers
     for run in _spec_runs(ctx):
         hit = printed.filter((pl.col(C.SOURCE) == run[C.SOURCE]) & (pl.col(C.RUN) == run[C.RUN]))
@@ -377,8 +389,11 @@ def layer_ids(ctx: Context) -> list[Finding]:
 def norms(ctx: Context) -> list[Finding]:
     """Norms that are NaN, infinite or zero; norms far outside the run's own distribution."""
     out = []
-    debug = ctx.tables[T.DEBUG].filter(pl.col(C.NORM).is_not_null())
-    for (source, run), rows in debug.group_by(RUN_KEY, maintain_order=True):
+    # One run at a time, in the order runs first appear among the debug lines with a norm.
+    has_norm = pl.col(C.NORM).is_not_null()
+    keys = collect(ctx.tables.scan(T.DEBUG).filter(has_norm).select(RUN_KEY).unique(maintain_order=True))
+    columns = [*RUN_KEY, C.LINE_NO, C.TS, C.SITE, C.EVENT, C.LAYER_ID, C.NORM]
+    for (source, run), rows in ctx.tables.per_run(T.DEBUG, keys.iter_rows(), columns, has_norm):
         bad = rows.filter(~pl.col(C.NORM).is_finite() | (pl.col(C.NORM) == 0))
         if bad.height:
             values = ", ".join(sorted({str(v) for v in bad.get_column(C.NORM).to_list()}))
@@ -421,7 +436,7 @@ def norms(ctx: Context) -> list[Finding]:
 
 def truncated(ctx: Context) -> list[Finding]:
     out = []
-    cut = ctx.tables[T.DEBUG].filter(pl.col(C.TRUNCATED))
+    cut = collect(ctx.tables.scan(T.DEBUG).filter(pl.col(C.TRUNCATED)).select(*RUN_KEY, C.TS, C.LINE_NO))
     for (source, run), rows in cut.group_by(RUN_KEY, maintain_order=True):
         out.append(
             ctx.finding(

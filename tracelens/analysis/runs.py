@@ -7,6 +7,7 @@ from pathlib import PurePath
 import polars as pl
 
 from tracelens.schema import A, C
+from tracelens.tables import collect
 
 RUN_KEY = [C.SOURCE, C.RUN]
 
@@ -22,14 +23,14 @@ def with_labels(frame: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
     return frame.join(runs.select(*RUN_KEY, A.LABEL), on=RUN_KEY, how="left")
 
 
-def interesting_runs(runs: pl.DataFrame, lines: pl.DataFrame) -> pl.DataFrame:
+def interesting_runs(runs: pl.DataFrame, lines: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
     """Runs worth showing: a server start, or a run 0 that holds more than preamble (batch or fault lines).
     A run 0 of a few lines before the first `server_args=` is only noise in a report."""
-    busy = (
-        lines.filter(pl.col(C.KIND).is_in(["batch", "fault", "debug", "spec_metrics"]))
+    busy = collect(
+        lines.lazy()
+        .filter(pl.col(C.KIND).is_in(["batch", "fault", "debug", "spec_metrics"]))
         .select(RUN_KEY)
         .unique()
-        .with_columns(pl.lit(True).alias("_busy"))
-    )
+    ).with_columns(pl.lit(True).alias("_busy"))
     out = runs.join(busy, on=RUN_KEY, how="left")
     return out.filter((pl.col(C.RUN) > 0) | pl.col("_busy").fill_null(False)).drop("_busy")

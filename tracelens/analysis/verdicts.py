@@ -20,7 +20,7 @@ from tracelens.analysis.expectations import Expectations
 from tracelens.analysis.findings import Evidence, Finding, severity_rank
 from tracelens.analysis.runs import RUN_KEY
 from tracelens.schema import A, C, T
-from tracelens.tables import Tables
+from tracelens.tables import Tables, collect
 
 # Worst first: the order every view lists runs in.
 STATUSES = ("broken", "degraded", "incomplete", "healthy")
@@ -323,21 +323,24 @@ def verdicts(
     per_run: dict[tuple[str, int], list[Finding]] = {}
     for f in findings:
         per_run.setdefault((f.source, f.run), []).append(f)
-    ids = {(s, r): (tuple(i), n) for s, r, i, n in layer_id_lines(tables[T.DEBUG]).iter_rows()}
-    debug = tables[T.DEBUG].filter(pl.col(C.NUM_AUX).is_not_null())
-    aux = {
-        (s, r): sorted(v) for s, r, v in debug.group_by(RUN_KEY).agg(pl.col(C.NUM_AUX).unique()).iter_rows()
-    }
-    decoding = (
+    # The big tables are read through scans: a dataset reads only these columns (see `Tables.scan`).
+    ids = {(s, r): (tuple(i), n) for s, r, i, n in layer_id_lines(tables.scan(T.DEBUG)).iter_rows()}
+    counted = (
+        tables.scan(T.DEBUG)
+        .select(*RUN_KEY, C.NUM_AUX)
+        .filter(pl.col(C.NUM_AUX).is_not_null())
+        .group_by(RUN_KEY)
+        .agg(pl.col(C.NUM_AUX).unique())
+    )
+    aux = {(s, r): sorted(v) for s, r, v in collect(counted).iter_rows()}
+    decoding = collect(
         pl.concat(
             [
-                tables[T.BATCHES].filter(pl.col(C.PHASE) == "decode").select(RUN_KEY),
-                tables[T.SPEC_METRICS].select(RUN_KEY),
+                tables.scan(T.BATCHES).filter(pl.col(C.PHASE) == "decode").select(RUN_KEY),
+                tables.scan(T.SPEC_METRICS).select(RUN_KEY),
             ]
-        )
-        .unique()
-        .iter_rows()
-    )
+        ).unique()
+    ).iter_rows()
     decoded = set(decoding)
     out = []
     for run in runs.to_dicts():

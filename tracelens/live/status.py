@@ -12,10 +12,12 @@ from typing import Any
 import polars as pl
 
 from tracelens.analysis import Analysis
+from tracelens.analysis.plotdata import decimate
 from tracelens.schema import A, C, T
 from tracelens.tables import Tables
 
 # The server's phases, as the header names them.
+SNAPSHOT_POINTS = 2000  # rows of a run's series a screen snapshot carries
 WAITING = "waiting for a server start"
 STARTING = "starting"
 LOADING = "loading weights"
@@ -227,8 +229,20 @@ def run_status(analysis: Analysis, source: str) -> RunStatus:
         embed_words=words,
         embed_level=level,
         sites=_sites(analysis, source, run),
-        series=series.select([c for c in keep if c in series.columns]),
+        series=_thin(series.select([c for c in keep if c in series.columns])),
     )
+
+
+def _thin(series: pl.DataFrame) -> pl.DataFrame:
+    """At most `SNAPSHOT_POINTS` rows of a run's series for the screen's plots (each time bucket's
+    middle row, and the newest row): a snapshot is sent every analysis, so it must not grow with the
+    run. The plots are a few hundred braille columns wide."""
+    if series.height <= SNAPSHOT_POINTS or A.T_SINCE_START not in series.columns:
+        return series
+    thinned = decimate(series, A.T_SINCE_START, [], SNAPSHOT_POINTS)
+    if thinned.height and thinned.row(-1) != series.row(-1):
+        thinned = pl.concat([thinned, series.tail(1)])
+    return thinned
 
 
 def newest_decode(tables: Tables) -> tuple[float | None, float | None] | None:

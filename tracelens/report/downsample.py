@@ -1,106 +1,22 @@
-"""Keeping the report light: at most a fixed number of points per trace, whatever the input size.
+"""What the report draws of long series: see `tracelens.analysis.plotdata`, where it lives since the
+analysis thins long runs with the same functions inside its per-run pass."""
 
-A presentation concern only, so it lives with the report and not in the analysis: the numbers on the
-page (means, speedups, rolling medians and spreads, findings) all come from the `Analysis`; what is
-done here only chooses which of its rows to draw. Every function returns rows (or values) of its input,
-except `pair_counts`, which draws repeated points once with their count.
+from tracelens.analysis.plotdata import (
+    DISTRIBUTION_POINTS,
+    PAIR_POINTS,
+    TIME_POINTS,
+    decimate,
+    keep_peaks,
+    pair_counts,
+    quantile_sample,
+)
 
-- `keep_peaks`, for raw values (a dot per decode line): a series longer than the limit is cut into equal
-  time buckets, and in each bucket the row with the lowest and the row with the highest value are kept
-  (min/max decimation), so spikes and dips stay visible while a 10-million-row series draws at most
-  `limit` points.
-- `decimate`, for smooth series the analysis already made (the rolling median, the p10-p90 band): one
-  row per time bucket, its middle one, so the line keeps its course instead of turning into a min/max
-  zigzag.
-- `quantile_sample`: a distribution keeps its values at evenly spaced ranks (the empirical quantile
-  function, smallest and largest included), so a violin or box drawn from it matches the full data.
-- `pair_counts`: a scatter of (batch size, accept len) draws each distinct pair once, with how many rows
-  it stands for; when there are still too many, accept len is rounded to a coarser grid.
-"""
-
-from __future__ import annotations
-
-import numpy as np
-import polars as pl
-
-TIME_POINTS = 1200  # per time-series trace (a run's accept len, its rolling median, ...)
-DISTRIBUTION_POINTS = 800  # per run's distribution
-PAIR_POINTS = 600  # per run's (batch size, accept len) scatter
-
-_BUCKET = "_bucket"
-_ROW = "_row"
-
-
-def _finite(column: str, dtype: pl.DataType) -> pl.Expr:
-    ok = pl.col(column).is_not_null()
-    return ok & pl.col(column).is_finite() if dtype.is_float() else ok
-
-
-def _buckets(x: str, count: int) -> pl.Expr:
-    lo, hi = pl.col(x).min(), pl.col(x).max()
-    width = pl.when(hi > lo).then(hi - lo).otherwise(pl.lit(1.0))
-    return ((pl.col(x) - lo) / width * count).floor().clip(0, count - 1).cast(pl.Int64).alias(_BUCKET)
-
-
-def keep_peaks(frame: pl.DataFrame, x: str, y: str, limit: int = TIME_POINTS) -> pl.DataFrame:
-    """Rows of ``frame`` (sorted by ``x``, a number) with a finite ``y``: all of them when they fit in
-    ``limit``, else per time bucket the rows of the lowest and the highest ``y``."""
-    data = frame.filter(_finite(y, frame.schema[y])).sort(x)
-    if data.height <= limit:
-        return data
-    data = data.with_row_index(_ROW).with_columns(_buckets(x, max(limit // 2, 1)))
-    picks = data.group_by(_BUCKET).agg(
-        pl.col(_ROW).sort_by(y).first().alias("_lo"), pl.col(_ROW).sort_by(y).last().alias("_hi")
-    )
-    rows = pl.concat([picks.get_column("_lo"), picks.get_column("_hi")]).unique().sort()
-    return data[rows.to_list()].drop(_ROW, _BUCKET)
-
-
-def decimate(frame: pl.DataFrame, x: str, columns: list[str], limit: int = TIME_POINTS) -> pl.DataFrame:
-    """Rows of ``frame`` (sorted by ``x``, a number) where every one of ``columns`` is finite: all of
-    them when they fit in ``limit``, else the middle row of each of ``limit`` time buckets."""
-    keep = pl.lit(True)
-    for column in columns:
-        keep = keep & _finite(column, frame.schema[column])
-    data = frame.filter(keep).sort(x)
-    if data.height <= limit:
-        return data
-    data = data.with_row_index(_ROW).with_columns(_buckets(x, limit))
-    # rows of a bucket are consecutive (sorted by x), so its middle row is halfway between its ends
-    middle = data.group_by(_BUCKET).agg(((pl.col(_ROW).min() + pl.col(_ROW).max()) // 2).alias("_mid"))
-    return data[middle.get_column("_mid").sort().to_list()].drop(_ROW, _BUCKET)
-
-
-def quantile_sample(values: pl.Series, limit: int = DISTRIBUTION_POINTS) -> np.ndarray:
-    """The finite values sorted; when more than ``limit``, those at ``limit`` evenly spaced ranks (the
-    smallest and the largest always among them)."""
-    data = values.drop_nulls()
-    if data.dtype.is_float():
-        data = data.filter(data.is_finite())
-    ordered = data.sort().to_numpy()
-    if ordered.size <= limit:
-        return ordered
-    ranks = np.linspace(0, ordered.size - 1, limit).round().astype(np.int64)
-    return ordered[ranks]
-
-
-def pair_counts(frame: pl.DataFrame, x: str, y: str, limit: int = PAIR_POINTS) -> pl.DataFrame:
-    """x, y, count: each distinct (x, y) once with how many rows it stands for; while there are more
-    than ``limit`` pairs, y is rounded to a grid twice as coarse (then x, when y alone cannot do it)."""
-    data = frame.filter(_finite(x, frame.schema[x]) & _finite(y, frame.schema[y])).select(
-        pl.col(x).cast(pl.Float64), pl.col(y).cast(pl.Float64)
-    )
-    y_step, x_step = 0.0, 0.0
-    while True:
-        xs = pl.col(x) if x_step == 0 else (pl.col(x) / x_step).round() * x_step
-        ys = pl.col(y) if y_step == 0 else (pl.col(y) / y_step).round() * y_step
-        pairs = data.group_by(xs.alias(x), ys.alias(y)).len("count").sort(x, y)
-        if pairs.height <= limit:
-            return pairs
-        y_span = float(data.get_column(y).max() - data.get_column(y).min())  # type: ignore[operator]
-        if y_step == 0:
-            y_step = 0.01
-        elif y_step < y_span:
-            y_step *= 2
-        else:
-            x_step = 1.0 if x_step == 0 else x_step * 2
+__all__ = [
+    "DISTRIBUTION_POINTS",
+    "PAIR_POINTS",
+    "TIME_POINTS",
+    "decimate",
+    "keep_peaks",
+    "pair_counts",
+    "quantile_sample",
+]

@@ -129,6 +129,12 @@ def _minutes(ts: pl.Expr, origin: float) -> pl.Expr:
     return ((ts.dt.epoch("ms").cast(pl.Float64) - origin) / 60000.0).alias(_X)
 
 
+def _by_label(frame: pl.DataFrame) -> dict[str, pl.DataFrame]:
+    if frame.is_empty():
+        return {}
+    return {label: part for (label,), part in frame.group_by(A.LABEL, maintain_order=True)}
+
+
 def _runs_with(series: pl.DataFrame, column: str) -> list[tuple[str, pl.DataFrame]]:
     data = series.filter(pl.col(column).is_not_null())
     return [(label, part) for (label,), part in data.group_by(A.LABEL, maintain_order=True)]
@@ -433,8 +439,10 @@ def accept_by_batch(analysis: Analysis, colors: dict[str, str]) -> Plot | None:
         return None
     fig = go.Figure()
     sizes = []
+    made = _by_label(analysis.batch_pairs)
     for label, part in runs:
-        pairs = pair_counts(part, A.BATCH_SIZE, C.ACCEPT_LEN)
+        # a run too long to keep whole: its pairs as the analysis counted them on every round
+        pairs = made[label] if label in made else pair_counts(part, A.BATCH_SIZE, C.ACCEPT_LEN)
         counts = pairs.get_column("count").to_numpy()
         sizes.append(pairs.get_column(A.BATCH_SIZE).to_numpy())
         fig.add_scatter(
@@ -470,9 +478,15 @@ def accept_distribution(analysis: Analysis, colors: dict[str, str]) -> Plot | No
     if not runs:
         return None
     fig = go.Figure()
+    made = _by_label(analysis.distributions)
     for label, part in runs:
         color = colors.get(label, PALETTE[0])
-        values = quantile_sample(part.get_column(C.ACCEPT_LEN))
+        # a run too long to keep whole: its distribution as the analysis sampled it from every round
+        values = (
+            made[label].get_column(C.ACCEPT_LEN).to_numpy()
+            if label in made
+            else quantile_sample(part.get_column(C.ACCEPT_LEN))
+        )
         fig.add_violin(
             y=values,
             x0=plot_text(label),

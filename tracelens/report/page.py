@@ -192,7 +192,7 @@ def _cards(analysis: Analysis, colors: dict[str, str]) -> str:
     base = baselines(analysis)
     embed = dict(analysis.embed.select(A.LABEL, A.EMBED_STATE).iter_rows())
     debug_ids = {
-        (source, run): ids for source, run, ids in run_layer_ids(analysis.tables[T.DEBUG]).iter_rows()
+        (source, run): ids for source, run, ids in run_layer_ids(analysis.tables.scan(T.DEBUG)).iter_rows()
     }
     warnings: dict[str, int] = {}
     for finding in analysis.findings:

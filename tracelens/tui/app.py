@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import time
+from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
@@ -29,6 +30,7 @@ from tracelens.tui.panels import AcceptancePanel, CapturePanel, FindingsList, He
 from tracelens.tui.screens import FilterScreen, HelpScreen
 
 DEFAULT_REPORT = Path("tracelens-live-report.html")
+EVENTS_KEPT = 1000  # session event names kept for inspection (tests, debugging)
 
 
 class SessionReported(Message):
@@ -75,7 +77,8 @@ class TraceLensApp(App[None]):
         self.report_path = report_path or DEFAULT_REPORT
         self.clock = clock
         self.start_session = start_session
-        self.events_seen: list[str] = []  # names of the session events handled, in order
+        # names of the last session events handled, in order (bounded: a session runs for days)
+        self.events_seen: deque[str] = deque(maxlen=EVENTS_KEPT)
         self.last_report: Path | None = None
         self.current_source: str | None = None
         self.chosen_source: str | None = None  # picked with `s`; None: the newest speculative run

@@ -31,6 +31,7 @@ STATE_STYLE = {
 PHASE_STYLE = {READY: "bold green", CRASHED: "bold white on red"}
 LEVEL_STYLE = {"ok": "green", "warning": "yellow", "error": "bold red", "unknown": "dim"}
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+FINDINGS_SHOWN = 500  # in `findings_order`; the rest stay in the analysis and the report
 
 
 def _num(value: float | None, digits: int = 2) -> str:
@@ -375,18 +376,20 @@ class FindingsList(OptionList):
 
     def show(self, findings: list[Finding]) -> None:
         highlighted = self.highlighted
-        findings = findings_order(findings)
-        self.findings = findings
+        # Errors pinned, then severity and causal role; a list this long is read by its top, so only the
+        # first FINDINGS_SHOWN are drawn.
+        self.findings = findings_order(findings)[:FINDINGS_SHOWN]
         self.clear_options()
-        for finding in findings:
+        for finding in self.findings:
             line = Text()
             line.append(f"{finding.severity.upper():7} ", style=SEVERITY_STYLE.get(finding.severity, ""))
             line.append(f"{finding.code} ", style="bold")
             line.append(f"{finding.label}: {finding.message}")
             self.add_option(Option(line))
-        self.border_title = f"findings ({len(findings)})"
-        if highlighted is not None and findings:
-            self.highlighted = min(highlighted, len(findings) - 1)
+        shown = "" if len(findings) <= FINDINGS_SHOWN else f", first {FINDINGS_SHOWN} shown"
+        self.border_title = f"findings ({len(findings)}{shown})"
+        if highlighted is not None and self.findings:
+            self.highlighted = min(highlighted, len(self.findings) - 1)
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
