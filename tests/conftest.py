@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -22,3 +26,26 @@ def real_corpus() -> Path:
             f"the team's real corpus is absent ({REAL_CORPUS}): it lives in ../shared beside the checkout"
         )
     return REAL_CORPUS
+
+
+def missing(reason: str) -> None:
+    """Skip a test whose tool or data is absent here; under CI=true fail instead, so that a CI without
+    Chromium, sshd, tmux or the corpus cannot go green by skipping what matters."""
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"CI=true and {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+def as_nobody() -> list[str]:
+    """The command prefix that takes away root's right to read anything (tests run as root in CI):
+    setpriv to user `nobody`. Empty when not root, where chmod alone makes a file unreadable."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        missing("running as root without setpriv: cannot make a file unreadable")
+    prefix = [str(setpriv), "--reuid=65534", "--regid=65534", "--clear-groups"]
+    probe = subprocess.run([*prefix, sys.executable, "-c", "import tracelens"], capture_output=True, cwd="/")
+    if probe.returncode != 0:
+        pytest.skip("user nobody cannot read this checkout's virtualenv (a private home folder)")
+    return prefix

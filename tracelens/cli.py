@@ -81,10 +81,19 @@ def _options(date: str | None) -> ParseOptions | None:
     return None if base_date is None else ParseOptions(base_date=base_date)
 
 
+# Files and folders found under the given folders that could not be read: named as they are found,
+# and the command exits 1 once it is done (what could be read is used).
+_unread: list[str] = []
+
+
 def _parse(paths: list[Path], date: str | None, quiet: bool):
     if len(paths) == 1 and Tables.is_dataset(paths[0]):  # the output of `tracelens parse -o DIR`
         return Tables.read_dataset(paths[0])
-    files = expand_paths(paths)
+    unread: list[str] = []
+    files = expand_paths(paths, unread)
+    for problem in unread:
+        err.print(f"tracelens: not read: {problem}", markup=False)
+    _unread.extend(unread)
     with byte_progress(files, enabled=not quiet) as progress:
         return parse_paths(files, _options(date), progress=progress)
 
@@ -327,9 +336,15 @@ cli_live.register(app)  # tui and follow
 
 
 def main() -> None:
-    """Entry point: one clear line and exit 2 for input errors; 130 on Ctrl-C; never a traceback."""
+    """Entry point: one clear line and exit 2 for input errors; exit 1 when a file found in a folder
+    could not be read (the rest was used); 130 on Ctrl-C; never a traceback."""
     try:
-        app()
+        try:
+            app()
+        except SystemExit as done:
+            if _unread and done.code in (0, None):
+                sys.exit(1)
+            raise
     except InputError as exc:
         err.print(f"tracelens: error: {exc}", markup=False)
         sys.exit(2)

@@ -113,6 +113,12 @@ def follow(
         draft_config, target_config, expectations_file, expect_aux, hidden_size, embed_capture
     )
     specs = _specs(sources, cmd)
+    for spec in specs:
+        # A log that is not there yet (the server has not started) is waited for; say so, or the
+        # silence looks like a hang.
+        if spec.kind == "file" and spec.path and not os.path.exists(spec.path):
+            sys.stderr.write(f"tracelens: waiting for {spec.path} to appear (it does not exist yet)\n")
+            sys.stderr.flush()
     session = _session(specs, expect, baseline, stall_seconds, date, interval, stdin_fd=0)
 
     def write(text: str) -> None:

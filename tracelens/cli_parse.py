@@ -84,13 +84,16 @@ def run_parse(
     out: Console,
     err: Console,
 ) -> int:
-    """Parse, print what was written, and return the exit code (1 when an input was skipped)."""
+    """Parse, print what was written, and return the exit code (1 when an input was not read to its end,
+    or not at all)."""
     with engine_progress(quiet) as progress:
         report = parse_to_dataset(paths, output, options, progress)
     render_report(out, report, output)
+    for problem in report.unread:
+        err.print(f"tracelens: not read: {problem}", markup=False)
     for problem in report.problems:
-        err.print(f"tracelens: skipped: {problem}", markup=False)
-    return 1 if report.problems else 0
+        err.print(f"tracelens: read in part: {problem}; the lines before the break are kept", markup=False)
+    return 1 if report.problems or report.unread else 0
 
 
 def render_report(console: Console, report: Report, output: str) -> None:

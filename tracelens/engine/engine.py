@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import os
 import posixpath
 import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import BrokenExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +38,7 @@ from tracelens.engine.plan import (
 )
 from tracelens.engine.store import FAULTS_PRE, META, Store
 from tracelens.engine.task import SourceResult, TaskResult, run_task
+from tracelens.errors import InputError
 from tracelens.parsers.faults import share_within_groups
 from tracelens.parsers.finalize import _RUN_ARGS, runs_from_spans
 from tracelens.schema import TABLES, C, Kind, T, conform, empty
@@ -66,7 +69,8 @@ class Report:
     read: int = 0  # inputs (fully or partly) read in this run
     bytes_read: int = 0
     rows: dict[str, int] = field(default_factory=dict)
-    problems: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # sources read only up to a break
+    unread: list[str] = field(default_factory=list)  # files and folders found but not readable at all
     seconds: float = 0.0
 
 
@@ -411,13 +415,37 @@ def _rows(tasks: dict[str, Any], faults: dict[str, str], store: Store, locate, r
 def parse_to_dataset(
     paths: list[str], out: str, options: EngineOptions | None = None, progress: Progress | None = None
 ) -> Report:
-    """Parse ``paths`` into the dataset at ``out`` (a folder or an fsspec URL)."""
+    """Parse ``paths`` into the dataset at ``out`` (a folder or an fsspec URL). An output that cannot be
+    written (a file, a read-only folder, a full disk, removed during the run) and a worker that dies
+    are an InputError of one line; the dataset is then as it was before the run."""
     options = options or EngineOptions()
     started = time.perf_counter()
     report = Report()
-    inputs = discover(paths)
+    inputs = discover(paths, report.unread)
     report.inputs = len(inputs)
+    if "://" not in out and os.path.exists(out) and not os.path.isdir(out):
+        raise InputError(f"cannot write the dataset to {out}: it is a file, and -o wants a folder")
+    try:
+        return _parse_to_dataset(inputs, out, options, progress, report, started)
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename else ""
+        raise InputError(f"cannot write the dataset to {out}: {exc.strerror or exc}{where}") from exc
+    except BrokenExecutor as exc:
+        raise InputError(
+            f"a worker process died before its task was done ({exc}); the dataset at {out} is as it was, run again"
+        ) from exc
+
+
+def _parse_to_dataset(
+    inputs: list[Input],
+    out: str,
+    options: EngineOptions,
+    progress: Progress | None,
+    report: Report,
+    started: float,
+) -> Report:
     store = Store(out)
+    store.check_writable()
     recover(store)
     old = store.read_json(mf.MANIFEST) or mf.empty()
     kept, work, redo = _plan_inputs(inputs, old, report)
