@@ -21,10 +21,9 @@ def real_corpus_files() -> list[Path]:
 
 @pytest.fixture
 def real_corpus() -> Path:
-    if not REAL_CORPUS.is_dir():
-        pytest.skip(
-            f"the team's real corpus is absent ({REAL_CORPUS}): it lives in ../shared beside the checkout"
-        )
+    if not real_corpus_files():
+        state = "holds no .log files" if REAL_CORPUS.is_dir() else "is absent"
+        missing(f"the team's real corpus {state} ({REAL_CORPUS}): it lives in ../shared beside the checkout")
     return REAL_CORPUS
 
 

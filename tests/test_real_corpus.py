@@ -26,7 +26,7 @@ from tracelens.parsers import ParseOptions
 from tracelens.schema import BATCH_FIELDS, KIND_TABLE, RANK_COLUMNS, SCHEMAS, C, Kind, T
 from tracelens.tables import Tables
 
-from conftest import REAL_CORPUS, real_corpus_files
+from conftest import REAL_CORPUS, missing, real_corpus_files
 
 # Time-only prefixes (011) need a date: pin one so that timestamps do not depend on file mtimes.
 BASE_DATE = dt.date(2024, 9, 2)
@@ -52,7 +52,7 @@ NO_RANKS = dict.fromkeys(RANK_COLUMNS)
 def corpus_file(number: str) -> Path:
     matches = sorted(REAL_CORPUS.glob(f"{number}_*.log"))
     if not matches:
-        pytest.skip(f"the real corpus has no file {number}_*.log under {REAL_CORPUS}")
+        missing(f"the real corpus has no file {number}_*.log under {REAL_CORPUS}")
     return matches[0]
 
 
