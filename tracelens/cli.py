@@ -54,7 +54,17 @@ app = typer.Typer(
 out = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
-SAMPLE_LOGS = Path(__file__).resolve().parent.parent / "sample_logs"
+
+
+def _sample_logs() -> Path:
+    """The sample logs: inside the installed package (a wheel ships them as `tracelens/sample_logs`),
+    else in the checkout beside the package."""
+    here = Path(__file__).resolve().parent
+    packaged = here / "sample_logs"
+    return packaged if packaged.is_dir() else here.parent / "sample_logs"
+
+
+SAMPLE_LOGS = _sample_logs()
 SAMPLE_TIME_ONLY_DATE = "2024-09-02"
 
 Paths = Annotated[
@@ -323,7 +333,7 @@ def demo(
     from tracelens.summary import summarize
 
     if not logs.is_dir():
-        raise InputError(f"sample logs not found at {logs} (run from a checkout of tracelens)")
+        raise InputError(f"sample logs not found at {logs}")
     # The one time-only sample (era_2024_timeonly.log) was recorded from 2 Sep 2024; without a date it
     # would take the checkout's file time and land in today's report axis.
     date = SAMPLE_TIME_ONLY_DATE if logs == SAMPLE_LOGS else None
