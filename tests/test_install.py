@@ -71,5 +71,5 @@ def test_demo_works_from_an_installed_wheel(tmp_path: Path) -> None:
         timeout=600,
     )
     assert demo.returncode == 0, demo.stderr
-    assert "eagle3_fixed" in demo.stdout and "14 run(s)" in demo.stdout, demo.stdout
+    assert "eagle3_fixed" in demo.stdout and "17 run(s)" in demo.stdout, demo.stdout
     assert (elsewhere / "report.html").stat().st_size > 100_000

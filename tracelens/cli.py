@@ -55,7 +55,6 @@ out = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
-
 def _sample_logs() -> Path:
     """The sample logs: inside the installed package (a wheel ships them as `tracelens/sample_logs`),
     else in the checkout beside the package."""
