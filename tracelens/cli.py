@@ -300,7 +300,7 @@ def sql(
     query: Annotated[
         str,
         typer.Argument(
-            help="A SQL query over the tables (lines, batches, debug, lifecycle, server_args, runs, http, faults, spec_metrics, foreign, messages, unparsed).",
+            help="A SQL query over the tables (lines, batches, debug, lifecycle, server_args, runs, http, faults, spec_metrics, benchmarks, foreign, messages, unparsed).",
             show_default=False,
         ),
     ],

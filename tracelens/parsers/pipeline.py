@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 import polars as pl
 
 from tracelens.parsers.batch import parse_batches
+from tracelens.parsers.bench_serving import parse_benchmarks
 from tracelens.parsers.debug import parse_debug
 from tracelens.parsers.faults import EXCEPTION_NAME, parse_faults
 from tracelens.parsers.foreign import format_expr, parse_foreign
@@ -49,6 +50,7 @@ _PARSERS = {
     Kind.HTTP: parse_http,
     Kind.FAULT: parse_faults,
     Kind.SPEC_METRICS: parse_spec_metrics,
+    Kind.BENCHMARK: parse_benchmarks,
     Kind.FOREIGN: parse_foreign,
 }
 
