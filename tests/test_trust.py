@@ -178,3 +178,23 @@ def test_follow_says_it_waits_for_a_missing_file(tmp_path: Path) -> None:
         proc.wait(timeout=30)
     result = run("follow", str(tmp_path / "no-folder" / "x.log"))
     _one_line_exit_2(result, "no such file or folder")
+
+
+def test_a_truncated_zst_is_named_not_read_as_empty(tmp_path: Path) -> None:
+    """Found by tests/test_fuzz.py: zstandard's stream reader ends quietly inside a frame."""
+    import zstandard
+
+    data = GOOD.read_bytes()
+    packed = zstandard.ZstdCompressor().compress(data)
+    cut = tmp_path / "cut.log.zst"
+    cut.write_bytes(packed[: len(packed) // 2])
+    whole = tmp_path / "whole.log.zst"
+    whole.write_bytes(packed + packed)  # two frames one after the other
+    result = run("parse", str(tmp_path), "-o", str(tmp_path / "out"), "-q", "-j", "1")
+    assert result.returncode == 1, result.stderr
+    assert f"tracelens: read in part: {cut}: unreadable after" in result.stderr
+    assert "truncated zstd stream" in result.stderr
+    import polars as pl
+
+    lines = pl.read_parquet(tmp_path / "out" / "lines" / "*.parquet")
+    assert lines.filter(pl.col("source") == str(whole)).height == 2 * data.count(b"\n")

@@ -69,9 +69,7 @@ def open_source(path: Path) -> BinaryIO:
     if kind == "xz":
         return lzma.open(path, "rb")  # type: ignore[return-value]
     if kind == "zst":
-        import zstandard
-
-        return zstandard.ZstdDecompressor().stream_reader(path.open("rb"))  # type: ignore[return-value]
+        return ZstdStream(path.open("rb"))  # type: ignore[return-value]
     return path.open("rb")
 
 
@@ -86,10 +84,60 @@ def decompressing(fh: BinaryIO) -> BinaryIO:
     if kind == "xz":
         return lzma.LZMAFile(fh)  # type: ignore[return-value]
     if kind == "zst":
+        return ZstdStream(fh)  # type: ignore[return-value]
+    return fh
+
+
+class ZstdStream(io.RawIOBase):
+    """Zstandard frames decompressed as a stream that, unlike zstandard's `stream_reader`, raises
+    `ZstdError` when the input ends inside a frame: a truncated `.zst` is reported, not read as a
+    shorter (or empty) log. Frames written one after another (`cat a.zst b.zst`) are read in turn."""
+
+    _CHUNK = 1 << 16
+
+    def __init__(self, raw: BinaryIO) -> None:
         import zstandard
 
-        return zstandard.ZstdDecompressor().stream_reader(fh)  # type: ignore[return-value]
-    return fh
+        self._raw = raw
+        self._dctx = zstandard.ZstdDecompressor()
+        self._dobj = self._dctx.decompressobj()
+        self._in_frame = False
+        self._pending = b""
+        self._done = False
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        import zstandard
+
+        want = size if size is not None and size >= 0 else 1 << 62
+        out = [self._pending]
+        got = len(self._pending)
+        while got < want and not self._done:
+            chunk = self._raw.read(self._CHUNK)
+            if not chunk:
+                self._done = True
+                if self._in_frame:
+                    raise zstandard.ZstdError("truncated zstd stream: the input ends inside a frame")
+                break
+            while chunk:
+                self._in_frame = True
+                data = self._dobj.decompress(chunk)
+                out.append(data)
+                got += len(data)
+                if not self._dobj.eof:
+                    break
+                chunk = self._dobj.unused_data  # the next frame, if any
+                self._dobj = self._dctx.decompressobj()
+                self._in_frame = False
+        data = b"".join(out)
+        self._pending = data[want:]
+        return data[:want]
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
 
 
 def _looks_like_log(path: Path) -> bool:
