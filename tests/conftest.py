@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -48,3 +49,23 @@ def as_nobody() -> list[str]:
     if probe.returncode != 0:
         pytest.skip("user nobody cannot read this checkout's virtualenv (a private home folder)")
     return prefix
+
+
+@pytest.fixture
+def tmpfs(tmp_path: Path) -> Iterator[Path]:
+    """A 3 MiB tmpfs mounted by the test (CI runs as root): a small disk to fill, or to make read-only
+    (`mount -o remount,ro`)."""
+    mount = shutil.which("mount")
+    if os.geteuid() != 0 or mount is None:
+        missing("mounting a tmpfs needs root and mount(8)")
+    point = tmp_path / "mnt"
+    point.mkdir()
+    done = subprocess.run(
+        [str(mount), "-t", "tmpfs", "-o", "size=3m", "tracelens-test", str(point)], capture_output=True
+    )
+    if done.returncode != 0:
+        missing(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+    try:
+        yield point
+    finally:
+        subprocess.run(["umount", "-l", str(point)], check=False)

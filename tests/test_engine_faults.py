@@ -12,7 +12,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import polars as pl
@@ -22,7 +21,7 @@ import pytest
 from tracelens.ingest import parse_paths
 from tracelens.schema import C, T
 
-from conftest import SAMPLE_LOGS, missing
+from conftest import SAMPLE_LOGS
 
 pytestmark = pytest.mark.timeout(600)
 TRACELENS = [sys.executable, "-m", "tracelens.cli"]
@@ -100,28 +99,9 @@ def test_a_worker_killed_mid_task(tmp_path: Path) -> None:
     assert _snapshot(out)["lines"] == _expected_lines(logs)
 
 
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 3 MiB tmpfs made by the test (CI runs as root)."""
-    mount = shutil.which("mount")
-    if os.geteuid() != 0 or mount is None:
-        missing("a full disk is made with a small tmpfs, which needs root")
-    point = tmp_path / "disk"
-    point.mkdir()
-    done = subprocess.run(
-        [mount, "-t", "tmpfs", "-o", "size=3m", "tracelens-full", str(point)], capture_output=True
-    )
-    if done.returncode != 0:
-        missing(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
-    try:
-        yield point
-    finally:
-        subprocess.run(["umount", "-l", str(point)], check=False)
-
-
-def test_the_disk_full(tmp_path: Path, small_disk: Path) -> None:
+def test_the_disk_full(tmp_path: Path, tmpfs: Path) -> None:
     logs = _inputs(tmp_path / "logs", 1)
-    out = small_disk / "out"
+    out = tmpfs / "out"
     code, err = _finish(_parse(logs, out, "-j", "1"))
     assert code == 0, err
     before = _snapshot(out)
@@ -130,7 +110,7 @@ def test_the_disk_full(tmp_path: Path, small_disk: Path) -> None:
     assert code == 2, err
     _one_line(err, "No space left on device")
     assert _snapshot(out) == before
-    subprocess.run(["mount", "-o", "remount,size=256m", str(small_disk)], check=True)
+    subprocess.run(["mount", "-o", "remount,size=256m", str(tmpfs)], check=True)
     code, err = _finish(_parse(logs, out, "-j", "1"))
     assert code == 0, err
     assert _snapshot(out)["lines"] == _expected_lines(logs)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SAMPLE_LOGS, as_nobody, missing
+from conftest import SAMPLE_LOGS, as_nobody
 
 TRACELENS = [sys.executable, "-m", "tracelens.cli"]
 GOOD = SAMPLE_LOGS / "eagle3_fixed.log"
@@ -117,25 +117,6 @@ def test_output_into_a_read_only_folder_is_one_line(world_folder: Path) -> None:
     result = run("report", str(GOOD), "-o", str(folder / "r.html"), "-q", prefix=prefix)
     _one_line_exit_2(result, "Permission denied")
     assert list(folder.iterdir()) == []
-
-
-@pytest.fixture
-def tmpfs(tmp_path: Path) -> Iterator[Path]:
-    """A small tmpfs mounted by the test (CI runs as root)."""
-    mount = shutil.which("mount")
-    if os.geteuid() != 0 or mount is None:
-        missing("mounting a tmpfs needs root and mount(8)")
-    point = tmp_path / "mnt"
-    point.mkdir()
-    done = subprocess.run(
-        [str(mount), "-t", "tmpfs", "-o", "size=2m", "tracelens-test", str(point)], capture_output=True
-    )
-    if done.returncode != 0:
-        missing(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
-    try:
-        yield point
-    finally:
-        subprocess.run(["umount", "-l", str(point)], check=False)
 
 
 def test_output_onto_a_read_only_file_system_is_one_line(tmpfs: Path) -> None:
