@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test fuzz lint bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,6 +21,12 @@ test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest -q
+
+# The fuzz tests with a long budget (make test runs 8 inputs per test): mutated real log lines and
+# random bytes through the batch parse and the live worker; a failure is shrunk to its smallest input.
+FUZZ_EXAMPLES ?= 400
+fuzz: $(STAMP)
+	TRACELENS_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) TRACELENS_FUZZ_SHRINK=1 $(BIN)/python -m pytest -q tests/test_fuzz.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,10 +22,9 @@ def real_corpus_files() -> list[Path]:
 
 @pytest.fixture
 def real_corpus() -> Path:
-    if not REAL_CORPUS.is_dir():
-        pytest.skip(
-            f"the team's real corpus is absent ({REAL_CORPUS}): it lives in ../shared beside the checkout"
-        )
+    if not real_corpus_files():
+        state = "holds no .log files" if REAL_CORPUS.is_dir() else "is absent"
+        missing(f"the team's real corpus {state} ({REAL_CORPUS}): it lives in ../shared beside the checkout")
     return REAL_CORPUS
 
 
@@ -30,3 +33,46 @@ def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     """Commands parse logs into the cache under $XDG_CACHE_HOME: tests (and the commands they start)
     use one of their own, never the user's."""
     os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
+
+
+def missing(reason: str) -> None:
+    """Skip a test whose tool or data is absent here; under CI=true fail instead, so that a CI without
+    Chromium, sshd, tmux or the corpus cannot go green by skipping what matters."""
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"CI=true and {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+def as_nobody() -> list[str]:
+    """The command prefix that takes away root's right to read anything (tests run as root in CI):
+    setpriv to user `nobody`. Empty when not root, where chmod alone makes a file unreadable."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        missing("running as root without setpriv: cannot make a file unreadable")
+    prefix = [str(setpriv), "--reuid=65534", "--regid=65534", "--clear-groups"]
+    probe = subprocess.run([*prefix, sys.executable, "-c", "import tracelens"], capture_output=True, cwd="/")
+    if probe.returncode != 0:
+        pytest.skip("user nobody cannot read this checkout's virtualenv (a private home folder)")
+    return prefix
+
+
+@pytest.fixture
+def tmpfs(tmp_path: Path) -> Iterator[Path]:
+    """A 3 MiB tmpfs mounted by the test (CI runs as root): a small disk to fill, or to make read-only
+    (`mount -o remount,ro`)."""
+    mount = shutil.which("mount")
+    if os.geteuid() != 0 or mount is None:
+        missing("mounting a tmpfs needs root and mount(8)")
+    point = tmp_path / "mnt"
+    point.mkdir()
+    done = subprocess.run(
+        [str(mount), "-t", "tmpfs", "-o", "size=3m", "tracelens-test", str(point)], capture_output=True
+    )
+    if done.returncode != 0:
+        missing(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+    try:
+        yield point
+    finally:
+        subprocess.run(["umount", "-l", str(point)], check=False)

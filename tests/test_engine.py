@@ -205,7 +205,8 @@ def test_archive_members_are_sources_and_a_broken_member_is_reported(tmp_path: P
         [*TRACELENS, "parse", str(logs_dir), "-o", str(out), "-q", "-j", "1"], capture_output=True, text=True
     )
     assert result.returncode == 1, result.stderr
-    skipped = [line for line in result.stderr.splitlines() if line.startswith("tracelens: skipped: ")]
+    skipped = [line for line in result.stderr.splitlines() if line.startswith("tracelens: read in part: ")]
+    assert all(line.endswith("the lines before the break are kept") for line in skipped), result.stderr
     assert any("cut.log.gz: unreadable after" in line for line in skipped), result.stderr
     assert any("more.zip:broken.log" in line for line in skipped), result.stderr
     assert "Traceback" not in result.stderr

@@ -23,6 +23,8 @@ from tracelens.live import events as ev
 from tracelens.live.remote import Backoff, RemoteTarget, SshFollower
 from tracelens.live.spec import SSH, SourceSpec
 
+from conftest import missing
+
 pytestmark = pytest.mark.timeout(180)
 SSHD = Path("/usr/sbin/sshd")
 LINES = 3000
@@ -51,9 +53,7 @@ def _children(pid: int) -> list[int]:
 @pytest.fixture
 def sshd(tmp_path: Path) -> Iterator[dict]:
     if not SSHD.exists() or not shutil.which("ssh"):
-        if os.environ.get("CI"):
-            pytest.fail("openssh-server/openssh-client missing: .ci/run installs them")
-        pytest.skip("needs openssh-server and openssh-client (apt-get install openssh-server openssh-client)")
+        missing("openssh-server or openssh-client is absent (apt-get install them; .ci/run does)")
     keys = tmp_path / "keys"
     keys.mkdir()
     for name in ("host", "user"):

@@ -72,10 +72,10 @@ def test_remote_paths_are_quoted_never_interpreted() -> None:
     evil = "/var/log/x; rm -rf / $(reboot) `id` 'q'.log"
     command = remote_command(evil, 41)
     # the remote shell sees exactly one argument after `--`, equal to the path
-    words = shlex.split(command.split("; exec ", 1)[1])
+    words = shlex.split(command.split(" >&2; ", 1)[1].rsplit(" </dev/null & ", 1)[0])
     assert words == ["tail", "-c", "+42", "-F", "--", evil]
     home = remote_command("~/logs/a b.log", 0)
-    assert home.endswith("-- \"$HOME\"/'logs/a b.log'")
+    assert "-- \"$HOME\"/'logs/a b.log' </dev/null & " in home
     argv = ssh_argv(RemoteTarget("gpu1", evil, "me", 2222), 0)
     assert argv[:2] == ["ssh", "-o"] and "BatchMode=yes" in argv
     assert argv[argv.index("--") + 1] == "gpu1"

@@ -57,8 +57,10 @@ def test_summary_and_compare_agree_on_every_sample_run(samples: Analysis) -> Non
     dp = next(r for r in summary if r["source"].endswith("era_2025_dp_attention.log"))
     assert dp["gen_throughput"]["mean"] > 400
     # vLLM: the accept len of its metrics lines in both.
-    vllm = next(r for r in summary if r["source"].endswith("vllm_spec_decode.log"))
-    assert vllm["accept_len"]["mean"] is not None
+    vllm = [r for r in summary if r["source"].endswith("vllm_spec_decode.log")]
+    # (its runs are split at each server start; the older vLLM metrics lines of runs 1-2 print no mean
+    # acceptance length, runs 3-4 do)
+    assert [r["accept_len"]["mean"] is not None for r in vllm] == [False, False, True, True]
 
 
 def test_views_fit_80_columns(samples: Analysis) -> None:

@@ -138,7 +138,7 @@ def test_a_partial_read_keeps_what_was_read_says_how_far_and_exits_1(
         result = run(*args, "-q", cache=cache)
         assert result.returncode == 1, result.stderr
         assert "Traceback" not in result.stderr
-        (line,) = [s for s in result.stderr.splitlines() if s.startswith("tracelens: skipped: ")]
+        (line,) = [s for s in result.stderr.splitlines() if s.startswith("tracelens: read in part: ")]
         assert f"{cut_gz}: unreadable after " in line and " bytes " in line
     if args[0] == "summary" and "--json" in args:
         decode = json.loads(result.stdout)["runs"][0]["decode_lines"]

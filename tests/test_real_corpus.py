@@ -26,7 +26,7 @@ from tracelens.parsers import ParseOptions
 from tracelens.schema import BATCH_FIELDS, KIND_TABLE, RANK_COLUMNS, SCHEMAS, C, Kind, T
 from tracelens.tables import Tables
 
-from conftest import REAL_CORPUS, real_corpus_files
+from conftest import REAL_CORPUS, missing, real_corpus_files
 
 # Time-only prefixes (011) need a date: pin one so that timestamps do not depend on file mtimes.
 BASE_DATE = dt.date(2024, 9, 2)
@@ -52,7 +52,7 @@ NO_RANKS = dict.fromkeys(RANK_COLUMNS)
 def corpus_file(number: str) -> Path:
     matches = sorted(REAL_CORPUS.glob(f"{number}_*.log"))
     if not matches:
-        pytest.skip(f"the real corpus has no file {number}_*.log under {REAL_CORPUS}")
+        missing(f"the real corpus has no file {number}_*.log under {REAL_CORPUS}")
     return matches[0]
 
 
@@ -780,9 +780,11 @@ def test_runs_partition_the_lines_at_server_args_records(corpus_path: Path) -> N
     tables = _parsed(corpus_path)
     runs = tables[T.RUNS]
     assert sum(runs.get_column(C.LINE_COUNT).to_list()) == len(raw)
-    # Each run after run 0 starts at a `server_args=` line (one per server start), and only there.
+    # Each run after run 0 starts at a server start, and only there: SGLang's `server_args=` line, or
+    # vLLM's `vLLM API server version` line.
     starts = [i for i, t in enumerate(raw, 1) if re.match(r"^(?:\[[\d\- :.,]+\] )?server_args=", t)]
+    vllm = [i for i, t in enumerate(raw, 1) if re.search(r"\] vLLM API server version \S+$", t)]
     later = runs.filter(pl.col(C.RUN) > 0)
-    assert later.get_column(C.START_LINE).to_list() == starts
+    assert later.get_column(C.START_LINE).to_list() == sorted(starts + vllm)
     events = tables[T.LIFECYCLE].filter(pl.col(C.LINE_NO).is_in(starts)).get_column(C.EVENT).to_list()
     assert events == ["server_args"] * len(starts)

@@ -127,8 +127,8 @@ def test_sample_report_has_every_section_and_plot(sample_report: tuple[Report, s
     assert set(figures(page)) == set(written.plots)
     for section in ("verdicts", "runs", "comparison", "findings", "faults", "capture"):
         assert f'<section id="{section}"' in page
-    assert page.count('<article class="card ') == written.runs == 14
-    assert page.count("<tr data-severity=") == written.findings == 14
+    assert page.count('<article class="card ') == written.runs == 17
+    assert page.count("<tr data-severity=") == written.findings == 18
 
 
 def test_header_names_sources_span_version_and_time(sample_report: tuple[Report, str]) -> None:

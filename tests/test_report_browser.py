@@ -16,12 +16,8 @@ from test_report import HOSTILE, HOSTILE_NAME, hostile_analysis
 from tracelens.analysis import analyze
 from tracelens.report import Report, write_report
 
-from conftest import ROOT, SAMPLE_LOGS
+from conftest import ROOT, SAMPLE_LOGS, missing
 
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists(),
-    reason=f"{CHROMIUM} is absent: install Debian's chromium and chromium-driver (.ci/run does)",
-)
 ARTIFACTS = ROOT / "test-artifacts"
 OPEN_SECONDS = 20.0  # generous for a loaded CI machine; about 3 s on a 2-core laptop
 
@@ -37,6 +33,8 @@ PLOTS_JS = """[...document.querySelectorAll('div.plot')].map(el => ({
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
+    if not CHROMIUM.exists():
+        missing(f"{CHROMIUM} is absent: install Debian's chromium (.ci/run does)")
     chrome = Browser()
     try:
         yield chrome

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shlex
 import shutil
 import subprocess
@@ -13,15 +12,15 @@ import pytest
 from live_support import wait_for
 from tui_support import TRACEBACK, append, decode, write_start
 
+from conftest import missing
+
 pytestmark = pytest.mark.timeout(120)
 
 
 @pytest.fixture
 def tmux(tmp_path: Path):
     if not shutil.which("tmux"):
-        if os.environ.get("CI"):
-            pytest.fail("tmux missing: .ci/run installs it")
-        pytest.skip("needs tmux (apt-get install tmux)")
+        missing("tmux is absent (apt-get install tmux; .ci/run installs it)")
     socket = tmp_path / "tmux.sock"
 
     def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:

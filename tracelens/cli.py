@@ -55,7 +55,16 @@ app = typer.Typer(
 out = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
-SAMPLE_LOGS = Path(__file__).resolve().parent.parent / "sample_logs"
+
+def _sample_logs() -> Path:
+    """The sample logs: inside the installed package (a wheel ships them as `tracelens/sample_logs`),
+    else in the checkout beside the package."""
+    here = Path(__file__).resolve().parent
+    packaged = here / "sample_logs"
+    return packaged if packaged.is_dir() else here.parent / "sample_logs"
+
+
+SAMPLE_LOGS = _sample_logs()
 SAMPLE_TIME_ONLY_DATE = "2024-09-02"
 
 Paths = Annotated[
@@ -327,7 +336,7 @@ def sql(
     query: Annotated[
         str,
         typer.Argument(
-            help="A SQL query over the tables (lines, batches, debug, lifecycle, server_args, runs, http, faults, spec_metrics, foreign, messages, unparsed).",
+            help="A SQL query over the tables (lines, batches, debug, lifecycle, server_args, runs, http, faults, spec_metrics, benchmarks, foreign, messages, unparsed).",
             show_default=False,
         ),
     ],
@@ -365,7 +374,7 @@ def demo(
     from tracelens.summary import summarize
 
     if not logs.is_dir():
-        raise InputError(f"sample logs not found at {logs} (run from a checkout of tracelens)")
+        raise InputError(f"sample logs not found at {logs}")
     # The one time-only sample (era_2024_timeonly.log) was recorded from 2 Sep 2024; without a date it
     # would take the checkout's file time and land in today's report axis.
     date = SAMPLE_TIME_ONLY_DATE if logs == SAMPLE_LOGS else None
@@ -382,7 +391,8 @@ app.command()(cli_dataset.cache)
 
 
 def main() -> None:
-    """Entry point: one clear line and exit 2 for input errors; 130 on Ctrl-C; never a traceback."""
+    """Entry point: one clear line and exit 2 for input errors; 130 on Ctrl-C; never a traceback. (Exit 1
+    for inputs read in part or not at all is the commands' own: `cli_dataset.logs_dataset`.)"""
     try:
         app()
     except InputError as exc:

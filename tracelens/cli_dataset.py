@@ -19,7 +19,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from tracelens.engine import EngineOptions, parse_to_dataset, reading_dataset
+from tracelens.engine import EngineOptions, Report, parse_to_dataset, reading_dataset
 from tracelens.engine.cache import clear, dataset_for, entries, mark_used, resolve_args
 from tracelens.engine.lock import DEFAULT_LOCK_TIMEOUT
 from tracelens.errors import InputError
@@ -55,10 +55,12 @@ LockTimeoutOpt = Annotated[
 ]
 
 
-def report_problems(err: Console, problems: list[str]) -> None:
-    """Inputs read only in part (or not at all): one line each, the same in every command."""
-    for problem in problems:
-        err.print(f"tracelens: skipped: {problem}", markup=False)
+def report_problems(err: Console, report: Report) -> None:
+    """Inputs not read at all, or read only in part: one line each, the same in every command."""
+    for problem in report.unread:
+        err.print(f"tracelens: not read: {problem}", markup=False)
+    for problem in report.problems:
+        err.print(f"tracelens: read in part: {problem}; the lines before the break are kept", markup=False)
 
 
 @contextmanager
@@ -82,10 +84,10 @@ def logs_dataset(
         if dataset is not None or no_cache:
             raise InputError(f"{paths[0]} is a dataset already: --dataset and --no-cache are for log paths")
         with reading_dataset(str(paths[0]), lock_timeout, notify) as manifest:
-            problems = [e for s in manifest.get("sources", {}).values() for e in s["errors"]]
-            with _naming(err, problems):
+            stored = Report(problems=[e for s in manifest.get("sources", {}).values() for e in s["errors"]])
+            with _naming(err, stored):
                 yield paths[0]
-        _finish(problems)
+        _finish(stored)
         return
     if dataset is not None and no_cache:
         raise InputError("--dataset and --no-cache exclude each other")
@@ -105,25 +107,25 @@ def logs_dataset(
                 raise
         if cached:
             mark_used(target)
-        with reading_dataset(str(target), lock_timeout, notify), _naming(err, report.problems):
+        with reading_dataset(str(target), lock_timeout, notify), _naming(err, report):
             yield target
-        _finish(report.problems)
+        _finish(report)
     finally:
         if temporary is not None:
             shutil.rmtree(temporary, ignore_errors=True)
 
 
 @contextmanager
-def _naming(err: Console, problems: list[str]) -> Iterator[None]:
-    """Name the inputs read in part after the command's own output, whatever its outcome."""
+def _naming(err: Console, report: Report) -> Iterator[None]:
+    """Name the inputs not read, or read in part, after the command's own output, whatever its outcome."""
     try:
         yield
     finally:
-        report_problems(err, problems)
+        report_problems(err, report)
 
 
-def _finish(problems: list[str]) -> None:
-    if problems:
+def _finish(report: Report) -> None:
+    if report.problems or report.unread:
         raise typer.Exit(1)
 
 

@@ -6,9 +6,13 @@ prints, `tui` draws. Neither reads a line itself: a `LiveSession` parses and ana
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
+import signal
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -71,6 +75,29 @@ def _specs(sources: list[str] | None, cmds: list[str] | None):
     return specs
 
 
+# The signals that end a live command like Ctrl-C does: `kill` (SIGTERM) and a closed terminal or ssh
+# session (SIGHUP). Their default action would end the process at once, leaving ssh and command
+# sources running in their own process groups and the terminal in the screen's modes.
+ENDING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def _ending_signals(on_signal: Callable[[int], None]) -> Iterator[None]:
+    old = {sig: signal.getsignal(sig) for sig in ENDING_SIGNALS}
+    for sig in ENDING_SIGNALS:
+        signal.signal(sig, lambda signum, _frame: on_signal(signum))
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+
+
+def _exit_on(signum: int) -> None:
+    """Unwind (the session's `finally` stops its sources) and exit with the shell's code for it."""
+    raise SystemExit(128 + signum)
+
+
 def _session(specs, expect, baseline, stall_seconds, date, interval, stdin_fd: int | None = None):
     from tracelens.live import LiveSession
 
@@ -113,6 +140,12 @@ def follow(
         draft_config, target_config, expectations_file, expect_aux, hidden_size, embed_capture
     )
     specs = _specs(sources, cmd)
+    for spec in specs:
+        # A log that is not there yet (the server has not started) is waited for; say so, or the
+        # silence looks like a hang.
+        if spec.kind == "file" and spec.path and not os.path.exists(spec.path):
+            sys.stderr.write(f"tracelens: waiting for {spec.path} to appear (it does not exist yet)\n")
+            sys.stderr.flush()
     session = _session(specs, expect, baseline, stall_seconds, date, interval, stdin_fd=0)
 
     def write(text: str) -> None:
@@ -121,14 +154,15 @@ def follow(
 
     printer = FollowPrinter(write, as_json=as_json, stats_every=stats_every)
     session.subscribe(printer)
-    session.start()
-    try:
-        while not session.all_ended:
-            time.sleep(0.1)
-        session.wait_idle(timeout=600)
-        printer.flush_stats(session.snapshot.runs)
-    finally:
-        session.stop()
+    with _ending_signals(_exit_on):
+        session.start()
+        try:
+            while not session.all_ended:
+                time.sleep(0.1)
+            session.wait_idle(timeout=600)
+            printer.flush_stats(session.snapshot.runs)
+        finally:
+            session.stop()
 
 
 def tui(
@@ -158,7 +192,25 @@ def tui(
     from tracelens.tui.app import TraceLensApp
 
     app = TraceLensApp(session, report_path=report)
-    app.run()
+    received: list[int] = []
+
+    def quit_screen(signum: int) -> None:
+        # The screen ends as on `q` (its terminal modes restored, the session stopped on unmount);
+        # asking through the event loop wakes it up from its wait.
+        received.append(signum)
+        try:
+            asyncio.get_running_loop().call_soon_threadsafe(app.exit)
+        except RuntimeError:  # not drawing yet or any more
+            _exit_on(signum)
+
+    try:
+        with _ending_signals(quit_screen):
+            app.run()
+    finally:
+        if not session.stopped:  # the screen stops it on unmount; not if it never mounted
+            session.stop()
+    if received:
+        raise SystemExit(128 + received[0])
 
 
 def _stdin_for_tui() -> int:

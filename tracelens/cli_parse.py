@@ -85,7 +85,8 @@ def run_parse(
     out: Console,
     err: Console,
 ) -> int:
-    """Parse, print what was written, and return the exit code (1 when an input was skipped)."""
+    """Parse, print what was written, and return the exit code (1 when an input was not read to its end,
+    or not at all)."""
 
     def notify(text: str) -> None:
         err.print(f"tracelens: {text}", markup=False)
@@ -93,8 +94,8 @@ def run_parse(
     with engine_progress(quiet) as progress:
         report = parse_to_dataset(paths, output, options, progress, notify)
     render_report(out, report, output)
-    report_problems(err, report.problems)
-    return 1 if report.problems else 0
+    report_problems(err, report)
+    return 1 if report.problems or report.unread else 0
 
 
 def render_report(console: Console, report: Report, output: str) -> None:

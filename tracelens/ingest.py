@@ -33,7 +33,7 @@ def _options_for(path: Path, options: ParseOptions | None) -> ParseOptions:
     if options is not None and options.base_date is not None:
         return options
     mtime = dt.datetime.fromtimestamp(path.stat().st_mtime).date()
-    return ParseOptions(base_date=mtime)
+    return ParseOptions(base_date=mtime, base_date_is_end=True)
 
 
 def parse_source(

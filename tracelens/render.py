@@ -218,6 +218,43 @@ def render_findings(console: Console, analysis: Analysis) -> None:
     console.print(f"\n{len(analysis.findings)} finding(s), {errors} error(s)")
 
 
+# (header, column, digits) of the client-side benchmark table, in `compare` and the report
+BENCH_COLUMNS = (
+    ("requests", A.BENCH_REQUESTS, 0),
+    ("accept len (client)", A.BENCH_ACCEPT_LENGTH, 2),
+    ("accept len (server)", A.MEAN_ACCEPT_LEN, 2),
+    ("out tok/s (client)", A.BENCH_OUTPUT_THROUGHPUT, 1),
+    ("tok/s (server)", A.MEAN_GEN_THROUGHPUT, 1),
+    ("req/s", A.BENCH_REQUEST_THROUGHPUT, 2),
+    ("TTFT ms", A.BENCH_MEAN_TTFT_MS, 1),
+    ("TPOT ms", A.BENCH_MEAN_TPOT_MS, 2),
+    ("ITL ms", A.BENCH_MEAN_ITL_MS, 2),
+    ("E2E ms", A.BENCH_MEAN_E2E_MS, 1),
+)
+
+
+def render_benchmarks(console: Console, analysis: Analysis) -> None:
+    """The sglang.bench_serving results found in the logs, beside their run's server-side figures."""
+    from tracelens.analysis.benchmarks import benchmarks_beside_runs
+
+    bench = benchmarks_beside_runs(analysis.runs, analysis.tables)
+    if not bench.height:
+        return
+    table = Table(
+        title="client-side benchmarks (sglang.bench_serving), beside the run's decode lines",
+        title_justify="left",
+    )
+    table.add_column("run", no_wrap=True)
+    table.add_column("line")
+    for header, _, _ in BENCH_COLUMNS:
+        table.add_column(header, justify="right")
+    for row in bench.iter_rows(named=True):
+        label = row[A.LABEL] or f"{Path(row[C.SOURCE]).name}#{row[C.RUN]}"
+        cells = [_fmt(row[column], digits) for _, column, digits in BENCH_COLUMNS]
+        table.add_row(Text(label), str(row[A.BENCH_LINE]), *cells)
+    console.print(table)
+
+
 def render_comparison(console: Console, analysis: Analysis) -> None:
     """`compare`: one row per run (its speculative setup and baseline on a second line, so the figures
     stay whole at 80 columns), then the server-args differences from each baseline."""
@@ -253,6 +290,7 @@ def render_comparison(console: Console, analysis: Analysis) -> None:
             "-" if ready is None else f"{ready:.0f} s",
         )
     console.print(table)
+    render_benchmarks(console, analysis)
     for (run_a, run_b), diff in analysis.config_diff.group_by([A.RUN_A, A.RUN_B], maintain_order=True):
         sub = Table(
             title=f"\n{run_a} vs {run_b}: server args that differ",

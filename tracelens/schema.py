@@ -29,6 +29,7 @@ class T:
     HTTP = "http"
     FAULTS = "faults"
     SPEC_METRICS = "spec_metrics"
+    BENCHMARKS = "benchmarks"
     FOREIGN = "foreign"
     MESSAGES = "messages"
     UNPARSED = "unparsed"
@@ -114,6 +115,12 @@ class C:
     KEY = "key"
     VALUE = "value"
 
+    # benchmarks: one row per line of an `sglang.bench_serving` result block pasted into a log
+    BENCH_ITEM = "item"  # header | section | metric | footer
+    BENCH_METRIC = "bench_metric"  # the printed name without its unit: `Mean TTFT`, `Accept length`
+    BENCH_UNIT = "unit"  # ms, s, req/s, tok/s, or null
+    BENCH_NUMBER = "number"  # the value as a number (null for `Backend: sglang`; inf is kept)
+
     # lifecycle
     MODEL_TYPE = "model_type"
     DTYPE = "dtype"
@@ -192,6 +199,7 @@ class Kind:
     HTTP = "http"
     FAULT = "fault"
     SPEC_METRICS = "spec_metrics"
+    BENCHMARK = "benchmark"
     FOREIGN = "foreign"
     MESSAGE = "message"
     UNPARSED = "unparsed"
@@ -207,6 +215,7 @@ KIND_TABLE: dict[str, str] = {
     Kind.HTTP: T.HTTP,
     Kind.FAULT: T.FAULTS,
     Kind.SPEC_METRICS: T.SPEC_METRICS,
+    Kind.BENCHMARK: T.BENCHMARKS,
     Kind.FOREIGN: T.FOREIGN,
     Kind.MESSAGE: T.MESSAGES,
     Kind.UNPARSED: T.UNPARSED,
@@ -413,6 +422,16 @@ SCHEMAS: dict[str, pa.Schema] = {
             (C.PER_POSITION, pa.list_(pa.float64())),
         ]
     ),
+    T.BENCHMARKS: pa.schema(
+        [
+            *_COMMON,
+            (C.BENCH_ITEM, pa.string()),
+            (C.BENCH_METRIC, pa.string()),
+            (C.BENCH_UNIT, pa.string()),
+            (C.BENCH_NUMBER, pa.float64()),
+            (C.VALUE, pa.string()),
+        ]
+    ),
     T.FOREIGN: pa.schema(
         [*_COMMON, (C.FORMAT, pa.string()), (C.LEVEL, pa.string()), (C.MESSAGE, pa.string())]
     ),
@@ -513,6 +532,17 @@ class A:
     """Columns of the analysis frames (`tracelens.analysis.Analysis`); table columns are in `C`."""
 
     LABEL = "label"  # a run's display name: `<file name>#<run>`
+    # client-side results of an sglang.bench_serving block (analysis/benchmarks.py), beside the run's
+    BENCH_LINE = "bench_line"  # the line of the block's header
+    BENCH_BACKEND = "bench_backend"
+    BENCH_REQUESTS = "bench_successful_requests"
+    BENCH_ACCEPT_LENGTH = "bench_accept_length"
+    BENCH_OUTPUT_THROUGHPUT = "bench_output_throughput"
+    BENCH_REQUEST_THROUGHPUT = "bench_request_throughput"
+    BENCH_MEAN_E2E_MS = "bench_mean_e2e_ms"
+    BENCH_MEAN_TTFT_MS = "bench_mean_ttft_ms"
+    BENCH_MEAN_TPOT_MS = "bench_mean_tpot_ms"
+    BENCH_MEAN_ITL_MS = "bench_mean_itl_ms"
     IS_BASELINE = "is_baseline"
     T_SINCE_START = "t_since_start_s"
     DP_RANKS = "dp_ranks"

@@ -13,7 +13,7 @@ import gzip
 import io
 import lzma
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -69,9 +69,7 @@ def open_source(path: Path) -> BinaryIO:
     if kind == "xz":
         return lzma.open(path, "rb")  # type: ignore[return-value]
     if kind == "zst":
-        import zstandard
-
-        return zstandard.ZstdDecompressor().stream_reader(path.open("rb"))  # type: ignore[return-value]
+        return ZstdStream(path.open("rb"))  # type: ignore[return-value]
     return path.open("rb")
 
 
@@ -86,10 +84,60 @@ def decompressing(fh: BinaryIO) -> BinaryIO:
     if kind == "xz":
         return lzma.LZMAFile(fh)  # type: ignore[return-value]
     if kind == "zst":
+        return ZstdStream(fh)  # type: ignore[return-value]
+    return fh
+
+
+class ZstdStream(io.RawIOBase):
+    """Zstandard frames decompressed as a stream that, unlike zstandard's `stream_reader`, raises
+    `ZstdError` when the input ends inside a frame: a truncated `.zst` is reported, not read as a
+    shorter (or empty) log. Frames written one after another (`cat a.zst b.zst`) are read in turn."""
+
+    _CHUNK = 1 << 16
+
+    def __init__(self, raw: BinaryIO) -> None:
         import zstandard
 
-        return zstandard.ZstdDecompressor().stream_reader(fh)  # type: ignore[return-value]
-    return fh
+        self._raw = raw
+        self._dctx = zstandard.ZstdDecompressor()
+        self._dobj = self._dctx.decompressobj()
+        self._in_frame = False
+        self._pending = b""
+        self._done = False
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        import zstandard
+
+        want = size if size is not None and size >= 0 else 1 << 62
+        out = [self._pending]
+        got = len(self._pending)
+        while got < want and not self._done:
+            chunk = self._raw.read(self._CHUNK)
+            if not chunk:
+                self._done = True
+                if self._in_frame:
+                    raise zstandard.ZstdError("truncated zstd stream: the input ends inside a frame")
+                break
+            while chunk:
+                self._in_frame = True
+                data = self._dobj.decompress(chunk)
+                out.append(data)
+                got += len(data)
+                if not self._dobj.eof:
+                    break
+                chunk = self._dobj.unused_data  # the next frame, if any
+                self._dobj = self._dctx.decompressobj()
+                self._in_frame = False
+        data = b"".join(out)
+        self._pending = data[want:]
+        return data[:want]
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
 
 
 def _looks_like_log(path: Path) -> bool:
@@ -99,17 +147,48 @@ def _looks_like_log(path: Path) -> bool:
     return name.endswith(_LOG_SUFFIXES) or ".log." in name
 
 
-def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
-    """Resolve user paths to log files; raise InputError with one clear line when one is unusable."""
+def files_under(folder: Path, wanted: Callable[[Path], bool], unread: list[str]) -> list[Path]:
+    """Files under ``folder`` (recursively, sorted) that ``wanted`` picks. A subfolder that cannot be
+    listed and a wanted file that cannot be read are named in ``unread`` and left out, so that one bad
+    entry does not stop the rest (the caller exits 1)."""
+    found: list[Path] = []
+
+    def cannot_list(exc: OSError) -> None:
+        unread.append(f"cannot list folder {exc.filename}: {exc.strerror or exc}")
+
+    for top, dirs, names in os.walk(folder, onerror=cannot_list):
+        dirs.sort()
+        for name in names:
+            path = Path(top) / name
+            if not path.is_file() or not wanted(path):
+                continue
+            if os.access(path, os.R_OK):
+                found.append(path)
+            else:
+                unread.append(f"permission denied: {path}")
+    return sorted(found)
+
+
+def expand_paths(paths: Iterable[str | os.PathLike[str]], unread: list[str] | None = None) -> list[Path]:
+    """Resolve user paths to log files; raise InputError with one clear line when one is unusable. A
+    file or subfolder found inside a given folder that cannot be read is named in ``unread`` and left
+    out (without ``unread``, it is an error)."""
     found: list[Path] = []
     for raw in paths:
         path = Path(raw)
         if not path.exists():
             raise InputError(f"no such file or directory: {path}")
         if path.is_dir():
-            logs = sorted(p for p in path.rglob("*") if p.is_file() and _looks_like_log(p))
+            problems: list[str] = []
+            logs = files_under(path, _looks_like_log, problems)
+            if problems and (unread is None or not logs):
+                raise InputError(
+                    problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else "")
+                )
             if not logs:
                 raise InputError(f"no log files (*.log, *.txt, *.out, *.err, compressed too) under {path}")
+            if unread is not None:
+                unread.extend(problems)
             found.extend(logs)
         else:
             if not os.access(path, os.R_OK):

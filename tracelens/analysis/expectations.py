@@ -13,6 +13,7 @@ Since 2026 DeepSeek-V2-family targets skip the shift unless the first id is 1.
 
 from __future__ import annotations
 
+import difflib
 import json
 import tomllib
 from dataclasses import dataclass, fields, replace
@@ -82,6 +83,57 @@ def from_target_config(path: Path) -> Expectations:
     )
 
 
+# The keys of an expectations file and the TOML type each wants (bool is not an integer here).
+_TOML_KEYS: dict[str, str] = {
+    "aux": "an integer",
+    "hidden_size": "an integer",
+    "embed_capture": "true or false",
+    "aux_layer_ids": "a list of integers",
+    "num_layers": "an integer",
+    "architecture": "a string",
+    "draft_config": "a path (a string)",
+    "target_config": "a path (a string)",
+}
+
+
+def _has_type(value: Any, wanted: str) -> bool:
+    if wanted == "an integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if wanted == "true or false":
+        return isinstance(value, bool)
+    if wanted == "a list of integers":
+        return isinstance(value, list) and all(_has_type(v, "an integer") for v in value)
+    return isinstance(value, str)
+
+
+def _check_toml(path: Path, data: dict[str, Any], table: Any) -> None:
+    """A misspelt key or a value of the wrong type is an error naming it, never silently ignored."""
+    if not isinstance(table, dict):
+        raise InputError(f"{path}: [expect] must be a table, got {table!r}")
+    keys = list(table) + [k for k in data if k != "expect" and table is not data]
+    for key in keys:
+        if key not in _TOML_KEYS:
+            close = difflib.get_close_matches(key.replace("-", "_").lower(), list(_TOML_KEYS), n=1)
+            hint = f"did you mean {close[0]}? " if close else ""
+            raise InputError(f"{path}: unknown key {key!r} ({hint}known: {', '.join(_TOML_KEYS)})")
+    for key, wanted in _TOML_KEYS.items():
+        if key in table and not _has_type(table[key], wanted):
+            value = table[key]
+            raise InputError(
+                f"{path}: {key} wants {wanted}, got {value!r} ({type(value).__name__}); "
+                f"for example {key} = {_EXAMPLES[wanted]}"
+            )
+
+
+_EXAMPLES = {
+    "an integer": "3",
+    "true or false": "true",
+    "a list of integers": "[1, 29, 57]",
+    "a string": '"LlamaForCausalLM"',
+    "a path (a string)": '"config.json"',
+}
+
+
 def from_toml(path: Path) -> Expectations:
     """`[expect]` table (or top level) with keys: aux, hidden_size, embed_capture, aux_layer_ids,
     num_layers, architecture, draft_config, target_config (paths relative to the file)."""
@@ -92,6 +144,7 @@ def from_toml(path: Path) -> Expectations:
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise InputError(f"cannot read {path} as TOML: {exc}") from exc
     table = data.get("expect", data)
+    _check_toml(path, data, table)
     out = Expectations()
     for key, loader in (("target_config", from_target_config), ("draft_config", from_draft_config)):
         if key in table:

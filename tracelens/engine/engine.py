@@ -18,6 +18,7 @@ import posixpath
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from concurrent.futures import BrokenExecutor
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,7 +73,8 @@ class Report:
     read: int = 0  # inputs (fully or partly) read in this run
     bytes_read: int = 0
     rows: dict[str, int] = field(default_factory=dict)
-    problems: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # sources read only up to a break
+    unread: list[str] = field(default_factory=list)  # files and folders found but not readable at all
     seconds: float = 0.0
 
 
@@ -417,15 +419,28 @@ def parse_to_dataset(
     progress: Progress | None = None,
     notify: Notify | None = None,
 ) -> Report:
-    """Parse ``paths`` into the dataset at ``out`` (a folder or an fsspec URL), holding its write lock.
-    ``notify`` is told when the lock is taken and the run waits for it."""
+    """Parse ``paths`` into the dataset at ``out`` (a folder or an fsspec URL), holding its write lock;
+    ``notify`` is told when the run waits for the lock. An output that cannot be written (a file, a
+    read-only folder, a full disk, removed during the run) and a worker that dies are an InputError of
+    one line; the dataset is then as it was before the run."""
     options = options or EngineOptions()
     started = time.perf_counter()
-    inputs = discover(paths)
+    report = Report()
+    inputs = discover(paths, report.unread)
+    report.inputs = len(inputs)
     store = Store(out)
     _check_folder(store, out)
-    with _locked(store, out, "write", options.lock_timeout, notify):
-        report = _parse_locked(inputs, store, out, options, progress)
+    try:
+        with _locked(store, out, "write", options.lock_timeout, notify):
+            store.check_writable()
+            _parse_locked(inputs, store, out, options, progress, report)
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename else ""
+        raise InputError(f"cannot write the dataset to {out}: {exc.strerror or exc}{where}") from exc
+    except BrokenExecutor as exc:
+        raise InputError(
+            f"a worker process died before its task was done ({exc}); the dataset at {out} is as it was, run again"
+        ) from exc
     report.seconds = time.perf_counter() - started
     return report
 
@@ -433,6 +448,13 @@ def parse_to_dataset(
 def _check_folder(store: Store, out: str) -> None:
     """A dataset path that is a file, or a folder of another tracelens dataset format: one line, exit 2,
     and nothing in it touched."""
+    try:
+        _check_folder_usable(store, out)
+    except OSError as exc:  # e.g. a parent folder this user cannot enter
+        raise InputError(f"cannot use the dataset folder {out}: {exc.strerror or exc}") from exc
+
+
+def _check_folder_usable(store: Store, out: str) -> None:
     if store.local and Path(store.root).exists() and not Path(store.root).is_dir():
         raise InputError(f"{out} is a file, not a dataset folder: name a folder (new or a dataset)")
     if store.local:
@@ -487,10 +509,13 @@ def reading_dataset(
 
 
 def _parse_locked(
-    inputs: list[Input], store: Store, out: str, options: EngineOptions, progress: Progress | None
+    inputs: list[Input],
+    store: Store,
+    out: str,
+    options: EngineOptions,
+    progress: Progress | None,
+    report: Report,
 ) -> Report:
-    report = Report()
-    report.inputs = len(inputs)
     recover(store)
     old = read_manifest(store, out)
     kept, work, redo = _plan_inputs(inputs, old, report)

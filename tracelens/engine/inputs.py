@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tracelens.errors import InputError
-from tracelens.sources import _looks_like_log, compression_of, open_source
+from tracelens.sources import _looks_like_log, compression_of, files_under, open_source
 
 FILE = "file"
 TAR = "tar"
@@ -61,11 +61,15 @@ def _wanted_in_directory(path: Path) -> bool:
     return _looks_like_log(path) or name.endswith(_ARCHIVE_SUFFIXES)
 
 
-def _expand_one(raw: str) -> list[Path]:
+def _expand_one(raw: str, unread: list[str]) -> list[Path]:
     path = Path(raw)
     if path.exists():
         if path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.is_file() and _wanted_in_directory(p))
+            problems: list[str] = []
+            found = files_under(path, _wanted_in_directory, problems)
+            if problems and not found:
+                raise InputError(problems[0])
+            unread.extend(problems)
             if not found:
                 raise InputError(
                     f"no log files (*.log, *.txt, *.out, *.err, compressed or archived too) under {path}"
@@ -78,16 +82,19 @@ def _expand_one(raw: str) -> list[Path]:
             raise InputError(f"no files match {raw}")
         out: list[Path] = []
         for match in matches:
-            out.extend(_expand_one(str(match)) if match.is_dir() else [match])
+            out.extend(_expand_one(str(match), unread) if match.is_dir() else [match])
         return out
     raise InputError(f"no such file or directory: {path}")
 
 
-def discover(paths: list[str | os.PathLike[str]]) -> list[Input]:
-    """Inputs under ``paths``, each once, in the order given (directories sorted)."""
+def discover(paths: list[str | os.PathLike[str]], unread: list[str] | None = None) -> list[Input]:
+    """Inputs under ``paths``, each once, in the order given (directories sorted). A file or subfolder
+    inside a given folder that cannot be read is named in ``unread`` and left out (without ``unread``,
+    it is an error); a named file that cannot be read is always an error."""
+    problems: list[str] = []
     seen: dict[str, Input] = {}
     for raw in paths:
-        for path in _expand_one(str(raw)):
+        for path in _expand_one(str(raw), problems):
             key = str(path)
             if key in seen:
                 continue
@@ -97,4 +104,8 @@ def discover(paths: list[str | os.PathLike[str]]) -> list[Input]:
             container = container_of(path)
             compression = compression_of(path)
             seen[key] = Input(key, container, compression, stat.st_size, stat.st_mtime)
+    if problems and unread is None:
+        raise InputError(problems[0])
+    if unread is not None:
+        unread.extend(problems)
     return list(seen.values())

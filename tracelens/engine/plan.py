@@ -17,12 +17,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-import polars as pl
 
 from tracelens.engine.inputs import Input
-from tracelens.parsers.pipeline import add_kinds
+from tracelens.parsers.pipeline import add_kinds, run_start_expr
 from tracelens.parsers.prefix import add_prefix_columns
-from tracelens.schema import C, Kind, W
+from tracelens.parsers.spec_metrics import VLLM_SERVER_START
+from tracelens.schema import C, W
 from tracelens.sources import Block, block_lines
 
 DEFAULT_RANGE_BYTES = 32 << 20
@@ -32,6 +32,7 @@ DEFAULT_BLOCK_BYTES = 3 << 20
 _WINDOW = 16 << 10  # most lines carry the prefix: the first few usually hold one
 _MAX_WINDOW = 8 << 20
 _ARGS = b"server_args="
+_VLLM_START = VLLM_SERVER_START.encode()
 
 
 @dataclass(frozen=True)
@@ -121,7 +122,8 @@ def plan_ranges(item: Input, range_bytes: int, start: int = 0) -> list[tuple[int
 
 
 def scan_range(path: str, start: int, end: int, chunk: int = 16 << 20) -> ScanResult:
-    """Count newlines in [start, end) and collect the lines that contain `server_args=`."""
+    """Count newlines in [start, end) and collect the lines that may start a run (`server_args=`, vLLM's
+    `vLLM API server version`)."""
     result = ScanResult(0)
     with open(path, "rb") as fh:
         fh.seek(start)
@@ -135,22 +137,24 @@ def scan_range(path: str, start: int, end: int, chunk: int = 16 << 20) -> ScanRe
             cut = data.rfind(b"\n") + 1 if pos < end else len(data)
             body, carry = data[:cut], data[cut:]
             result.newlines += int(np.count_nonzero(np.frombuffer(body, dtype=np.uint8) == 0x0A))
-            at = body.find(_ARGS)
-            while at != -1:
-                line_start = body.rfind(b"\n", 0, at) + 1
-                line_end = body.find(b"\n", at)
-                line_end = len(body) if line_end == -1 else line_end
-                result.candidates.append(body[line_start:line_end])
-                at = body.find(_ARGS, line_end)
+            found: dict[int, bytes] = {}  # by line start: in file order, a line once
+            for needle in (_ARGS, _VLLM_START):
+                at = body.find(needle)
+                while at != -1:
+                    line_start = body.rfind(b"\n", 0, at) + 1
+                    line_end = body.find(b"\n", at)
+                    line_end = len(body) if line_end == -1 else line_end
+                    found[line_start] = body[line_start:line_end]
+                    at = body.find(needle, line_end)
+            result.candidates.extend(found[k] for k in sorted(found))
     return result
 
 
 def server_args_heads(lines: list[bytes]) -> int:
-    """How many of these lines, each read alone, start a run (a `server_args=` lifecycle line)."""
+    """How many of these lines, each read alone, start a run (`run_start_expr`)."""
     if not lines:
         return 0
     frame = block_lines(Block("", 1, 0, b"\n".join(lines) + b"\n"))
     df = add_prefix_columns(frame, None)
     df = add_kinds(df)
-    heads = (pl.col(C.KIND) == Kind.LIFECYCLE) & pl.col(W.BODY).str.starts_with("server_args=")
-    return int(df.select(heads.sum()).item())
+    return int(df.select(run_start_expr().sum()).item())

@@ -32,6 +32,15 @@ class Store:
         protocol = self.fs.protocol
         self.local = "file" in (protocol if isinstance(protocol, tuple) else (protocol,))
 
+    def check_writable(self) -> None:
+        """Create the root and write and remove a file in it: an output that cannot be written raises
+        its OSError here, before any worker starts."""
+        probe = f"{META}/.probe.{uuid.uuid4().hex[:8]}"
+        self._parent(probe)
+        with self.fs.open(self.path(probe), "w") as fh:
+            fh.write("ok")
+        self.fs.rm(self.path(probe))
+
     def path(self, rel: str) -> str:
         return posixpath.join(self.root, rel) if rel else self.root
 

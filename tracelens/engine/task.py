@@ -283,7 +283,7 @@ def _options(unit: Unit, mtime: float | None = None) -> ParseOptions:
     if unit.base_date is not None:
         return ParseOptions(base_date=dt.date.fromisoformat(unit.base_date))
     stamp = mtime if mtime is not None else unit.input.mtime
-    return ParseOptions(base_date=dt.datetime.fromtimestamp(stamp).date())
+    return ParseOptions(base_date=dt.datetime.fromtimestamp(stamp).date(), base_date_is_end=True)
 
 
 def _file_unit(unit: Unit, writer: PartWriter, block_bytes: int) -> list[SourceResult]:

@@ -68,9 +68,17 @@ class RemoteTarget:
 
 
 def remote_command(path: str, offset: int) -> str:
-    """The command line the remote shell runs: tail from byte ``offset`` (0-based), path quoted."""
+    """The command line the remote shell runs: tail from byte ``offset`` (0-based), path quoted.
+
+    Without a terminal, nothing tells a remote `tail -F` that the connection is gone until it writes
+    (and a quiet log may never be written again), so it would stay running on the host. The shell
+    therefore reads its standard input, which the local side keeps open and never writes: when the
+    connection ends, for any reason, that read ends and the shell ends the `tail`."""
     quoted = '"$HOME"/' + shlex.quote(path[2:]) if path.startswith("~/") else shlex.quote(path)
-    return f"echo {READY_MARK} >&2; exec tail -c +{offset + 1} -F -- {quoted}"
+    return (
+        f"echo {READY_MARK} >&2; tail -c +{offset + 1} -F -- {quoted} </dev/null & t=$!; "
+        "cat >/dev/null; kill $t 2>/dev/null"
+    )
 
 
 def ssh_argv(target: RemoteTarget, offset: int, ssh: str = "ssh", extra: tuple[str, ...] = ()) -> list[str]:
@@ -134,7 +142,7 @@ class SshFollower:
         try:
             process = subprocess.Popen(
                 argv,
-                stdin=subprocess.DEVNULL,
+                stdin=subprocess.PIPE,  # kept open, never written: the remote shell's lifeline
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
@@ -200,6 +208,6 @@ class SshFollower:
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
-        for stream in (process.stdout, process.stderr):
+        for stream in (process.stdin, process.stdout, process.stderr):
             if stream is not None:
                 stream.close()

@@ -422,5 +422,7 @@ def _options(spec: SourceSpec, base_date: dt.date | None) -> ParseOptions:
     if base_date is not None:
         return ParseOptions(base_date=base_date)
     if spec.kind == FILE and spec.path and Path(spec.path).exists():
-        return ParseOptions(base_date=dt.date.fromtimestamp(os.stat(spec.path).st_mtime))
-    return ParseOptions(base_date=dt.date.today())
+        return ParseOptions(
+            base_date=dt.date.fromtimestamp(os.stat(spec.path).st_mtime), base_date_is_end=True
+        )
+    return ParseOptions(base_date=dt.date.today(), base_date_is_end=True)

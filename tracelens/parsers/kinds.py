@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from tracelens.parsers.bench_serving import FOOTER, HEADER, METRIC_STARTS, SECTIONS
 from tracelens.schema import C, Kind
 
 
@@ -87,6 +88,9 @@ ROUTES: tuple[Route, ...] = (
     Route(Kind.DEBUG, contains=("_DEBUG[",)),
     Route(Kind.BATCH, starts=("Prefill batch", "Decode batch", "new fill batch", "#running-req: ")),
     Route(Kind.SPEC_METRICS, contains=("SpecDecoding metrics:", "Speculative metrics:")),
+    # sglang.bench_serving result blocks pasted into a log (never SGLang-prefixed)
+    Route(Kind.BENCHMARK, contains=(f" {HEADER} ", *(f"-{s}-" for s in SECTIONS)), prefixed=False),
+    Route(Kind.BENCHMARK, starts=(FOOTER, *METRIC_STARTS), prefixed=False),
     Route(Kind.LIFECYCLE, starts=tuple(s for e in LIFECYCLE_EVENTS for s in e.starts)),
     Route(Kind.HTTP, contains=(" HTTP/1", " HTTP/2")),
     Route(Kind.FAULT, contains=tuple(p for p, _ in FAULT_PHRASES)),
@@ -379,6 +383,30 @@ SAMPLES: dict[str, tuple[Sample, ...]] = {
                 C.EMITTED: 1920,
             },
         ),
+    ),
+    Kind.BENCHMARK: (
+        Sample("============ Serving Benchmark Result ============", {C.BENCH_ITEM: "header"}),
+        Sample(
+            "Backend:                                 sglang    ",
+            {C.BENCH_ITEM: "metric", C.BENCH_METRIC: "Backend", C.VALUE: "sglang", C.BENCH_NUMBER: None},
+        ),
+        Sample(
+            "Output token throughput (tok/s):         1715.29   ",
+            {C.BENCH_METRIC: "Output token throughput", C.BENCH_UNIT: "tok/s", C.BENCH_NUMBER: 1715.29},
+        ),
+        Sample(
+            "Accept length:                           2.83      ", {C.BENCH_NUMBER: 2.83, C.BENCH_UNIT: None}
+        ),
+        Sample("Traffic request rate:                    inf       ", {C.BENCH_NUMBER: float("inf")}),
+        Sample(
+            "-----Time per Output Token (excl. 1st token)------",
+            {C.BENCH_ITEM: "section", C.BENCH_METRIC: "Time per Output Token (excl. 1st token)"},
+        ),
+        Sample(
+            "P99 TTFT (ms):                           15089.74  ",
+            {C.BENCH_METRIC: "P99 TTFT", C.BENCH_UNIT: "ms"},
+        ),
+        Sample("==================================================", {C.BENCH_ITEM: "footer"}),
     ),
     Kind.FOREIGN: (
         Sample(

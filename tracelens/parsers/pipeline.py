@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 import polars as pl
 
 from tracelens.parsers.batch import parse_batches
+from tracelens.parsers.bench_serving import parse_benchmarks
 from tracelens.parsers.debug import parse_debug
 from tracelens.parsers.faults import EXCEPTION_NAME, parse_faults
 from tracelens.parsers.foreign import format_expr, parse_foreign
@@ -23,7 +24,7 @@ from tracelens.parsers.http import parse_http
 from tracelens.parsers.kinds import ROUTES, Route
 from tracelens.parsers.lifecycle import parse_lifecycle
 from tracelens.parsers.prefix import add_prefix_columns
-from tracelens.parsers.spec_metrics import parse_spec_metrics
+from tracelens.parsers.spec_metrics import VLLM_SERVER_START, parse_spec_metrics, vllm_timestamps
 from tracelens.schema import COMMON_COLUMNS, KIND_TABLE, C, Kind, T, W, conform, empty
 from tracelens.tables import PARTS, Tables
 
@@ -49,15 +50,19 @@ _PARSERS = {
     Kind.HTTP: parse_http,
     Kind.FAULT: parse_faults,
     Kind.SPEC_METRICS: parse_spec_metrics,
+    Kind.BENCHMARK: parse_benchmarks,
     Kind.FOREIGN: parse_foreign,
 }
 
 
 @dataclass(frozen=True)
 class ParseOptions:
-    """How to read lines. ``base_date`` dates time-only prefixes (SGLang before v0.3.4)."""
+    """How to read lines. ``base_date`` dates time-only prefixes (SGLang before v0.3.4) and gives the
+    year of vLLM's `MM-DD HH:MM:SS` prefix: the date of the first line (``--date``), or, when
+    ``base_date_is_end``, a date at or after the last line (the file's modification time)."""
 
     base_date: dt.date | None = None
+    base_date_is_end: bool = False
 
 
 @dataclass(frozen=True)
@@ -162,6 +167,7 @@ def parse_block(
             return Tables({}), state, held
         df = df.head(df.height - held)
     df, state = _roll_days(df, state, options)
+    df = vllm_timestamps(df, options.base_date, options.base_date_is_end)
     df = add_kinds(df)
     df, state = _join_tracebacks(df, state)
     df, state = _join_wrapped_args(df, state)
@@ -348,13 +354,20 @@ def _join_wrapped_args(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFram
     return df, replace(state, open_args=open_args)
 
 
-def _number_runs(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFrame, ParseState]:
-    """Each `server_args=` line starts a new run; lines before the first one are run 0."""
-    starts = (
-        (pl.col(C.KIND) == Kind.LIFECYCLE)
-        & (pl.col(C.RECORD) == pl.col(C.LINE_NO))
-        & pl.col(W.BODY).str.starts_with("server_args=")
+def run_start_expr() -> pl.Expr:
+    """A line that starts a run: SGLang's `server_args=` line, or vLLM's `vLLM API server version`."""
+    sglang = (pl.col(C.KIND) == Kind.LIFECYCLE) & pl.col(W.BODY).str.starts_with("server_args=")
+    vllm = (
+        (pl.col(C.KIND) == Kind.FOREIGN)
+        & (pl.col(C.FORMAT) == "vllm")
+        & pl.col(W.BODY).str.contains(VLLM_SERVER_START, literal=True)
     )
+    return sglang | vllm
+
+
+def _number_runs(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFrame, ParseState]:
+    """Each server start (`run_start_expr`) starts a new run; lines before the first one are run 0."""
+    starts = (pl.col(C.RECORD) == pl.col(C.LINE_NO)) & run_start_expr()
     df = df.with_columns((starts.cum_sum() + state.run).cast(pl.Int32).alias(C.RUN))
     last_run = int(df.item(-1, C.RUN)) if df.height else state.run
     return df, replace(state, run=last_run)

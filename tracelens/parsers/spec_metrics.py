@@ -2,10 +2,50 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 import polars as pl
 
 from tracelens.parsers.batch import PERCENT
 from tracelens.schema import COMMON_COLUMNS, C, T, W, conform
+
+# The line a vLLM server prints as it starts (every version since 0.4): it starts a run.
+VLLM_SERVER_START = "vLLM API server version"
+# vLLM's prefix, `INFO 08-21 10:29:59 [metrics.py:120] ` (older: without the brackets): no year.
+_VLLM_STAMP = (
+    r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d)-(\d\d) (\d\d:\d\d:\d\d(?:\.\d{1,6})?) \[?[\w.]+:\d+\] "
+)
+
+
+def vllm_timestamps(df: pl.DataFrame, base_date: dt.date | None, base_is_end: bool) -> pl.DataFrame:
+    """TS of lines with vLLM's yearless prefix (their TS is null: it is not SGLang's prefix). The year
+    is ``base_date``'s, rolled over at New Year: given the date of the first line, a line whose month
+    and day come before it is in the next year; given a date at or after the last line (the file's
+    time), a line whose month and day come after it is in the year before. Read line by line, so a log
+    must span less than a year."""
+    if base_date is None or df.get_column(C.TS).null_count() == 0:
+        return df
+    parts = pl.col(W.CLEAN).str.extract_groups(_VLLM_STAMP)
+    month = parts.struct.field("1").cast(pl.Int32, strict=False)
+    day = parts.struct.field("2").cast(pl.Int32, strict=False)
+    base = base_date.month * 100 + base_date.day
+    after_base = (month * 100 + day) > base
+    before_base = (month * 100 + day) < base
+    year = (
+        pl.lit(base_date.year) - after_base.cast(pl.Int32)
+        if base_is_end
+        else pl.lit(base_date.year) + before_base.cast(pl.Int32)
+    )
+    stamp = pl.format(
+        "{}-{}-{} {}", year, parts.struct.field("1"), parts.struct.field("2"), parts.struct.field("3")
+    ).str.to_datetime("%Y-%m-%d %H:%M:%S%.f", time_unit="us", strict=False)
+    # Only lines without a time need the regex; most blocks (SGLang's own lines) have none.
+    return df.with_columns(
+        pl.when(pl.col(C.TS).is_null() & pl.col(W.CLEAN).str.contains(_VLLM_STAMP))
+        .then(stamp)
+        .otherwise(pl.col(C.TS))
+        .alias(C.TS)
+    )
 
 
 def _num(pattern: str, dtype: type[pl.DataType] = pl.Float64) -> pl.Expr:

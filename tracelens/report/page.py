@@ -446,6 +446,28 @@ def _data_block(plots: list[Plot]) -> str:
     return safe_json_text('{"plots":[' + ",".join(parts) + "]}")
 
 
+def _benchmarks(analysis: Analysis, colors: dict[str, str]) -> str:
+    """sglang.bench_serving results in the logs, beside the server-side figures of their run."""
+    from tracelens.analysis.benchmarks import benchmarks_beside_runs
+    from tracelens.render import BENCH_COLUMNS
+
+    bench = benchmarks_beside_runs(analysis.runs, analysis.tables)
+    if not bench.height:
+        return ""
+    rows = [
+        [_run_cell(row[A.LABEL], colors), str(row[A.BENCH_LINE])]
+        + [text(_num(row[column], digits)) for _, column, digits in BENCH_COLUMNS]
+        for row in bench.iter_rows(named=True)
+    ]
+    return (
+        '<section id="benchmarks"><h2>Client-side benchmarks</h2><p class="note">Result blocks of '
+        "<code>sglang.bench_serving</code> found in the logs, beside the mean accept len and throughput of "
+        "the run's decode lines.</p>"
+        + _table(["run", "line"] + [h for h, _, _ in BENCH_COLUMNS], rows)
+        + "</section>"
+    )
+
+
 def render_page(
     analysis: Analysis, plots: list[Plot], title: str, version: str, generated: dt.datetime
 ) -> str:
@@ -468,7 +490,7 @@ def render_page(
     )
     sections = [_banner(analysis, colors), _cards(analysis, colors)]
     sections += [_plot_section(p) for p in plots if p.key not in ("timeline", "curves")]
-    sections += [_comparison(analysis, colors), _findings(analysis, colors)]
+    sections += [_comparison(analysis, colors), _benchmarks(analysis, colors), _findings(analysis, colors)]
     sections += [_plot_section(p) for p in plots if p.key == "timeline"]
     sections += [_incidents(analysis, colors), _capture(analysis, colors)]
     sections += [_plot_section(p) for p in plots if p.key == "curves"]

@@ -1,0 +1,123 @@
+"""The soak of a live ssh source, shared by tests/test_soak.py (60 s in `make test`) and
+bench/soak_follow.py (30 minutes): a writer at a steady rate, rotation every few seconds (rename, then
+copytruncate, in turn), connections dropped on the client and the server side; then every line
+written must have been received exactly once, in order."""
+
+from __future__ import annotations
+
+import getpass
+import os
+import shutil
+import signal
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import psutil
+from live_support import source_texts, wait_for
+
+from tracelens.live import LiveSession
+from tracelens.live import events as ev
+from tracelens.live.remote import Backoff, RemoteTarget
+from tracelens.live.spec import SSH, SourceSpec
+
+LINE = "[2026-11-20 10:00:00 TP0] Decode batch, #running-req: 1, accept len: 2.50, soak {:09d}\n"
+
+
+def _children(pid: int) -> list[int]:
+    return [p.pid for p in psutil.Process(pid).children()]
+
+
+def _writer(
+    log: Path, rate: int, seconds: float, rotate_every: float, stop: threading.Event, out: dict
+) -> None:
+    """Write ``rate`` lines a second in 100 slices a second; rotate between writes (so that the writer
+    itself loses nothing): rename to `.N` and start a new file, or copy and truncate, in turn."""
+    n = 0
+    rotations = 0
+    started = time.monotonic()
+    next_rotation = started + rotate_every
+    fh = log.open("a")
+    while not stop.is_set():
+        now = time.monotonic()
+        if now - started >= seconds:
+            break
+        due = int((now - started) * rate)
+        if due > n:
+            fh.write("".join(LINE.format(i) for i in range(n, due)))
+            fh.flush()
+            n = due
+        if now >= next_rotation:
+            rotations += 1
+            fh.close()
+            if rotations % 2:
+                os.rename(log, log.with_name(f"{log.name}.{rotations}"))
+            else:
+                shutil.copy(log, log.with_name(f"{log.name}.{rotations}"))
+                with log.open("r+") as trunc:
+                    trunc.truncate(0)
+            fh = log.open("a")
+            next_rotation += rotate_every
+        time.sleep(0.01)
+    fh.close()
+    out["written"] = n
+    out["rotations"] = rotations
+
+
+def soak(sshd: dict, folder: Path, seconds: float, rate: int, rotate_every: float, drops: int) -> dict:
+    log = folder / "soak.log"
+    log.write_text("")
+    target = RemoteTarget("127.0.0.1", str(log), getpass.getuser(), sshd["port"])
+    spec = SourceSpec(SSH, target.label, target=target)
+    session = LiveSession(
+        [spec],
+        interval=1.0,
+        follower_options={
+            spec.label: {"extra_options": sshd["options"], "backoff": Backoff(first=0.1, limit=0.5)}
+        },
+    )
+    session.start()
+    stop = threading.Event()
+    result: dict = {"seconds": seconds, "rate": rate, "rotate_every": rotate_every}
+    memory: list[tuple[float, float]] = []
+    try:
+        assert wait_for(lambda: session.sources[0].state == ev.CONNECTED, timeout=30)
+        writer = threading.Thread(target=_writer, args=(log, rate, seconds, rotate_every, stop, result))
+        started = time.monotonic()
+        writer.start()
+        follower = session.followers[0]
+        dropped = 0
+        me = psutil.Process()
+        while writer.is_alive():
+            elapsed = time.monotonic() - started
+            rss = me.memory_info().rss + sum(c.memory_info().rss for c in me.children(recursive=True))
+            memory.append((elapsed, rss / 2**20))
+            if dropped < drops and elapsed >= seconds * (dropped + 1) / (drops + 1):
+                if dropped % 2:
+                    for pid in _children(sshd["pid"]):  # the server side drops
+                        os.kill(pid, signal.SIGKILL)
+                elif follower.process is not None:
+                    os.kill(follower.process.pid, signal.SIGKILL)  # the client side drops
+                dropped += 1
+            time.sleep(1.0)
+        writer.join()
+        written = result["written"]
+        wait_for(lambda: session.index.count() >= written, timeout=120)
+        time.sleep(1.0)  # nothing more may come
+        numbers = [int(t.rsplit(" ", 1)[1]) for t in source_texts(session)]
+        result.update(
+            dropped=dropped,
+            received=len(numbers),
+            lost=len(set(range(written)) - set(numbers)),
+            repeated=len(numbers) - len(set(numbers)),
+            in_order=numbers == sorted(numbers),
+            reconnects=session.sources[0].reconnects,
+        )
+        times, mib = np.array(memory).T if memory else (np.array([0.0]), np.array([0.0]))
+        result["rss_mib_first_last"] = (float(mib[0]), float(mib[-1]))
+        result["rss_slope_mib_per_min"] = float(np.polyfit(times, mib, 1)[0] * 60) if len(times) > 1 else 0.0
+        return result
+    finally:
+        stop.set()
+        session.stop()
