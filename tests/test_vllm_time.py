@@ -70,3 +70,25 @@ def test_batch_engine_reads_the_same_times_and_runs(tmp_path: Path) -> None:
     memory = parse_paths([log], ParseOptions(base_date=dt.date(2025, 12, 31)))[T.SPEC_METRICS]
     assert engine.select(C.LINE_NO, C.TS, C.RUN).rows() == memory.select(C.LINE_NO, C.TS, C.RUN).rows()
     assert engine.get_column(C.RUN).unique().to_list() == [1, 2, 3, 4, 5, 6]
+
+
+def test_vllm_style_lines_in_an_sglang_log_take_the_year_of_the_dated_lines(tmp_path: Path) -> None:
+    # SGLang 2024 printed some lines through vLLM's logger (`INFO 12-07 02:43:34 file.py:N]`): they take
+    # the year of SGLang's own dated lines around them, not the file's, which was copied years later
+    # (read with the file's year they were a year away, a year-long "startup stall").
+    log = tmp_path / "sglang.log"
+    log.write_text(
+        "[2024-12-07 02:43:33 TP0] Init torch distributed begin.\n"
+        "INFO 12-07 02:43:34 pynccl_wrapper.py:188] Found nccl from library librccl.so.1\n"
+        "[2024-12-07 02:54:35 TP0] Load weight begin.\n"
+        "INFO 01-02 00:00:01 custom_all_reduce.py:260] Registering 0 cuda graph addresses\n"
+    )
+    stamp = dt.datetime(2026, 11, 30, 8, 0).timestamp()
+    os.utime(log, (stamp, stamp))
+    lines = parse_paths([log])[T.LINES].sort(C.LINE_NO)
+    assert lines.get_column(C.TS).to_list() == [
+        dt.datetime(2024, 12, 7, 2, 43, 33),
+        dt.datetime(2024, 12, 7, 2, 43, 34),
+        dt.datetime(2024, 12, 7, 2, 54, 35),
+        dt.datetime(2025, 1, 2, 0, 0, 1),  # past New Year: the next year
+    ]

@@ -19,23 +19,37 @@ _VLLM_STAMP = (
 
 def vllm_timestamps(df: pl.DataFrame, base_date: dt.date | None, base_is_end: bool) -> pl.DataFrame:
     """TS of lines with vLLM's yearless prefix (their TS is null: it is not SGLang's prefix). The year
-    is ``base_date``'s, rolled over at New Year: given the date of the first line, a line whose month
+    is that of the nearest dated line of the block (SGLang's own lines around them, which carry their
+    year), rolled over when the month is more than half a year away from it. With no dated line near,
+    it is ``base_date``'s, rolled over at New Year: given the date of the first line, a line whose month
     and day come before it is in the next year; given a date at or after the last line (the file's
     time), a line whose month and day come after it is in the year before. Read line by line, so a log
     must span less than a year."""
-    if base_date is None or df.get_column(C.TS).null_count() == 0:
+    if df.get_column(C.TS).null_count() == 0:
         return df
     parts = pl.col(W.CLEAN).str.extract_groups(_VLLM_STAMP)
     month = parts.struct.field("1").cast(pl.Int32, strict=False)
     day = parts.struct.field("2").cast(pl.Int32, strict=False)
-    base = base_date.month * 100 + base_date.day
-    after_base = (month * 100 + day) > base
-    before_base = (month * 100 + day) < base
-    year = (
-        pl.lit(base_date.year) - after_base.cast(pl.Int32)
-        if base_is_end
-        else pl.lit(base_date.year) + before_base.cast(pl.Int32)
+    # The nearest dated line before (else after): an SGLang log that also prints vLLM-style lines.
+    near = pl.col(C.TS).forward_fill().backward_fill()
+    near_month = near.dt.month().cast(pl.Int32)
+    from_near = (
+        near.dt.year().cast(pl.Int32)
+        + ((near_month - month) > 6).cast(pl.Int32)
+        - ((month - near_month) > 6).cast(pl.Int32)
     )
+    if base_date is None:
+        year = from_near
+    else:
+        base = base_date.month * 100 + base_date.day
+        after_base = (month * 100 + day) > base
+        before_base = (month * 100 + day) < base
+        from_base = (
+            pl.lit(base_date.year) - after_base.cast(pl.Int32)
+            if base_is_end
+            else pl.lit(base_date.year) + before_base.cast(pl.Int32)
+        )
+        year = pl.coalesce(from_near, from_base)
     stamp = pl.format(
         "{}-{}-{} {}", year, parts.struct.field("1"), parts.struct.field("2"), parts.struct.field("3")
     ).str.to_datetime("%Y-%m-%d %H:%M:%S%.f", time_unit="us", strict=False)
