@@ -193,3 +193,48 @@ def test_an_unreachable_host_is_retried_and_shown(tmp_path: Path, sshd: dict) ->
         assert "refused" in session.sources[0].detail.lower() or "status 255" in session.sources[0].detail
     finally:
         session.stop()
+
+
+def _numbered(first: int, count: int) -> str:
+    return "".join(f"[2026-11-20 10:00:00 TP0] line {i:05d}\n" for i in range(first, first + count))
+
+
+@pytest.mark.parametrize("rotation", ["rename", "copytruncate"])
+def test_a_rotation_while_the_connection_is_down_loses_nothing(
+    sshd: dict, tmp_path: Path, rotation: str
+) -> None:
+    """The log is rotated while ssh is down, and the new file grows past the byte where the old one was
+    left: resuming at that byte of the new file would skip its first lines; it must start at its start."""
+    log = tmp_path / "server.log"
+    log.write_text(_numbered(0, 200))
+    target = RemoteTarget("127.0.0.1", str(log), getpass.getuser(), sshd["port"])
+    spec = SourceSpec(SSH, target.label, target=target)
+    session = LiveSession(
+        [spec],
+        interval=0.2,
+        follower_options={
+            spec.label: {"extra_options": sshd["options"], "backoff": Backoff(first=2.0, limit=2.0)}
+        },
+    )
+    session.start()
+    try:
+        follower: SshFollower = session.followers[0]
+        assert wait_for(lambda: session.index.count() >= 200, timeout=30)
+        connections = follower.connections
+        os.kill(follower.process.pid, signal.SIGKILL)
+        assert wait_for(lambda: session.sources[0].state == ev.RECONNECTING, timeout=10)
+        if rotation == "rename":
+            log.rename(tmp_path / "server.log.1")
+        else:
+            shutil.copy(log, tmp_path / "server.log.1")
+            with log.open("r+") as fh:
+                fh.truncate(0)
+        with log.open("a") as fh:  # more bytes than the old file had
+            fh.write(_numbered(200, 400))
+        assert wait_for(lambda: follower.connections > connections, timeout=30)
+        assert wait_for(lambda: session.index.count() >= 600, timeout=30)
+        time.sleep(0.5)  # nothing more may come
+        texts = source_texts(session)
+        assert [t.split(" line ")[1] for t in texts] == [f"{i:05d}" for i in range(600)]
+    finally:
+        session.stop()
