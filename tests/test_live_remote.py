@@ -203,8 +203,9 @@ def _numbered(first: int, count: int) -> str:
 def test_a_rotation_while_the_connection_is_down_loses_nothing(
     sshd: dict, tmp_path: Path, rotation: str
 ) -> None:
-    """The log is rotated while ssh is down, and the new file grows past the byte where the old one was
-    left: resuming at that byte of the new file would skip its first lines; it must start at its start."""
+    """The log is written and rotated while ssh is down, and the new file grows past the byte where the
+    old one was left: resuming at that byte of the new file would skip its first lines and the old
+    file's last ones; the rest of the old file (found by name and content) comes first, then the new."""
     log = tmp_path / "server.log"
     log.write_text(_numbered(0, 200))
     target = RemoteTarget("127.0.0.1", str(log), getpass.getuser(), sshd["port"])
@@ -223,6 +224,8 @@ def test_a_rotation_while_the_connection_is_down_loses_nothing(
         connections = follower.connections
         os.kill(follower.process.pid, signal.SIGKILL)
         assert wait_for(lambda: session.sources[0].state == ev.RECONNECTING, timeout=10)
+        with log.open("a") as fh:
+            fh.write(_numbered(200, 30))
         if rotation == "rename":
             log.rename(tmp_path / "server.log.1")
         else:
@@ -230,11 +233,11 @@ def test_a_rotation_while_the_connection_is_down_loses_nothing(
             with log.open("r+") as fh:
                 fh.truncate(0)
         with log.open("a") as fh:  # more bytes than the old file had
-            fh.write(_numbered(200, 400))
+            fh.write(_numbered(230, 400))
         assert wait_for(lambda: follower.connections > connections, timeout=30)
-        assert wait_for(lambda: session.index.count() >= 600, timeout=30)
+        assert wait_for(lambda: session.index.count() >= 630, timeout=30)
         time.sleep(0.5)  # nothing more may come
         texts = source_texts(session)
-        assert [t.split(" line ")[1] for t in texts] == [f"{i:05d}" for i in range(600)]
+        assert [t.split(" line ")[1] for t in texts] == [f"{i:05d}" for i in range(630)]
     finally:
         session.stop()

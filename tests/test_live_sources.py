@@ -79,7 +79,7 @@ def test_remote_paths_are_quoted_never_interpreted() -> None:
     checked = remote_command(evil, 41, b"x\n")
     assert f"tail -c +40 -- {shlex.quote(evil)} 2>/dev/null | head -c 2 | md5sum" in checked
     digest = hashlib.md5(b"x\n").hexdigest()
-    assert f"'{digest}  -' ] || s=1; " in checked
+    assert f'= "{digest}  -" ]; then s=1; for f in {shlex.quote(evil)}.* {shlex.quote(evil)}-*; do' in checked
     home = remote_command("~/logs/a b.log", 0)
     assert "-- \"$HOME\"/'logs/a b.log' 2>&1 </dev/null & " in home
     argv = ssh_argv(RemoteTarget("gpu1", evil, "me", 2222), 0)

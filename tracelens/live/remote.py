@@ -61,6 +61,8 @@ READY_MARK = "tracelens-following"
 # The first line on stdout, before any data (so no log line can pose as it): the 1-based byte `tail`
 # starts at.
 START_MARK = b"tracelens-from "
+# Before it, when the file was rotated: the number of bytes that follow, the rest of the old file.
+REST_MARK = b"tracelens-rest "
 # The messages of GNU `tail -F` that mean "the bytes that follow are the start of another file".
 ROTATED = (b" has been replaced;  following new file", b" has appeared;  following new file")
 TRUNCATED = b": file truncated"
@@ -103,9 +105,17 @@ def remote_command(path: str, offset: int, anchor: bytes = b"") -> str:
     start = f"s={offset + 1}; "
     if offset and anchor:
         at, digest = offset - len(anchor) + 1, hashlib.md5(anchor).hexdigest()
+
+        def same(name: str) -> str:  # the bytes before `offset` in file `name` are the anchor
+            return f'[ "$(tail -c +{at} -- {name} 2>/dev/null | head -c {len(anchor)} | md5sum)" = "{digest}  -" ]'
+
+        # The path names another file now: the one we were reading is its rotated copy or renamed
+        # self (PATH.1, PATH-20261130, ...), found by the same bytes; its rest comes first, counted.
         start += (
-            f'[ "$(tail -c +{at} -- {quoted} 2>/dev/null | head -c {len(anchor)} | md5sum)" = '
-            f"'{digest}  -' ] || s=1; "
+            f"if ! {same(quoted)}; then s=1; for f in {quoted}.* {quoted}-*; do "
+            f'if [ -f "$f" ] && {same(chr(34) + "$f" + chr(34))}; then '
+            f'n=$(($(wc -c <"$f") - {offset})); echo {REST_MARK.decode()}$n; '
+            f'tail -c +{offset + 1} -- "$f" | head -c $n; break; fi; done; fi; '
         )
     return (
         f"echo {READY_MARK} >&2; {start}echo {START_MARK.decode()}$s; "
@@ -156,6 +166,7 @@ class SshFollower:
         self.backoff = backoff or Backoff()
         self.offset = 0  # bytes of complete lines received from the current remote file
         self.anchor = b""  # the end of those bytes (at most ANCHOR_BYTES), checked on reconnect
+        self.resume_now = False  # the file was rotated: reconnect at once to read the old one's rest
         self.process: subprocess.Popen[bytes] | None = None
         self.connections = 0
 
@@ -169,6 +180,9 @@ class SshFollower:
             reason = self._connect_once(emit, stop)
             if stop.is_set():
                 break
+            if self.resume_now:
+                self.resume_now = False
+                continue
             delay = self.backoff.next()
             emit(SourceDisconnected(self.label, reason, delay))
             stop.wait(delay)
@@ -212,15 +226,16 @@ class SshFollower:
                         continue
                     if header is not None:  # what a login script prints before it is not the file's
                         header += data
-                        at = header.find(START_MARK)
-                        if at < 0 or b"\n" not in header[at:]:
+                        data = self._header(header, emit)
+                        if data is None:
                             continue
-                        first, data = header[at:].split(b"\n", 1)
                         header = None
                         connected = True
-                        self._on_start(first, emit)
                     message = self._take(cutter.feed(data), emit)
                     last_error = message or last_error
+                    if self.resume_now:  # the rest of the old file is read by a new connection
+                        open_fds = []
+                        break
         finally:
             self._end(process)
         if connected and time.monotonic() - started > 5:
@@ -229,13 +244,27 @@ class SshFollower:
         # The partial line is dropped: the next connection asks for it again from its first byte.
         return last_error or f"ssh exited with status {code}"
 
-    def _on_start(self, first: bytes, emit: Emit) -> None:
-        """The remote shell's first line: where `tail` starts (1 when the file was replaced meanwhile)."""
+    def _header(self, header: bytes, emit: Emit) -> bytes | None:
+        """Read the remote shell's first lines: the rest of a rotated file if any, then where `tail`
+        starts. Returns the data after them, or None while they are incomplete."""
+        at = min((i for i in (header.find(REST_MARK), header.find(START_MARK)) if i >= 0), default=-1)
+        if at < 0 or b"\n" not in header[at:]:
+            return None
+        first, data = header[at:].split(b"\n", 1)
+        if first.startswith(REST_MARK):
+            size = int(first[len(REST_MARK) :].strip() or b"0")
+            if len(data) < size or START_MARK not in data[size:]:
+                return None
+            rest = LineCutter()
+            self._lines(rest.feed(data[:size]) + rest.flush(), emit)
+            data = data[size:]
+            first, data = data[data.find(START_MARK) :].split(b"\n", 1)
         start = int(first[len(START_MARK) :].strip() or b"1") - 1
         if start != self.offset:
             emit(FileRotated(self.label, "the file was replaced while the connection was down"))
             self.offset, self.anchor = start, b""
         emit(SourceConnected(self.label, f"from byte {self.offset}"))
+        return data
 
     def _take(self, complete: bytes, emit: Emit) -> str:
         """Emit the complete lines, counting their bytes; `tail`'s in-band messages restart the count
@@ -263,14 +292,20 @@ class SshFollower:
             if at > line_start:  # the old file ended without a newline: its last line, completed
                 self._lines(rest[line_start:at] + b"\n", emit)
             text = body.decode("utf-8", "replace")
-            if kind == "rotated":
-                self.offset, self.anchor = 0, b""
-                emit(FileRotated(self.label, text))
-            elif kind == "truncated":
-                self.offset, self.anchor = 0, b""
-                emit(FileTruncated(self.label))
-            else:
+            if kind == "status":
                 status = text
+                rest = rest[end:]
+                continue
+            if self.offset:
+                # `tail` may have missed the old file's last bytes (a copy and truncate between two
+                # of its reads): a new connection reads them from the copy, then this file from its
+                # start. What follows here is dropped: it comes again.
+                self.resume_now = True
+                return text
+            if kind == "rotated":
+                emit(FileRotated(self.label, text))
+            else:
+                emit(FileTruncated(self.label))
             rest = rest[end:]
         self._lines(rest, emit)
         return status
