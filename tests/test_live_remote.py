@@ -241,3 +241,25 @@ def test_a_rotation_while_the_connection_is_down_loses_nothing(
         assert [t.split(" line ")[1] for t in texts] == [f"{i:05d}" for i in range(630)]
     finally:
         session.stop()
+
+
+def test_tail_messages_in_the_stream_are_told_from_log_lines() -> None:
+    """`tail`'s messages come in the byte stream (2>&1): a status is taken out (even inside a partial
+    line), a log line that mentions tail stays, and a rotation restarts the count, or, with bytes of the
+    old file received, ends the connection so that the next one reads the old file's rest."""
+    follower = SshFollower(RemoteTarget("h", "/l/s.log"))
+    got: list = []
+    stream = (
+        b"a tail: of a log line\n"
+        b"half a li"
+        b"tail: '/l/s.log' has become inaccessible: No such file or directory\n"
+        b"ne\n"
+    )
+    assert "inaccessible" in follower._take(stream, got.append)
+    assert b"".join(e.data for e in got) == b"a tail: of a log line\nhalf a line\n"
+    assert follower.offset == len(b"a tail: of a log line\nhalf a line\n")
+    follower._take(b"last\ntail: /l/s.log: file truncated\nnew 1\n", got.append)
+    assert follower.resume_now and got[-1].data == b"last\n"  # `new 1` comes again, after the rest
+    fresh = SshFollower(RemoteTarget("h", "/l/s.log"))
+    fresh._take(b"tail: '/l/s.log' has appeared;  following new file\nnew 1\n", got.append)
+    assert not fresh.resume_now and isinstance(got[-2], ev.FileRotated) and fresh.offset == len(b"new 1\n")

@@ -12,11 +12,14 @@ Two things make that count exact across rotation:
   stream exactly between the old file's last byte and the new file's first, and the count restarts at
   zero there. (On two ssh channels the order was lost: a message read before the old file's last bytes
   counted them into the new file, and the next reconnect skipped that many bytes of it.)
-- The file may be rotated while the connection is down. On reconnect the remote shell first checks that
-  the last bytes received (up to 4 KiB, by their MD5) still end at the byte we resume from; if not, the path names another
-  file and `tail` starts at its first byte. The first line of stdout says where it starts, before any data.
-  What the writer added to the old file after the drop and before the rotation is not read (the old file
-  has another name by then).
+- On reconnect the remote shell first checks that the last bytes received (up to 4 KiB, by their MD5)
+  still end at the byte we resume from. If not, the path names another file (rotated while the
+  connection was down): the old one is looked for among `PATH.*` and `PATH-*` by those bytes, its rest
+  is sent first (`tracelens-rest N` and N bytes), then `tail` starts the new file at its first byte.
+  The first lines of stdout say so, before any data, so no log line can pose as them.
+- After a rotation that `tail -F` reports while connected, the follower reconnects at once the same
+  way: `tail` misses the last write when a copy and truncate fall between two of its reads, and the
+  copy still holds it.
 """
 
 from __future__ import annotations
@@ -261,7 +264,7 @@ class SshFollower:
             first, data = data[data.find(START_MARK) :].split(b"\n", 1)
         start = int(first[len(START_MARK) :].strip() or b"1") - 1
         if start != self.offset:
-            emit(FileRotated(self.label, "the file was replaced while the connection was down"))
+            emit(FileRotated(self.label, "the file was replaced (rotated)"))
             self.offset, self.anchor = start, b""
         emit(SourceConnected(self.label, f"from byte {self.offset}"))
         return data
@@ -289,12 +292,10 @@ class SshFollower:
                 rest = rest[end:]
                 continue
             self._lines(rest[:line_start], emit)
-            if at > line_start:  # the old file ended without a newline: its last line, completed
-                self._lines(rest[line_start:at] + b"\n", emit)
             text = body.decode("utf-8", "replace")
-            if kind == "status":
+            if kind == "status":  # taken out of the stream; a partial line around it stays whole
                 status = text
-                rest = rest[end:]
+                rest = rest[line_start:at] + rest[end:]
                 continue
             if self.offset:
                 # `tail` may have missed the old file's last bytes (a copy and truncate between two
@@ -302,10 +303,10 @@ class SshFollower:
                 # start. What follows here is dropped: it comes again.
                 self.resume_now = True
                 return text
-            if kind == "rotated":
-                emit(FileRotated(self.label, text))
-            else:
-                emit(FileTruncated(self.label))
+            if at > line_start:  # the old file held one line, without a newline: completed
+                self._lines(rest[line_start:at] + b"\n", emit)
+            self.offset, self.anchor = 0, b""
+            emit(FileRotated(self.label, text) if kind == "rotated" else FileTruncated(self.label))
             rest = rest[end:]
         self._lines(rest, emit)
         return status
