@@ -193,3 +193,73 @@ def test_an_unreachable_host_is_retried_and_shown(tmp_path: Path, sshd: dict) ->
         assert "refused" in session.sources[0].detail.lower() or "status 255" in session.sources[0].detail
     finally:
         session.stop()
+
+
+def _numbered(first: int, count: int) -> str:
+    return "".join(f"[2026-11-20 10:00:00 TP0] line {i:05d}\n" for i in range(first, first + count))
+
+
+@pytest.mark.parametrize("rotation", ["rename", "copytruncate"])
+def test_a_rotation_while_the_connection_is_down_loses_nothing(
+    sshd: dict, tmp_path: Path, rotation: str
+) -> None:
+    """The log is written and rotated while ssh is down, and the new file grows past the byte where the
+    old one was left: resuming at that byte of the new file would skip its first lines and the old
+    file's last ones; the rest of the old file (found by name and content) comes first, then the new."""
+    log = tmp_path / "server.log"
+    log.write_text(_numbered(0, 200))
+    target = RemoteTarget("127.0.0.1", str(log), getpass.getuser(), sshd["port"])
+    spec = SourceSpec(SSH, target.label, target=target)
+    session = LiveSession(
+        [spec],
+        interval=0.2,
+        follower_options={
+            spec.label: {"extra_options": sshd["options"], "backoff": Backoff(first=2.0, limit=2.0)}
+        },
+    )
+    session.start()
+    try:
+        follower: SshFollower = session.followers[0]
+        assert wait_for(lambda: session.index.count() >= 200, timeout=30)
+        connections = follower.connections
+        os.kill(follower.process.pid, signal.SIGKILL)
+        assert wait_for(lambda: session.sources[0].state == ev.RECONNECTING, timeout=10)
+        with log.open("a") as fh:
+            fh.write(_numbered(200, 30))
+        if rotation == "rename":
+            log.rename(tmp_path / "server.log.1")
+        else:
+            shutil.copy(log, tmp_path / "server.log.1")
+            with log.open("r+") as fh:
+                fh.truncate(0)
+        with log.open("a") as fh:  # more bytes than the old file had
+            fh.write(_numbered(230, 400))
+        assert wait_for(lambda: follower.connections > connections, timeout=30)
+        assert wait_for(lambda: session.index.count() >= 630, timeout=30)
+        time.sleep(0.5)  # nothing more may come
+        texts = source_texts(session)
+        assert [t.split(" line ")[1] for t in texts] == [f"{i:05d}" for i in range(630)]
+    finally:
+        session.stop()
+
+
+def test_tail_messages_in_the_stream_are_told_from_log_lines() -> None:
+    """`tail`'s messages come in the byte stream (2>&1): a status is taken out (even inside a partial
+    line), a log line that mentions tail stays, and a rotation restarts the count, or, with bytes of the
+    old file received, ends the connection so that the next one reads the old file's rest."""
+    follower = SshFollower(RemoteTarget("h", "/l/s.log"))
+    got: list = []
+    stream = (
+        b"a tail: of a log line\n"
+        b"half a li"
+        b"tail: '/l/s.log' has become inaccessible: No such file or directory\n"
+        b"ne\n"
+    )
+    assert "inaccessible" in follower._take(stream, got.append)
+    assert b"".join(e.data for e in got) == b"a tail: of a log line\nhalf a line\n"
+    assert follower.offset == len(b"a tail: of a log line\nhalf a line\n")
+    follower._take(b"last\ntail: /l/s.log: file truncated\nnew 1\n", got.append)
+    assert follower.resume_now and got[-1].data == b"last\n"  # `new 1` comes again, after the rest
+    fresh = SshFollower(RemoteTarget("h", "/l/s.log"))
+    fresh._take(b"tail: '/l/s.log' has appeared;  following new file\nnew 1\n", got.append)
+    assert not fresh.resume_now and isinstance(got[-2], ev.FileRotated) and fresh.offset == len(b"new 1\n")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shlex
 import subprocess
@@ -72,10 +73,15 @@ def test_remote_paths_are_quoted_never_interpreted() -> None:
     evil = "/var/log/x; rm -rf / $(reboot) `id` 'q'.log"
     command = remote_command(evil, 41)
     # the remote shell sees exactly one argument after `--`, equal to the path
-    words = shlex.split(command.split(" >&2; ", 1)[1].rsplit(" </dev/null & ", 1)[0])
-    assert words == ["tail", "-c", "+42", "-F", "--", evil]
+    words = shlex.split("tail " + command.split("; tail ", 1)[1].rsplit(" 2>&1 </dev/null & ", 1)[0])
+    assert words == ["tail", "-c", "+$s", "-F", "--", evil] and "s=42; " in command
+    # on reconnect, the bytes before the resume point are checked (length and MD5; never the log text)
+    checked = remote_command(evil, 41, b"x\n")
+    assert f"tail -c +40 -- {shlex.quote(evil)} 2>/dev/null | head -c 2 | md5sum" in checked
+    digest = hashlib.md5(b"x\n").hexdigest()
+    assert f'= "{digest}  -" ]; then s=1; for f in {shlex.quote(evil)}.* {shlex.quote(evil)}-*; do' in checked
     home = remote_command("~/logs/a b.log", 0)
-    assert "-- \"$HOME\"/'logs/a b.log' </dev/null & " in home
+    assert "-- \"$HOME\"/'logs/a b.log' 2>&1 </dev/null & " in home
     argv = ssh_argv(RemoteTarget("gpu1", evil, "me", 2222), 0)
     assert argv[:2] == ["ssh", "-o"] and "BatchMode=yes" in argv
     assert argv[argv.index("--") + 1] == "gpu1"
