@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import getpass
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from tracelens.live import LiveSession
+from tracelens.live.remote import Backoff, RemoteTarget
+from tracelens.live.spec import SSH, SourceSpec
 
 
 def wait_for(condition: Callable[[], bool], timeout: float = 20.0, step: float = 0.02) -> bool:
@@ -43,3 +47,14 @@ class Recorder:
 
     def of(self, kind: type) -> list:
         return [e for e in self.events if isinstance(e, kind)]
+
+
+def ssh_session(sshd: dict, log: Path, interval: float, backoff: Backoff) -> LiveSession:
+    """A live session (not started) following ``log`` over the test's real sshd (the `sshd` fixture)."""
+    target = RemoteTarget("127.0.0.1", str(log), getpass.getuser(), sshd["port"])
+    spec = SourceSpec(SSH, target.label, target=target)
+    return LiveSession(
+        [spec],
+        interval=interval,
+        follower_options={spec.label: {"extra_options": sshd["options"], "backoff": backoff}},
+    )

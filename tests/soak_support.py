@@ -5,7 +5,6 @@ written must have been received exactly once, in order."""
 
 from __future__ import annotations
 
-import getpass
 import os
 import shutil
 import signal
@@ -15,12 +14,10 @@ from pathlib import Path
 
 import numpy as np
 import psutil
-from live_support import source_texts, wait_for
+from live_support import source_texts, ssh_session, wait_for
 
-from tracelens.live import LiveSession
 from tracelens.live import events as ev
-from tracelens.live.remote import Backoff, RemoteTarget
-from tracelens.live.spec import SSH, SourceSpec
+from tracelens.live.remote import Backoff
 
 LINE = "[2026-11-20 10:00:00 TP0] Decode batch, #running-req: 1, accept len: 2.50, soak {:09d}\n"
 
@@ -68,15 +65,7 @@ def _writer(
 def soak(sshd: dict, folder: Path, seconds: float, rate: int, rotate_every: float, drops: int) -> dict:
     log = folder / "soak.log"
     log.write_text("")
-    target = RemoteTarget("127.0.0.1", str(log), getpass.getuser(), sshd["port"])
-    spec = SourceSpec(SSH, target.label, target=target)
-    session = LiveSession(
-        [spec],
-        interval=1.0,
-        follower_options={
-            spec.label: {"extra_options": sshd["options"], "backoff": Backoff(first=0.1, limit=0.5)}
-        },
-    )
+    session = ssh_session(sshd, log, 1.0, Backoff(first=0.1, limit=0.5))
     session.start()
     stop = threading.Event()
     result: dict = {"seconds": seconds, "rate": rate, "rotate_every": rotate_every}

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from live_support import source_texts, wait_for
+from live_support import source_texts, ssh_session, wait_for
 
 from tracelens.live import LiveSession
 from tracelens.live import events as ev
@@ -126,15 +126,7 @@ def test_remote_tail_survives_dropped_connections(sshd: dict, tmp_path: Path) ->
     log = tmp_path / "remote dir" / "server's log.log"  # a space and a quote: quoted, not interpreted
     log.parent.mkdir()
     log.write_text("")
-    target = RemoteTarget("127.0.0.1", str(log), getpass.getuser(), sshd["port"])
-    spec = SourceSpec(SSH, target.label, target=target)
-    session = LiveSession(
-        [spec],
-        interval=0.2,
-        follower_options={
-            spec.label: {"extra_options": sshd["options"], "backoff": Backoff(first=0.1, limit=0.5)}
-        },
-    )
+    session = ssh_session(sshd, log, 0.2, Backoff(first=0.1, limit=0.5))
     session.start()
     writer = subprocess.Popen([sys.executable, "-c", WRITER, str(log), str(LINES)])
     try:
@@ -208,15 +200,7 @@ def test_a_rotation_while_the_connection_is_down_loses_nothing(
     file's last ones; the rest of the old file (found by name and content) comes first, then the new."""
     log = tmp_path / "server.log"
     log.write_text(_numbered(0, 200))
-    target = RemoteTarget("127.0.0.1", str(log), getpass.getuser(), sshd["port"])
-    spec = SourceSpec(SSH, target.label, target=target)
-    session = LiveSession(
-        [spec],
-        interval=0.2,
-        follower_options={
-            spec.label: {"extra_options": sshd["options"], "backoff": Backoff(first=2.0, limit=2.0)}
-        },
-    )
+    session = ssh_session(sshd, log, 0.2, Backoff(first=2.0, limit=2.0))
     session.start()
     try:
         follower: SshFollower = session.followers[0]
