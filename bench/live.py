@@ -34,6 +34,7 @@ from logmix import generate
 
 from tracelens.live import LiveSession, parse_spec
 from tracelens.live import events as ev
+from tracelens.sources import events as src
 from tracelens.tui.app import SessionReported, TraceLensApp
 
 SIZE = (160, 50)
@@ -129,7 +130,7 @@ async def latency(rate: int, seconds: float) -> None:
 
     load_before = os.getloadavg()[0]
     async with app.run_test(size=SIZE) as pilot:
-        while session.sources[0].state != ev.CONNECTED:
+        while session.sources[0].state != src.CONNECTED:
             await asyncio.sleep(0.01)
         thread = threading.Thread(target=writer)
         thread.start()

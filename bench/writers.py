@@ -25,10 +25,10 @@ import pyarrow.parquet as pq
 
 from tracelens.engine.executors import WORKER_ENV
 from tracelens.engine.plan import DEFAULT_BLOCK_BYTES
+from tracelens.engine.stream import parse_blocks
 from tracelens.parsers import ParseOptions
-from tracelens.schema import TABLES
-from tracelens.sources import iter_blocks
-from tracelens.stream import parse_blocks
+from tracelens.sources.files import iter_blocks
+from tracelens.tables.schema import TABLES
 
 _AS_WORKER = "TRACELENS_WRITERS_AS_WORKER"
 FLUSH_ROWS = 16_384

@@ -8,8 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tracelens.live import LiveSession
-from tracelens.live.remote import Backoff, RemoteTarget
 from tracelens.live.spec import SSH, SourceSpec
+from tracelens.sources.ssh import Backoff, RemoteTarget
 
 
 def wait_for(condition: Callable[[], bool], timeout: float = 20.0, step: float = 0.02) -> bool:

@@ -16,8 +16,8 @@ import numpy as np
 import psutil
 from live_support import source_texts, ssh_session, wait_for
 
-from tracelens.live import events as ev
-from tracelens.live.remote import Backoff
+from tracelens.sources import events as src
+from tracelens.sources.ssh import Backoff
 
 LINE = "[2026-11-20 10:00:00 TP0] Decode batch, #running-req: 1, accept len: 2.50, soak {:09d}\n"
 
@@ -71,7 +71,7 @@ def soak(sshd: dict, folder: Path, seconds: float, rate: int, rotate_every: floa
     result: dict = {"seconds": seconds, "rate": rate, "rotate_every": rotate_every}
     memory: list[tuple[float, float]] = []
     try:
-        assert wait_for(lambda: session.sources[0].state == ev.CONNECTED, timeout=30)
+        assert wait_for(lambda: session.sources[0].state == src.CONNECTED, timeout=30)
         writer = threading.Thread(target=_writer, args=(log, rate, seconds, rotate_every, stop, result))
         started = time.monotonic()
         writer.start()

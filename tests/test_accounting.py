@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from tracelens.accounting import reconcile
-from tracelens.ingest import parse_paths
-from tracelens.schema import C, Kind, T
-from tracelens.sources import compression_of, open_source
+from tracelens.engine.ingest import parse_paths
+from tracelens.sources.files import compression_of, open_source
+from tracelens.tables.accounting import reconcile
+from tracelens.tables.schema import C, Kind, T
 
 from conftest import SAMPLE_LOGS, real_corpus_files
 

@@ -9,8 +9,9 @@ import sys
 import polars as pl
 import pytest
 
-from tracelens.analysis import Analysis, Expectations, analyze
-from tracelens.schema import A, C
+from tracelens import analyze
+from tracelens.analysis import Analysis, Expectations
+from tracelens.tables.schema import A, C
 
 from conftest import SAMPLE_LOGS
 

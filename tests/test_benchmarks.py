@@ -10,13 +10,13 @@ from pathlib import Path
 
 import polars as pl
 
-from tracelens.analysis import analyze
+from tracelens import analyze
 from tracelens.analysis.benchmarks import benchmarks_beside_runs
 from tracelens.engine import EngineOptions, parse_to_dataset
-from tracelens.ingest import parse_paths
+from tracelens.engine.ingest import parse_paths
 from tracelens.report import write_report
-from tracelens.schema import A, C, T
-from tracelens.tables import Tables
+from tracelens.tables.frames import Tables
+from tracelens.tables.schema import A, C, T
 
 from conftest import SAMPLE_LOGS
 

@@ -113,7 +113,7 @@ def test_unreadable_file_as_root_is_still_reported(tmp_path: Path) -> None:
 def test_parse_writes_one_folder_of_parquet_parts_per_table(tmp_path: Path) -> None:
     import polars as pl
 
-    from tracelens.schema import TABLES, C, T, polars_schema
+    from tracelens.tables.schema import TABLES, C, T, polars_schema
 
     out = tmp_path / "out"
     result = run("parse", str(SAMPLE_LOGS / "eagle3_fixed.log"), "-o", str(out), "-q")

@@ -17,7 +17,7 @@ import polars as pl
 import pytest
 
 from tracelens.engine.lock import writing
-from tracelens.schema import T
+from tracelens.tables.schema import T
 
 from conftest import SAMPLE_LOGS
 

@@ -10,8 +10,8 @@ import pytest
 
 from tracelens.analysis import Analysis, Expectations, analyze_tables
 from tracelens.analysis.expectations import capture_indices, describe_capture, from_draft_config, from_toml
-from tracelens.ingest import parse_text
-from tracelens.schema import A, C
+from tracelens.engine.ingest import parse_text
+from tracelens.tables.schema import A, C
 
 START = dt.datetime(2026, 1, 1, 10, 0, 0)
 

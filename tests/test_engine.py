@@ -23,12 +23,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tracelens.engine import EngineOptions, parse_to_dataset
+from tracelens.engine.ingest import parse_paths
 from tracelens.engine.store import META
 from tracelens.engine.task import EVIDENCE_KINDS
-from tracelens.ingest import parse_paths
 from tracelens.parsers import ParseOptions
-from tracelens.schema import RANK_COLUMNS, TABLES, C, T, conform_parts
-from tracelens.tables import Tables
+from tracelens.tables.frames import Tables
+from tracelens.tables.schema import RANK_COLUMNS, TABLES, C, T, conform_parts
 
 from conftest import SAMPLE_LOGS
 

@@ -18,8 +18,8 @@ import polars as pl
 import psutil
 import pytest
 
-from tracelens.ingest import parse_paths
-from tracelens.schema import C, T
+from tracelens.engine.ingest import parse_paths
+from tracelens.tables.schema import C, T
 
 from conftest import SAMPLE_LOGS
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-import tracelens.evidence as evidence
+import tracelens.sources.archives as archives
 
 from conftest import SAMPLE_LOGS
 
@@ -109,19 +109,19 @@ def test_a_gz_source_is_read_once_for_all_its_cited_lines(tmp_path: Path, monkey
     wanted = [5, 40, 41, 300, len(starts) - 2]
     spans = [(n, starts[n - 1], starts[n] - starts[n - 1] - 1) for n in reversed(wanted)]
     opened = []
-    real = evidence.open_source
+    real = archives.open_source
 
     def counting(path: Path):
         opened.append(path)
         return real(path)
 
-    monkeypatch.setattr(evidence, "open_source", counting)
-    got = evidence.read_source_lines(str(packed), spans)
+    monkeypatch.setattr(archives, "open_source", counting)
+    got = archives.read_source_lines(str(packed), spans)
     assert opened == [packed]
     lines = raw.decode().split("\n")
     assert got == {n: lines[n - 1] for n in wanted}
 
 
 def test_a_missing_source_gives_no_text_rather_than_an_error(tmp_path: Path) -> None:
-    assert evidence.read_source_lines(str(tmp_path / "gone.log"), [(1, 0, 10)]) == {}
-    assert evidence.read_source_lines(f"{tmp_path / 'gone.zip'}:a.log", [(1, 0, 10)]) == {}
+    assert archives.read_source_lines(str(tmp_path / "gone.log"), [(1, 0, 10)]) == {}
+    assert archives.read_source_lines(f"{tmp_path / 'gone.zip'}:a.log", [(1, 0, 10)]) == {}

@@ -21,14 +21,14 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from tracelens.accounting import reconcile
 from tracelens.analysis.startup import DEFAULT_STALL_SECONDS
+from tracelens.engine.ingest import parse_paths
 from tracelens.errors import SourceReadError
-from tracelens.ingest import parse_paths
 from tracelens.live.worker import WorkerClient, WorkerConfig
 from tracelens.parsers import ParseOptions
-from tracelens.schema import TABLES, C, T
-from tracelens.sources import compression_of, line_spans
+from tracelens.sources.files import compression_of, line_spans
+from tracelens.tables.accounting import reconcile
+from tracelens.tables.schema import TABLES, C, T
 
 from conftest import SAMPLE_LOGS, real_corpus_files
 

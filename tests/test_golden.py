@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from tracelens.ingest import parse_paths
+from tracelens.engine.ingest import parse_paths
 from tracelens.parsers import ParseOptions
-from tracelens.schema import TABLES, C, T
+from tracelens.tables.schema import TABLES, C, T
 
 from conftest import SAMPLE_LOGS
 

@@ -6,9 +6,9 @@ import math
 
 import pytest
 
-from tracelens.ingest import parse_text
+from tracelens.engine.ingest import parse_text
 from tracelens.parsers.kinds import SAMPLES, Sample
-from tracelens.schema import KIND_TABLE, C, T
+from tracelens.tables.schema import KIND_TABLE, C, T
 
 CASES = [
     pytest.param(kind, sample, id=f"{kind}-{i}")

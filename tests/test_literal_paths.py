@@ -17,8 +17,8 @@ from tracelens.parsers.batch import LAYOUT_SAMPLE, parse_batches
 from tracelens.parsers.http import parse_http
 from tracelens.parsers.pipeline import add_kinds
 from tracelens.parsers.prefix import add_prefix_columns
-from tracelens.schema import Kind
-from tracelens.sources import lines_of_text
+from tracelens.sources.files import lines_of_text
+from tracelens.tables.schema import Kind
 
 from conftest import SAMPLE_LOGS, real_corpus_files
 

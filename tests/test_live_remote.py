@@ -19,9 +19,9 @@ import pytest
 from live_support import source_texts, ssh_session, wait_for
 
 from tracelens.live import LiveSession
-from tracelens.live import events as ev
-from tracelens.live.remote import Backoff, RemoteTarget, SshFollower
 from tracelens.live.spec import SSH, SourceSpec
+from tracelens.sources import events as src
+from tracelens.sources.ssh import Backoff, RemoteTarget, SshFollower
 
 from conftest import missing
 
@@ -131,7 +131,7 @@ def test_remote_tail_survives_dropped_connections(sshd: dict, tmp_path: Path) ->
     writer = subprocess.Popen([sys.executable, "-c", WRITER, str(log), str(LINES)])
     try:
         follower: SshFollower = session.followers[0]
-        assert wait_for(lambda: session.sources[0].state == ev.CONNECTED, timeout=30), session.sources[0]
+        assert wait_for(lambda: session.sources[0].state == src.CONNECTED, timeout=30), session.sources[0]
         kills = 0
         deadline = time.monotonic() + 90
         while kills < 6 and time.monotonic() < deadline:
@@ -147,7 +147,7 @@ def test_remote_tail_survives_dropped_connections(sshd: dict, tmp_path: Path) ->
                 os.kill(follower.process.pid, signal.SIGKILL)  # the client side drops
             kills += 1
             assert wait_for(
-                lambda c=connections: follower.connections > c and session.sources[0].state == ev.CONNECTED,
+                lambda c=connections: follower.connections > c and session.sources[0].state == src.CONNECTED,
                 timeout=30,
             )
         writer.wait(timeout=60)
@@ -181,7 +181,7 @@ def test_an_unreachable_host_is_retried_and_shown(tmp_path: Path, sshd: dict) ->
     session.start()
     try:
         assert wait_for(lambda: session.sources[0].reconnects >= 2, timeout=30)
-        assert session.sources[0].state == ev.RECONNECTING
+        assert session.sources[0].state == src.RECONNECTING
         assert "refused" in session.sources[0].detail.lower() or "status 255" in session.sources[0].detail
     finally:
         session.stop()
@@ -207,7 +207,7 @@ def test_a_rotation_while_the_connection_is_down_loses_nothing(
         assert wait_for(lambda: session.index.count() >= 200, timeout=30)
         connections = follower.connections
         os.kill(follower.process.pid, signal.SIGKILL)
-        assert wait_for(lambda: session.sources[0].state == ev.RECONNECTING, timeout=10)
+        assert wait_for(lambda: session.sources[0].state == src.RECONNECTING, timeout=10)
         with log.open("a") as fh:
             fh.write(_numbered(200, 30))
         if rotation == "rename":
@@ -246,4 +246,4 @@ def test_tail_messages_in_the_stream_are_told_from_log_lines() -> None:
     assert follower.resume_now and got[-1].data == b"last\n"  # `new 1` comes again, after the rest
     fresh = SshFollower(RemoteTarget("h", "/l/s.log"))
     fresh._take(b"tail: '/l/s.log' has appeared;  following new file\nnew 1\n", got.append)
-    assert not fresh.resume_now and isinstance(got[-2], ev.FileRotated) and fresh.offset == len(b"new 1\n")
+    assert not fresh.resume_now and isinstance(got[-2], src.FileRotated) and fresh.offset == len(b"new 1\n")

@@ -16,9 +16,10 @@ from live_support import Recorder, source_texts, wait_for
 from tracelens.errors import InputError
 from tracelens.live import LiveSession, command_spec, parse_spec
 from tracelens.live import events as ev
-from tracelens.live.remote import RemoteTarget, remote_command, ssh_argv
-from tracelens.live.replay import replay_schedule
-from tracelens.schema import T
+from tracelens.live.pace import replay_schedule
+from tracelens.sources import events as src
+from tracelens.sources.ssh import RemoteTarget, remote_command, ssh_argv
+from tracelens.tables.schema import T
 
 from conftest import SAMPLE_LOGS
 
@@ -102,7 +103,7 @@ def test_a_command_is_followed_until_it_exits(tmp_path: Path) -> None:
         assert sorted(texts[:-1]) == sorted(["out 1", "err 1", "out 2", "err 2", "out 3", "err 3"])
         assert texts[-1] == "no newline"
         ended = recorder.of(ev.SourceStateChanged)[-1]
-        assert ended.state == ev.ENDED and "status 0" in ended.detail
+        assert ended.state == src.ENDED and "status 0" in ended.detail
     finally:
         session.stop()
 
@@ -112,7 +113,7 @@ def test_a_failing_command_is_reported() -> None:
     session.start()
     try:
         assert wait_for(lambda: session.all_ended)
-        assert session.sources[0].state == ev.FAILED
+        assert session.sources[0].state == src.FAILED
         assert "status 3" in session.sources[0].detail
     finally:
         session.stop()
@@ -143,7 +144,7 @@ def test_follow_reads_stdin_and_prints_json_findings() -> None:
     first = {k: v for k, v in events[0].items() if k != "at"}
     assert first == {"event": "source", "source": "stdin", "state": "connected", "detail": "reading"}
     # The run's figures and verdict are those of the per-run table `summary` and `compare` read.
-    from tracelens.analysis import analyze
+    from tracelens import analyze
 
     run3 = analyze([SAMPLE_LOGS / "sweep_and_crash.log"]).runs.filter(pl.col("run") == 3).row(0, named=True)
     assert stats[-1]["mean_gen_throughput"] == pytest.approx(run3["mean_gen_throughput"])
@@ -155,7 +156,7 @@ def test_follow_retracts_a_finding_a_newer_analysis_withdrew() -> None:
     import datetime as dt
 
     from tracelens.analysis import Finding
-    from tracelens.live.printer import FollowPrinter
+    from tracelens.cli.printer import FollowPrinter
     from tracelens.live.status import Snapshot
 
     session = LiveSession([command_spec("true")])

@@ -16,7 +16,7 @@ import pytest
 from live_support import source_texts, wait_for
 
 from tracelens.live import LiveSession, parse_spec
-from tracelens.schema import C, T
+from tracelens.tables.schema import C, T
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -12,11 +12,11 @@ import polars as pl
 import pytest
 from live_support import Recorder, source_texts, view_texts, wait_for
 
-from tracelens.ingest import parse_paths
+from tracelens.engine.ingest import parse_paths
 from tracelens.live import LiveSession, parse_spec
 from tracelens.live import events as ev
-from tracelens.schema import C, T
-from tracelens.tables import Tables
+from tracelens.tables.frames import Tables
+from tracelens.tables.schema import C, T
 
 from conftest import SAMPLE_LOGS
 

@@ -13,8 +13,9 @@ from live_support import Recorder, view_texts, wait_for
 
 from tracelens.live import LiveSession, parse_spec
 from tracelens.live import events as ev
-from tracelens.schema import C, T
-from tracelens.sources import Block, block_lines, line_spans
+from tracelens.sources.files import block_lines, line_spans
+from tracelens.sources.protocol import Block
+from tracelens.tables.schema import C, T
 
 pytestmark = pytest.mark.timeout(90)
 

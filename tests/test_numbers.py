@@ -10,11 +10,12 @@ import polars as pl
 import pytest
 from rich.console import Console
 
-from tracelens.analysis import Analysis, analyze
+from tracelens import analyze
+from tracelens.analysis import Analysis
+from tracelens.analysis.summary import summarize
+from tracelens.cli.render import render_comparison, render_findings, render_summary
 from tracelens.parsers import ParseOptions
-from tracelens.render import render_comparison, render_findings, render_summary
-from tracelens.schema import A, C
-from tracelens.summary import summarize
+from tracelens.tables.schema import A, C
 
 from conftest import SAMPLE_LOGS
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from test_detectors import decode, run, spec_run, stamp
 
-from tracelens.analysis import analyze
+from tracelens import analyze
 
 
 def no_such_process(at: float, pid: int) -> list[str]:

@@ -21,10 +21,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tracelens.ingest import parse_paths
+from tracelens.engine.ingest import parse_paths
 from tracelens.parsers import ParseOptions
-from tracelens.schema import BATCH_FIELDS, KIND_TABLE, RANK_COLUMNS, SCHEMAS, C, Kind, T
-from tracelens.tables import Tables
+from tracelens.tables.frames import Tables
+from tracelens.tables.schema import BATCH_FIELDS, KIND_TABLE, RANK_COLUMNS, SCHEMAS, C, Kind, T
 
 from conftest import REAL_CORPUS, missing, real_corpus_files
 

@@ -15,7 +15,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from tracelens.analysis import Analysis, analyze
+from tracelens import analyze
+from tracelens.analysis import Analysis
 from tracelens.report import Report, write_report
 from tracelens.report.downsample import (
     DISTRIBUTION_POINTS,
@@ -27,7 +28,7 @@ from tracelens.report.downsample import (
     quantile_sample,
 )
 from tracelens.report.escape import clip, plot_text, script_json, text
-from tracelens.schema import A, C
+from tracelens.tables.schema import A, C
 
 from conftest import SAMPLE_LOGS
 

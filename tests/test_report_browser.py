@@ -13,7 +13,7 @@ import pytest
 from report_browser import CHROMIUM, Browser
 from test_report import HOSTILE, HOSTILE_NAME, hostile_analysis
 
-from tracelens.analysis import analyze
+from tracelens import analyze
 from tracelens.report import Report, write_report
 
 from conftest import ROOT, SAMPLE_LOGS, missing

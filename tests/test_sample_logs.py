@@ -12,10 +12,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tracelens.ingest import parse_paths
+from tracelens.engine.ingest import parse_paths
 from tracelens.parsers import ParseOptions
-from tracelens.schema import C, T
-from tracelens.tables import Tables
+from tracelens.tables.frames import Tables
+from tracelens.tables.schema import C, T
 
 from conftest import SAMPLE_LOGS
 

@@ -10,7 +10,7 @@ from tui_support import EMBED, TRACEBACK, append, decode, session_for, until, wr
 
 from tracelens.analysis.expectations import Expectations
 from tracelens.live.index import KIND_CODES, LineFilter
-from tracelens.schema import Kind
+from tracelens.tables.schema import Kind
 from tracelens.tui.app import TraceLensApp
 from tracelens.tui.screens import FilterScreen, HelpScreen
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import polars as pl
 
 from tracelens.engine import EngineOptions, parse_to_dataset
-from tracelens.ingest import parse_paths
+from tracelens.engine.ingest import parse_paths
 from tracelens.parsers import ParseOptions
-from tracelens.schema import C, T
+from tracelens.tables.schema import C, T
 
 from conftest import SAMPLE_LOGS
 

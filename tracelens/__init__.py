@@ -13,7 +13,11 @@ __all__ = ["Analysis", "Expectations", "__version__", "analyze"]
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("analyze", "Analysis", "Expectations"):
+    if name == "analyze":
+        from tracelens.engine.ingest import analyze
+
+        return analyze
+    if name in ("Analysis", "Expectations"):
         from tracelens import analysis
 
         return getattr(analysis, name)

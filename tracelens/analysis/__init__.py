@@ -1,6 +1,6 @@
 """The analysis: parsed tables in, polars frames and findings out. Headless: no Textual, no Plotly.
 
-    from tracelens.analysis import analyze
+    from tracelens import analyze
     result = analyze(["sample_logs/"])
     result.runs, result.series, result.findings
 
@@ -9,10 +9,7 @@ The CLI, the HTML report and the TUI all read an `Analysis`; none of them comput
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import polars as pl
 
@@ -28,14 +25,13 @@ from tracelens.analysis import (
     verdicts,
 )
 from tracelens.analysis.detectors import DETECTORS, Context
+from tracelens.analysis.evidence import texts
 from tracelens.analysis.expectations import Expectations, describe_capture
 from tracelens.analysis.findings import Evidence, Finding, sort_findings
 from tracelens.analysis.runs import RUN_KEY, interesting_runs, label_expr, with_labels
 from tracelens.analysis.verdicts import Verdict
-from tracelens.evidence import texts
-from tracelens.parsers import ParseOptions
-from tracelens.schema import A, C, T
-from tracelens.tables import Tables
+from tracelens.tables.frames import Tables
+from tracelens.tables.schema import A, C, T
 
 __all__ = ["Analysis", "Evidence", "Expectations", "Finding", "Verdict", "analyze", "analyze_tables"]
 
@@ -77,28 +73,6 @@ class Analysis:
     def diff(self, a: str, b: str) -> pl.DataFrame:
         """Server-args differences between any two runs, by label."""
         return compare.args_diff(self.tables[T.SERVER_ARGS], self.runs, a, b)
-
-
-def analyze(
-    paths_or_dataset: Iterable[str | os.PathLike[str]] | Tables,
-    expectations: Expectations | None = None,
-    *,
-    baseline: str | None = None,
-    stall_seconds: float = startup.DEFAULT_STALL_SECONDS,
-    options: ParseOptions | None = None,
-) -> Analysis:
-    """Parse (unless given tables) and analyse logs. ``baseline``: a run label such as `baseline.log#1`."""
-    paths = None if isinstance(paths_or_dataset, Tables) else [Path(p) for p in paths_or_dataset]
-    if paths is None:
-        tables = paths_or_dataset
-    elif len(paths) == 1 and Tables.is_dataset(paths[0]):
-        # Evidence text stays on disk: only the cited lines are read from it.
-        tables = Tables.read_dataset(paths[0])
-    else:
-        from tracelens.ingest import parse_paths
-
-        tables = parse_paths(paths, options)
-    return analyze_tables(tables, expectations, baseline=baseline, stall_seconds=stall_seconds)
 
 
 def analyze_tables(
@@ -267,7 +241,7 @@ def _overview(
 
 def _fill_evidence(findings: list[Finding | Verdict], tables: Tables) -> None:
     """The text of each evidence line: kept in the dataset, or read from its source (only the few lines
-    findings cite, one pass per source; see `tracelens.evidence`)."""
+    findings cite, one pass per source; see `tracelens.analysis.evidence`)."""
     wanted = {(e.source, e.line_no) for f in findings for e in f.evidence}
     found = texts(wanted, tables.scan(T.LINES), tables.scan(T.EVIDENCE))
     for finding in findings:

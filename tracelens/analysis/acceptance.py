@@ -18,7 +18,7 @@ from __future__ import annotations
 import polars as pl
 
 from tracelens.analysis.runs import RUN_KEY
-from tracelens.schema import A, C
+from tracelens.tables.schema import A, C
 
 ROLLING_WINDOW = 21
 WARMUP_SECONDS = 60.0

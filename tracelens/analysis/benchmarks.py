@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from tracelens.schema import A, C, T
-from tracelens.tables import Tables
+from tracelens.tables.frames import Tables
+from tracelens.tables.schema import A, C, T
 
 # (printed name, column): the figures of a block that are shown.
 _NUMBERS = (

@@ -11,8 +11,8 @@ import polars as pl
 
 from tracelens.analysis.expectations import Expectations
 from tracelens.analysis.runs import RUN_KEY
-from tracelens.schema import A, C, T, empty
-from tracelens.tables import Tables, collect
+from tracelens.tables.frames import Tables, collect
+from tracelens.tables.schema import A, C, T, empty
 
 SITE_KEY = [*RUN_KEY, C.TAG, C.SITE, C.EVENT]
 

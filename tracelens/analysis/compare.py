@@ -15,7 +15,7 @@ import polars as pl
 from tracelens.analysis.acceptance import steady_rows
 from tracelens.analysis.runs import RUN_KEY
 from tracelens.errors import InputError
-from tracelens.schema import A, C
+from tracelens.tables.schema import A, C
 
 BOOTSTRAP_ROUNDS = 500
 # Server args that differ between any two starts and say nothing about the configuration.

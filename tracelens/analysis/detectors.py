@@ -15,8 +15,8 @@ from tracelens.analysis.capture import is_embed, layer_id_lines
 from tracelens.analysis.expectations import Expectations, capture_indices, default_layer_ids, describe_capture
 from tracelens.analysis.findings import Evidence, Finding
 from tracelens.analysis.runs import RUN_KEY
-from tracelens.schema import A, C, T
-from tracelens.tables import Tables, collect
+from tracelens.tables.frames import Tables, collect
+from tracelens.tables.schema import A, C, T
 
 MAX_EVIDENCE = 5
 USELESS_ACCEPT_LEN = 1.1

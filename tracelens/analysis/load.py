@@ -10,7 +10,7 @@ from __future__ import annotations
 import polars as pl
 
 from tracelens.analysis.runs import RUN_KEY
-from tracelens.schema import A, C
+from tracelens.tables.schema import A, C
 
 WINDOW = 60
 # Relative shift in a load figure (against the larger side) that explains a step.

@@ -21,8 +21,8 @@ import polars as pl
 from tracelens.analysis import acceptance
 from tracelens.analysis.plotdata import decimate, keep_peaks, pair_counts, quantile_sample
 from tracelens.analysis.runs import RUN_KEY, with_labels
-from tracelens.schema import A, C, T, empty
-from tracelens.tables import Tables, collect
+from tracelens.tables.frames import Tables, collect
+from tracelens.tables.schema import A, C, T, empty
 
 # A run with more decode rounds than this keeps only the rows the plots draw (see the module's doc).
 SERIES_LIMIT = 50_000

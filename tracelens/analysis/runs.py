@@ -6,8 +6,8 @@ from pathlib import PurePath
 
 import polars as pl
 
-from tracelens.schema import A, C
-from tracelens.tables import collect
+from tracelens.tables.frames import collect
+from tracelens.tables.schema import A, C
 
 RUN_KEY = [C.SOURCE, C.RUN]
 

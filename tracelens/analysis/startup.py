@@ -10,8 +10,8 @@ from __future__ import annotations
 import polars as pl
 
 from tracelens.analysis.runs import RUN_KEY
-from tracelens.schema import A, C, Kind
-from tracelens.tables import collect
+from tracelens.tables.frames import collect
+from tracelens.tables.schema import A, C, Kind
 
 # Loading a large model takes 10-15 minutes with progress lines all along; a quarter hour of silence
 # while starting is worth a look.

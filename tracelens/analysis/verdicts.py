@@ -19,8 +19,8 @@ from tracelens.analysis.capture import layer_id_lines
 from tracelens.analysis.expectations import Expectations
 from tracelens.analysis.findings import Evidence, Finding, severity_rank
 from tracelens.analysis.runs import RUN_KEY
-from tracelens.schema import A, C, T
-from tracelens.tables import Tables, collect
+from tracelens.tables.frames import Tables, collect
+from tracelens.tables.schema import A, C, T
 
 # Worst first: the order every view lists runs in.
 STATUSES = ("broken", "degraded", "incomplete", "healthy")

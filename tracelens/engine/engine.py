@@ -28,7 +28,6 @@ import polars as pl
 
 from tracelens.engine import manifest as mf
 from tracelens.engine.executors import LOCAL, Executor, make_executor
-from tracelens.engine.inputs import Input, discover
 from tracelens.engine.lock import DEFAULT_LOCK_TIMEOUT, Notify, reading, writing
 from tracelens.engine.plan import (
     DEFAULT_BLOCK_BYTES,
@@ -44,7 +43,8 @@ from tracelens.engine.task import SourceResult, TaskResult, run_task
 from tracelens.errors import InputError
 from tracelens.parsers.faults import share_within_groups
 from tracelens.parsers.finalize import _RUN_ARGS, runs_from_spans
-from tracelens.schema import TABLES, C, Kind, T, conform, conform_parts, empty
+from tracelens.sources.inputs import Input, discover
+from tracelens.tables.schema import TABLES, C, Kind, T, conform, conform_parts, empty
 
 # Called with (bytes done, bytes in total) as tasks finish.
 Progress = Callable[[int, int], None]

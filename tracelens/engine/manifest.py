@@ -9,9 +9,9 @@ from dataclasses import asdict
 from typing import Any
 
 from tracelens import __version__
-from tracelens.engine.inputs import Input
 from tracelens.engine.plan import Unit
 from tracelens.engine.task import SourceResult, TaskResult
+from tracelens.sources.inputs import Input
 
 MANIFEST = ".tracelens/manifest.json"
 JOURNAL = ".tracelens/journal.json"

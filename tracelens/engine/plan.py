@@ -18,12 +18,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tracelens.engine.inputs import Input
 from tracelens.parsers.pipeline import add_kinds, run_start_expr
 from tracelens.parsers.prefix import add_prefix_columns
 from tracelens.parsers.spec_metrics import VLLM_SERVER_START
-from tracelens.schema import C, W
-from tracelens.sources import Block, block_lines
+from tracelens.sources.files import block_lines
+from tracelens.sources.inputs import Input
+from tracelens.sources.protocol import Block
+from tracelens.tables.schema import C, W
 
 DEFAULT_RANGE_BYTES = 32 << 20
 # A worker holds about 25 times its block at its peak; 3 MiB keeps two workers and the parent under

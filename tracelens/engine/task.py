@@ -19,15 +19,14 @@ from typing import BinaryIO
 
 import polars as pl
 
-from tracelens.engine.inputs import FILE, TAR, Input
 from tracelens.engine.plan import TaskSpec, Unit
 from tracelens.engine.store import FAULTS_PRE, ParquetPart, Store
+from tracelens.engine.stream import Parsed, parse_blocks
 from tracelens.errors import SourceReadError
 from tracelens.parsers import ParseOptions, ParseState
 from tracelens.parsers.faults import join_tracebacks
 from tracelens.parsers.finalize import merge_run_spans, run_spans, server_args_from_parts
-from tracelens.schema import TABLES, C, Kind, T, stored_lines
-from tracelens.sources import (
+from tracelens.sources.files import (
     Block,
     _looks_like_log,
     block_lines,
@@ -36,8 +35,9 @@ from tracelens.sources import (
     is_read_error,
     open_source,
 )
-from tracelens.stream import Parsed, parse_blocks
-from tracelens.tables import PARTS
+from tracelens.sources.inputs import FILE, TAR, Input
+from tracelens.tables.frames import PARTS
+from tracelens.tables.schema import TABLES, C, Kind, T, stored_lines
 
 # Tables a task writes as they are; `faults` and `runs` are built at commit.
 DIRECT_TABLES = tuple(t for t in TABLES if t not in (T.FAULTS, T.RUNS))

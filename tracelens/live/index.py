@@ -19,8 +19,9 @@ import polars as pl
 from tracelens.errors import InputError
 from tracelens.live.merge import INDEX_MASK, NO_TS, PREVIEW_BIT, forward_fill, merged_order, split_keys
 from tracelens.live.store import TextStore
-from tracelens.schema import KINDS, C, Kind
-from tracelens.sources import Block, block_lines
+from tracelens.sources.files import block_lines
+from tracelens.sources.protocol import Block
+from tracelens.tables.schema import KINDS, C, Kind
 
 UNKNOWN = -1
 KIND_CODES: dict[str, int] = {kind: i for i, kind in enumerate(KINDS)}

@@ -42,9 +42,11 @@ from tracelens.live.status import Snapshot
 from tracelens.live.store import TextStore
 from tracelens.live.worker import WorkerClient, WorkerConfig, WorkerGone
 from tracelens.parsers import ParseOptions, ParseState, parse_lines
-from tracelens.schema import T
-from tracelens.sources import Block, block_lines, line_spans
-from tracelens.tables import Tables
+from tracelens.sources import events as src
+from tracelens.sources.files import block_lines, line_spans
+from tracelens.sources.protocol import Block
+from tracelens.tables.frames import Tables
+from tracelens.tables.schema import T
 
 Listener = Callable[[Any], None]
 ANALYSIS_INTERVAL = 0.75
@@ -59,7 +61,7 @@ class SourceState:
 
     label: str
     spec: SourceSpec
-    state: str = ev.CONNECTING
+    state: str = src.CONNECTING
     detail: str = ""
     last_data: float | None = None  # monotonic time of the last bytes received
     backfill: tuple[int, int] | None = None  # bytes read, total (a large file's existing content)
@@ -71,7 +73,7 @@ class SourceState:
 
     @property
     def ended(self) -> bool:
-        return self.state in (ev.ENDED, ev.FAILED)
+        return self.state in (src.ENDED, src.FAILED)
 
     def staleness(self, now: float) -> float | None:
         return None if self.last_data is None else now - self.last_data
@@ -112,7 +114,7 @@ class LiveSession:
         self.findings_seen: dict[tuple[str, str, str, int], int] = {}  # key -> order first seen
         self._follower_options = follower_options or {}
         self.followers: list[Any] = []
-        self._queue: queue.Queue[ev.SourceEvent] = queue.Queue(maxsize=_QUEUE_ITEMS)
+        self._queue: queue.Queue[src.SourceEvent] = queue.Queue(maxsize=_QUEUE_ITEMS)
         self._listeners: list[Listener] = []
         self._stop = threading.Event()
         self._next_line = [1 for _ in specs]
@@ -233,7 +235,7 @@ class LiveSession:
             with contextlib.suppress(Exception):  # a listener's failure must not stop the session
                 listener(event)
 
-    def _emit(self, event: ev.SourceEvent) -> None:
+    def _emit(self, event: src.SourceEvent) -> None:
         """Followers call this; it waits while the queue is full (backpressure) unless stopping."""
         while not self._stop.is_set():
             try:
@@ -246,7 +248,7 @@ class LiveSession:
         try:
             follower.run(self._emit, self._stop)
         except Exception as exc:
-            self._emit(ev.SourceEnded(label, f"{type(exc).__name__}: {exc}", failed=True))
+            self._emit(src.SourceEnded(label, f"{type(exc).__name__}: {exc}", failed=True))
 
     def _pump(self) -> None:
         while not self._stop.is_set():
@@ -271,11 +273,11 @@ class LiveSession:
             finally:
                 self._pumping = False
 
-    def _handle(self, batch: list[ev.SourceEvent]) -> None:
+    def _handle(self, batch: list[src.SourceEvent]) -> None:
         chunks: dict[int, list[tuple[int, bytes]]] = {}
         for event in batch:
             source = self.index.source_of(event.source)
-            if isinstance(event, ev.LinesAppended):
+            if isinstance(event, src.LinesAppended):
                 store = self.index.store(source)
                 start = store.append(event.data, event.origin, event.origin_offset)
                 chunks.setdefault(source, []).append((start, event.data))
@@ -376,9 +378,9 @@ class LiveSession:
         entry.state, entry.detail = state, detail
         self._notify(ev.SourceStateChanged(entry.label, state, detail))
 
-    def _on_state_event(self, source: int, event: ev.SourceEvent) -> None:
+    def _on_state_event(self, source: int, event: src.SourceEvent) -> None:
         entry = self.sources[source]
-        if isinstance(event, ev.TailPreviewed):
+        if isinstance(event, src.TailPreviewed):
             store = TextStore()
             store.append(event.data, event.origin, event.origin_offset)
             frame = block_lines(Block(entry.label, 1, 0, event.data))
@@ -386,25 +388,25 @@ class LiveSession:
             self.index.set_preview(source, frame, parsed[T.LINES], store)
             entry.backfill = (0, event.origin_offset + len(event.data))
             self._notify(ev.PreviewShown(entry.label, frame.height))
-        elif isinstance(event, ev.BackfillProgressed):
+        elif isinstance(event, src.BackfillProgressed):
             entry.backfill = (event.done, event.total) if event.done < event.total else None
             if event.done >= event.total:
                 self.index.set_preview(source, None)
             self._notify(ev.SourceStateChanged(entry.label, entry.state, entry.detail))
-        elif isinstance(event, ev.SourceConnected):
-            self._set_state(source, ev.CONNECTED, event.detail)
-        elif isinstance(event, ev.SourceDisconnected):
+        elif isinstance(event, src.SourceConnected):
+            self._set_state(source, src.CONNECTED, event.detail)
+        elif isinstance(event, src.SourceDisconnected):
             entry.reconnects += 1
-            self._set_state(source, ev.RECONNECTING, f"{event.reason}; retry in {event.retry_in:.1f}s")
-        elif isinstance(event, ev.FileRotated):
+            self._set_state(source, src.RECONNECTING, f"{event.reason}; retry in {event.retry_in:.1f}s")
+        elif isinstance(event, src.FileRotated):
             entry.rotations += 1
             self._set_state(source, entry.state, event.detail)
-        elif isinstance(event, ev.FileTruncated):
+        elif isinstance(event, src.FileTruncated):
             entry.truncations += 1
             self._set_state(source, entry.state, "the file was truncated; reading from its start")
-        elif isinstance(event, ev.SourceEnded):
+        elif isinstance(event, src.SourceEnded):
             self._send_parse(source, self._next_line[source], self.index.store(source).size, b"", final=True)
-            self._set_state(source, ev.FAILED if event.failed else ev.ENDED, event.reason)
+            self._set_state(source, src.FAILED if event.failed else src.ENDED, event.reason)
 
     def _fill_evidence(self, findings: list[Finding]) -> None:
         """Evidence text from the session's own store: a live source's offsets are in its logical

@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from tracelens.errors import InputError
-from tracelens.live.remote import RemoteTarget
+from tracelens.sources.ssh import RemoteTarget
 
 FILE = "file"
 SSH = "ssh"
@@ -41,25 +41,26 @@ class SourceSpec:
     def follower(self, **options: Any):
         """A follower object with `run(emit, stop)` for this source."""
         if self.kind == FILE:
-            from tracelens.live.tail import FileFollower
+            from tracelens.sources.tail import FileFollower
 
             return FileFollower(self.path or "", self.label, **options)
         if self.kind == SSH:
-            from tracelens.live.remote import SshFollower
+            from tracelens.sources.ssh import SshFollower
 
             assert self.target is not None
             return SshFollower(self.target, self.label, **options)
         if self.kind == COMMAND:
-            from tracelens.live.command import CommandFollower
+            from tracelens.sources.command import CommandFollower
 
             return CommandFollower(self.command or "", self.label)
         if self.kind == STDIN:
-            from tracelens.live.command import StreamFollower
+            from tracelens.sources.command import StreamFollower
 
             return StreamFollower(options.get("fd", 0), self.label)
-        from tracelens.live.replay import ReplayFollower
+        from tracelens.live.pace import replay_schedule
+        from tracelens.sources.replay import ReplayFollower
 
-        return ReplayFollower(self.path or "", self.speed, self.label)
+        return ReplayFollower(self.path or "", replay_schedule, self.speed, self.label)
 
 
 def parse_spec(text: str) -> SourceSpec:

@@ -13,8 +13,8 @@ import polars as pl
 
 from tracelens.analysis import Analysis
 from tracelens.analysis.plotdata import decimate
-from tracelens.schema import A, C, T
-from tracelens.tables import Tables
+from tracelens.tables.frames import Tables
+from tracelens.tables.schema import A, C, T
 
 # The server's phases, as the header names them.
 SNAPSHOT_POINTS = 2000  # rows of a run's series a screen snapshot carries

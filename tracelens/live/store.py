@@ -15,28 +15,9 @@ import tempfile
 import threading
 from dataclasses import dataclass, field
 
+from tracelens.sources.generation import FileGeneration
+
 GONE = "[text no longer available: the file was truncated]"
-
-
-@dataclass(eq=False)
-class FileGeneration:
-    """One open file behind a path: a rotation or a truncation starts a new generation."""
-
-    path: str
-    fd: int  # owned: closed by `close`
-    dev: int
-    ino: int
-    gone: bool = False  # truncated after these bytes were read: they are not in the file any more
-
-    @classmethod
-    def of(cls, path: str, fd: int) -> FileGeneration:
-        st = os.fstat(fd)
-        return cls(path, os.dup(fd), st.st_dev, st.st_ino)
-
-    def close(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
 
 
 @dataclass

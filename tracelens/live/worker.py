@@ -42,14 +42,15 @@ import polars as pl
 
 from tracelens.analysis import Analysis, analyze_tables
 from tracelens.analysis.expectations import Expectations
+from tracelens.engine.stream import SourceParser
 from tracelens.live.index import parsed_columns
 from tracelens.live.status import newest_decode, snapshot
 from tracelens.parsers import ParseOptions
 from tracelens.parsers.finalize import finalize
-from tracelens.schema import T
-from tracelens.sources import Block, block_lines
-from tracelens.stream import SourceParser
-from tracelens.tables import Tables
+from tracelens.sources.files import block_lines
+from tracelens.sources.protocol import Block
+from tracelens.tables.frames import Tables
+from tracelens.tables.schema import T
 
 NICE = 10  # how much lower the child's scheduling priority is than its parent's (a nice increment)
 _HEADER = struct.Struct("<Q")

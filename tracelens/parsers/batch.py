@@ -24,7 +24,7 @@ import re
 import polars as pl
 
 from tracelens.parsers.distinct import with_groups
-from tracelens.schema import BATCH_FIELDS, COMMON_COLUMNS, C, T, W, conform, polars_schema
+from tracelens.tables.schema import BATCH_FIELDS, COMMON_COLUMNS, C, T, W, conform, polars_schema
 
 # `Prefill batch`, `Decode batch`, optional ` [N]` iteration counter, `.` or `,`; early 2024 `new fill batch.`
 # The body is sliced off after the header rather than captured (capturing `.*` to the line end is slow).

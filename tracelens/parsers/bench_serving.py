@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from tracelens.schema import COMMON_COLUMNS, C, T, W, conform
+from tracelens.tables.schema import COMMON_COLUMNS, C, T, W, conform
 
 HEADER = "Serving Benchmark Result"
 FOOTER = "=" * 50

@@ -13,7 +13,7 @@ from __future__ import annotations
 import polars as pl
 
 from tracelens.parsers.distinct import with_groups
-from tracelens.schema import COMMON_COLUMNS, C, T, W, conform
+from tracelens.tables.schema import COMMON_COLUMNS, C, T, W, conform
 
 # The header, wherever it starts in the body (`_pre` is what comes before it, usually nothing). The
 # items follow one space after it; a header not followed by a space has no items.

@@ -20,9 +20,9 @@ from tracelens.parsers.debug import DEBUG_PATTERN
 from tracelens.parsers.foreign import FOREIGN_FORMATS
 from tracelens.parsers.http import ACCESS_PATTERN
 from tracelens.parsers.prefix import PREFIX_PATTERN, add_prefix_columns
-from tracelens.schema import KIND_TABLE, RANK_COLUMNS, C, Kind, T, W
-from tracelens.sources import lines_of_text
-from tracelens.tables import Tables
+from tracelens.sources.files import lines_of_text
+from tracelens.tables.frames import Tables
+from tracelens.tables.schema import KIND_TABLE, RANK_COLUMNS, C, Kind, T, W
 
 # Full-line patterns of the kinds a near-miss is most often meant to be; `body` = after the prefix.
 _BATCH_LINE = HEADER_PATTERN.split("(?P<_kv>")[0] + rf"(?:{PAIR_PATTERN}[,.]? ?)*$"

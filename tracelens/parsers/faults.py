@@ -12,7 +12,7 @@ import polars as pl
 
 from tracelens.parsers.distinct import groups_expr
 from tracelens.parsers.kinds import FAULT_PHRASES
-from tracelens.schema import COMMON_COLUMNS, C, T, W, conform
+from tracelens.tables.schema import COMMON_COLUMNS, C, T, W, conform
 
 # An exception's name: `...Error`, `...Exception`, bare `Exception`, or a dotted module path ending in a
 # class name (`triton.runtime.errors.OutOfResources`).

@@ -7,8 +7,8 @@ import polars as pl
 
 from tracelens.parsers.faults import complete_faults
 from tracelens.parsers.server_args import server_args_table
-from tracelens.schema import TABLES, C, Kind, T, conform, empty
-from tracelens.tables import PARTS, Tables
+from tracelens.tables.frames import PARTS, Tables
+from tracelens.tables.schema import TABLES, C, Kind, T, conform, empty
 
 # Server args that become typed `runs` columns, by the name SGLang gives them.
 _RUN_ARGS: dict[str, str] = {

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from tracelens.parsers.distinct import groups_expr
-from tracelens.schema import COMMON_COLUMNS, C, T, W, conform
+from tracelens.tables.schema import COMMON_COLUMNS, C, T, W, conform
 
 _LEVELS = r"DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL"
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import polars as pl
 
 from tracelens.parsers.distinct import groups_expr
-from tracelens.schema import COMMON_COLUMNS, C, T, W, conform
+from tracelens.tables.schema import COMMON_COLUMNS, C, T, W, conform
 
 ACCESS_PATTERN = (
     r"^(?:(?P<client>\S+) )?(?:- |\[[^\]]*\] )"

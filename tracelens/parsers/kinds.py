@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracelens.parsers.bench_serving import FOOTER, HEADER, METRIC_STARTS, SECTIONS
-from tracelens.schema import C, Kind
+from tracelens.tables.schema import C, Kind
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from tracelens.parsers.kinds import LIFECYCLE_EVENTS
-from tracelens.schema import COMMON_COLUMNS, C, T, W, conform
+from tracelens.tables.schema import COMMON_COLUMNS, C, T, W, conform
 
 _GB = r"\s*GB"
 

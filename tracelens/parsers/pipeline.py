@@ -25,8 +25,8 @@ from tracelens.parsers.kinds import ROUTES, Route
 from tracelens.parsers.lifecycle import parse_lifecycle
 from tracelens.parsers.prefix import add_prefix_columns
 from tracelens.parsers.spec_metrics import VLLM_SERVER_START, parse_spec_metrics, vllm_timestamps
-from tracelens.schema import COMMON_COLUMNS, KIND_TABLE, C, Kind, T, W, conform, empty
-from tracelens.tables import PARTS, Tables
+from tracelens.tables.frames import PARTS, Tables
+from tracelens.tables.schema import COMMON_COLUMNS, KIND_TABLE, C, Kind, T, W, conform, empty
 
 # Lines that continue a traceback: indented frames (or frames whose indentation a paste lost),
 # chained-exception banners, the final `SomeError: message`, and caret markers.

@@ -12,7 +12,7 @@ import datetime as dt
 import polars as pl
 
 from tracelens.parsers.distinct import groups_expr, without_captures
-from tracelens.schema import C, W
+from tracelens.tables.schema import C, W
 
 # ANSI SGR codes, also when the ESC byte was lost in a copy-paste (bare `[36m`). Without the ESC a
 # code needs a number: a bare `[m` is real text (`[module_aiter_enum]`, `[metrics.py:53]`).

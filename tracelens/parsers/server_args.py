@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from tracelens.schema import C, T, conform
+from tracelens.tables.schema import C, T, conform
 
 _OPEN = {"(": ")", "[": "]", "{": "}"}
 

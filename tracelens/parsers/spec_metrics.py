@@ -7,7 +7,7 @@ import datetime as dt
 import polars as pl
 
 from tracelens.parsers.batch import PERCENT
-from tracelens.schema import COMMON_COLUMNS, C, T, W, conform
+from tracelens.tables.schema import COMMON_COLUMNS, C, T, W, conform
 
 # The line a vLLM server prints as it starts (every version since 0.4): it starts a run.
 VLLM_SERVER_START = "vLLM API server version"

@@ -1,7 +1,7 @@
 """The HTML acceptance report: one self-contained file (Plotly inside, nothing fetched) that answers
 "did this change help, and why".
 
-    from tracelens.analysis import analyze
+    from tracelens import analyze
     from tracelens.report import write_report
     write_report(analyze(["logs/"]), "report.html", title="EAGLE-3 layer ids fixed")
 
@@ -21,7 +21,7 @@ from tracelens import __version__
 from tracelens.analysis import Analysis
 from tracelens.report.figures import Plot, build_plots
 from tracelens.report.page import render_page
-from tracelens.schema import C, T
+from tracelens.tables.schema import C, T
 
 __all__ = ["Report", "default_title", "render_report", "write_report"]
 

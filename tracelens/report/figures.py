@@ -24,7 +24,7 @@ from tracelens.analysis import Analysis
 from tracelens.analysis.acceptance import steady_rows
 from tracelens.report.downsample import TIME_POINTS, decimate, keep_peaks, pair_counts, quantile_sample
 from tracelens.report.escape import plot_text
-from tracelens.schema import A, C
+from tracelens.tables.schema import A, C
 
 PALETTE = (
     # Tableau 10 and further hues, without the reds and greens: those say a run's status (broken,

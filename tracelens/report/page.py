@@ -24,7 +24,7 @@ from tracelens.analysis.findings import SEVERITIES, Finding
 from tracelens.report.downsample import TIME_POINTS
 from tracelens.report.escape import clip, safe_json_text, text
 from tracelens.report.figures import Plot, baselines, run_colors
-from tracelens.schema import A, C, T
+from tracelens.tables.schema import A, C, T
 
 EVIDENCE_CHARS = 1000  # of one evidence line (a log line can be megabytes)
 TRACEBACK_CHARS = 20000
@@ -449,7 +449,7 @@ def _data_block(plots: list[Plot]) -> str:
 def _benchmarks(analysis: Analysis, colors: dict[str, str]) -> str:
     """sglang.bench_serving results in the logs, beside the server-side figures of their run."""
     from tracelens.analysis.benchmarks import benchmarks_beside_runs
-    from tracelens.render import BENCH_COLUMNS
+    from tracelens.formatting import BENCH_COLUMNS
 
     bench = benchmarks_beside_runs(analysis.runs, analysis.tables)
     if not bench.height:

@@ -25,6 +25,7 @@ from tracelens.errors import InputError
 from tracelens.live import LiveSession
 from tracelens.live import events as ev
 from tracelens.live.status import RunStatus
+from tracelens.sources import events as src
 from tracelens.tui.logview import LogView
 from tracelens.tui.panels import AcceptancePanel, CapturePanel, FindingsList, HeaderBar, VerdictStrip
 from tracelens.tui.screens import FilterScreen, HelpScreen
@@ -152,7 +153,7 @@ class TraceLensApp(App[None]):
             self._note_decode(event)
         elif isinstance(event, ev.SourceStateChanged):
             self.header.show()
-            if event.state == ev.RECONNECTING:
+            if event.state == src.RECONNECTING:
                 self.log_view.refresh_index()
         elif isinstance(event, ev.AnalysisUpdated):
             self._show_analysis(event)

@@ -20,7 +20,7 @@ from textual.strip import Strip
 
 from tracelens.errors import InputError
 from tracelens.live.index import KIND_CODES, LineFilter, LogIndex
-from tracelens.schema import Kind
+from tracelens.tables.schema import Kind
 
 KIND_STYLE: dict[int, Style] = {
     KIND_CODES[Kind.FAULT]: Style(color="red", bold=True),

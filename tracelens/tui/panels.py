@@ -16,17 +16,17 @@ from tracelens.analysis import Finding
 from tracelens.analysis.findings import severity_rank
 from tracelens.analysis.verdicts import causal_rank
 from tracelens.live import LiveSession
-from tracelens.live import events as ev
 from tracelens.live.status import CRASHED, READY, RunStatus, Snapshot
-from tracelens.schema import A, C
+from tracelens.sources import events as src
+from tracelens.tables.schema import A, C
 from tracelens.tui.plot import braille_plot
 
 STATE_STYLE = {
-    ev.CONNECTING: "yellow",
-    ev.CONNECTED: "green",
-    ev.RECONNECTING: "bold red",
-    ev.ENDED: "dim",
-    ev.FAILED: "bold red",
+    src.CONNECTING: "yellow",
+    src.CONNECTED: "green",
+    src.RECONNECTING: "bold red",
+    src.ENDED: "dim",
+    src.FAILED: "bold red",
 }
 PHASE_STYLE = {READY: "bold green", CRASHED: "bold white on red"}
 LEVEL_STYLE = {"ok": "green", "warning": "yellow", "error": "bold red", "unknown": "dim"}
@@ -77,7 +77,7 @@ class HeaderBar(Static):
             text.append(source.label, style="bold")
             text.append("  ")
             text.append(source.state, style=STATE_STYLE.get(source.state, ""))
-            if source.state == ev.RECONNECTING or source.ended:
+            if source.state == src.RECONNECTING or source.ended:
                 text.append(f" ({source.detail})", style="dim")
             text.append(f" · {_ago(source.staleness(now))}", style="dim")
             if source.backfill is not None:

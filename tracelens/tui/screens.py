@@ -13,7 +13,7 @@ from textual.widgets import Button, Input, Label, SelectionList, Static
 
 from tracelens.errors import InputError
 from tracelens.live.index import LineFilter, check_pattern, parse_rank
-from tracelens.schema import KINDS
+from tracelens.tables.schema import KINDS
 
 KEYS: tuple[tuple[str, str], ...] = (
     ("/", "search the log (regex); n next match, N previous"),

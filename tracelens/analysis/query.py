@@ -5,8 +5,8 @@ from __future__ import annotations
 import polars as pl
 
 from tracelens.errors import InputError
-from tracelens.schema import TABLES
-from tracelens.tables import Tables, collect
+from tracelens.tables.frames import Tables, collect
+from tracelens.tables.schema import TABLES
 
 
 def run_sql(tables: Tables, query: str) -> pl.DataFrame:

@@ -9,8 +9,8 @@ import polars as pl
 
 from tracelens.analysis import Analysis
 from tracelens.analysis.per_run import STEADY_STATS, stat_column
-from tracelens.schema import KINDS, A, C, T
-from tracelens.tables import collect
+from tracelens.tables.frames import collect
+from tracelens.tables.schema import KINDS, A, C, T
 
 SUMMARY_VERSION = 1
 

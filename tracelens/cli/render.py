@@ -12,9 +12,10 @@ from rich.table import Table
 from rich.text import Text
 
 from tracelens.analysis import Analysis
+from tracelens.formatting import BENCH_COLUMNS
 from tracelens.parsers.explain import Explanation
-from tracelens.schema import TABLES, A, C, T
-from tracelens.tables import Tables
+from tracelens.tables.frames import Tables
+from tracelens.tables.schema import TABLES, A, C, T
 
 
 def _fmt(value: float | None, digits: int = 2) -> str:
@@ -216,21 +217,6 @@ def render_findings(console: Console, analysis: Analysis) -> None:
             _hanging(console, Text.assemble("      ", (f"{ev.where}: ", "dim"), shown), 8)
     errors = len(analysis.errors)
     console.print(f"\n{len(analysis.findings)} finding(s), {errors} error(s)")
-
-
-# (header, column, digits) of the client-side benchmark table, in `compare` and the report
-BENCH_COLUMNS = (
-    ("requests", A.BENCH_REQUESTS, 0),
-    ("accept len (client)", A.BENCH_ACCEPT_LENGTH, 2),
-    ("accept len (server)", A.MEAN_ACCEPT_LEN, 2),
-    ("out tok/s (client)", A.BENCH_OUTPUT_THROUGHPUT, 1),
-    ("tok/s (server)", A.MEAN_GEN_THROUGHPUT, 1),
-    ("req/s", A.BENCH_REQUEST_THROUGHPUT, 2),
-    ("TTFT ms", A.BENCH_MEAN_TTFT_MS, 1),
-    ("TPOT ms", A.BENCH_MEAN_TPOT_MS, 2),
-    ("ITL ms", A.BENCH_MEAN_ITL_MS, 2),
-    ("E2E ms", A.BENCH_MEAN_E2E_MS, 1),
-)
 
 
 def render_benchmarks(console: Console, analysis: Analysis) -> None:

@@ -14,11 +14,14 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from tracelens import __version__, cli_dataset, cli_live, cli_parse
-from tracelens.analysis import Analysis
+from tracelens import __version__
+from tracelens.analysis import Analysis, analyze_tables
 from tracelens.analysis.expectations import Expectations
-from tracelens.cli_dataset import DatasetOpt, LockTimeoutOpt, NoCacheOpt, logs_dataset
-from tracelens.cli_options import (
+from tracelens.cli import dataset as cli_dataset
+from tracelens.cli import live as cli_live
+from tracelens.cli import parse as cli_parse
+from tracelens.cli.dataset import DatasetOpt, LockTimeoutOpt, NoCacheOpt, logs_dataset
+from tracelens.cli.options import (
     DEFAULT_STALL,
     BaselineOpt,
     DraftConfigOpt,
@@ -31,17 +34,17 @@ from tracelens.cli_options import (
     date_option,
     expectations_from,
 )
-from tracelens.engine.lock import DEFAULT_LOCK_TIMEOUT
-from tracelens.errors import InputError
-from tracelens.parsers import ParseOptions
-from tracelens.render import (
+from tracelens.cli.render import (
     render_comparison,
     render_explanation,
     render_findings,
     render_frame,
     render_summary,
 )
-from tracelens.tables import Tables
+from tracelens.engine.lock import DEFAULT_LOCK_TIMEOUT
+from tracelens.errors import InputError
+from tracelens.parsers import ParseOptions
+from tracelens.tables.frames import Tables
 
 app = typer.Typer(
     name="tracelens",
@@ -59,7 +62,7 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 def _sample_logs() -> Path:
     """The sample logs: inside the installed package (a wheel ships them as `tracelens/sample_logs`),
     else in the checkout beside the package."""
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parent.parent  # the tracelens package
     packaged = here / "sample_logs"
     return packaged if packaged.is_dir() else here.parent / "sample_logs"
 
@@ -171,7 +174,7 @@ def summary(
     lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT,
 ) -> None:
     """Per source and run: time span, lines by kind, speculative config, accept len and throughput, faults."""
-    from tracelens.summary import summarize
+    from tracelens.analysis.summary import summarize
 
     def show(analysis: Analysis) -> None:
         result = summarize(analysis)
@@ -196,7 +199,7 @@ def explain(
 ) -> None:
     """Show how one line is read: wrappers and prefix, kind, parsed fields; for an unread line, the closest
     kind and where the line stopped matching it."""
-    from tracelens.ingest import explain_file_line, explain_text
+    from tracelens.engine.ingest import explain_file_line, explain_text
 
     if (where is None) == (line is None):
         raise InputError("give either PATH:LINE or --line TEXT")
@@ -219,10 +222,9 @@ def _analyse(
     stall_seconds: float = DEFAULT_STALL,
 ) -> None:
     """Parse ``paths`` into their dataset, analyse it and ``show`` the result, under the dataset's read lock."""
-    from tracelens.analysis import analyze
-
     with logs.open(paths) as folder:
-        show(analyze([folder], expectations, baseline=baseline, stall_seconds=stall_seconds))
+        tables = Tables.read_dataset(folder)
+        show(analyze_tables(tables, expectations, baseline=baseline, stall_seconds=stall_seconds))
 
 
 @app.command()
@@ -349,7 +351,7 @@ def sql(
     lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT,
 ) -> None:
     """Run SQL (polars SQL) over every table of the parsed logs."""
-    from tracelens.query import run_sql
+    from tracelens.analysis.query import run_sql
 
     with _Logs(date, quiet or csv, dataset, no_cache, lock_timeout).open(paths) as folder:
         frame = run_sql(Tables.read_dataset(folder), query)
@@ -371,7 +373,7 @@ def demo(
 ) -> None:
     """Parse the bundled sample logs (an EAGLE-3 tuning story), print their summary and write their HTML
     report."""
-    from tracelens.summary import summarize
+    from tracelens.analysis.summary import summarize
 
     if not logs.is_dir():
         raise InputError(f"sample logs not found at {logs}")
@@ -409,7 +411,3 @@ def main() -> None:
             markup=False,
         )
         sys.exit(1)
-
-
-if __name__ == "__main__":
-    main()

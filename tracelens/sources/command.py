@@ -13,12 +13,11 @@ import select
 import signal
 import subprocess
 import threading
-from collections.abc import Callable
 
-from tracelens.live.events import LinesAppended, SourceConnected, SourceEnded, SourceEvent
-from tracelens.live.lines import LineCutter
+from tracelens.sources.events import LinesAppended, SourceConnected, SourceEnded
+from tracelens.sources.lines import LineCutter
+from tracelens.sources.protocol import Emit
 
-Emit = Callable[[SourceEvent], None]
 READ_BYTES = 1 << 16
 WAKE_SECONDS = 0.1
 

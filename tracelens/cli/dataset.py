@@ -19,12 +19,12 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from tracelens.cli.progress import engine_progress
 from tracelens.engine import EngineOptions, Report, parse_to_dataset, reading_dataset
 from tracelens.engine.cache import clear, dataset_for, entries, mark_used, resolve_args
 from tracelens.engine.lock import DEFAULT_LOCK_TIMEOUT
 from tracelens.errors import InputError
-from tracelens.progress import engine_progress
-from tracelens.tables import Tables
+from tracelens.tables.frames import Tables
 
 _PANEL = "Dataset and cache"
 

@@ -14,9 +14,10 @@ import polars as pl
 
 from tracelens.parsers import ParseOptions, ParseState
 from tracelens.parsers.pipeline import parse_block
-from tracelens.schema import C
-from tracelens.sources import Block, block_lines
-from tracelens.tables import Tables
+from tracelens.sources.files import block_lines
+from tracelens.sources.protocol import Block
+from tracelens.tables.frames import Tables
+from tracelens.tables.schema import C
 
 
 @dataclass(frozen=True)

@@ -1,28 +1,33 @@
-"""Parse whole sources: read blocks in order, carry the parse state between them, finalize once."""
+"""Parse whole sources in memory: read blocks in order, carry the parse state between them, finalize
+once. Also `analyze`, the Python entry point (`tracelens.analyze`): logs or a dataset in, an `Analysis`
+out."""
 
 from __future__ import annotations
 
 import datetime as dt
+import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import polars as pl
 
+from tracelens.analysis import Analysis, analyze_tables, startup
+from tracelens.analysis.expectations import Expectations
+from tracelens.engine.stream import parse_blocks
 from tracelens.errors import InputError
-from tracelens.evidence import open_member, read_source_lines, split_source
 from tracelens.parsers import ParseOptions, ParseState, parse_lines
 from tracelens.parsers.explain import Explanation, explain
 from tracelens.parsers.finalize import finalize
-from tracelens.schema import C, T
-from tracelens.sources import (
+from tracelens.sources.archives import open_member, read_source_lines, split_source
+from tracelens.sources.files import (
     DEFAULT_BLOCK_BYTES,
     blocks_from_stream,
     expand_paths,
     iter_blocks,
     lines_of_text,
 )
-from tracelens.stream import parse_blocks
-from tracelens.tables import Tables
+from tracelens.tables.frames import Tables
+from tracelens.tables.schema import C, T
 
 # Called with (source, bytes just read) after each block, for progress bars.
 Progress = Callable[[str, int], None]
@@ -101,3 +106,23 @@ def explain_file_line(path: Path, line_no: int, options: ParseOptions | None = N
     spans = [(line_no, row[C.BYTE_OFFSET], row[C.BYTE_LEN])]
     text = read_source_lines(source, spans).get(line_no, "")
     return explain(tables, source, line_no, text, opts.base_date)
+
+
+def analyze(
+    paths_or_dataset: Iterable[str | os.PathLike[str]] | Tables,
+    expectations: Expectations | None = None,
+    *,
+    baseline: str | None = None,
+    stall_seconds: float = startup.DEFAULT_STALL_SECONDS,
+    options: ParseOptions | None = None,
+) -> Analysis:
+    """Parse (unless given tables) and analyse logs. ``baseline``: a run label such as `baseline.log#1`."""
+    paths = None if isinstance(paths_or_dataset, Tables) else [Path(p) for p in paths_or_dataset]
+    if paths is None:
+        tables = paths_or_dataset
+    elif len(paths) == 1 and Tables.is_dataset(paths[0]):
+        # Evidence text stays on disk: only the cited lines are read from it.
+        tables = Tables.read_dataset(paths[0])
+    else:
+        tables = parse_paths(paths, options)
+    return analyze_tables(tables, expectations, baseline=baseline, stall_seconds=stall_seconds)

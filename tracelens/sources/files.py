@@ -14,7 +14,6 @@ import io
 import lzma
 import os
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -23,7 +22,8 @@ import polars as pl
 import pyarrow as pa
 
 from tracelens.errors import InputError, SourceReadError
-from tracelens.schema import C
+from tracelens.sources.protocol import Block
+from tracelens.tables.schema import C
 
 DEFAULT_BLOCK_BYTES = 8 << 20
 
@@ -37,16 +37,6 @@ _MAGIC: list[tuple[bytes, str]] = [
     (b"BZh", "bz2"),
     (b"\xfd7zXZ\x00", "xz"),
 ]
-
-
-@dataclass(frozen=True)
-class Block:
-    """A line-aligned slice of one source."""
-
-    source: str
-    first_line_no: int  # 1-based number of the block's first line
-    start_offset: int  # byte offset of the block in the (decompressed) source
-    data: bytes
 
 
 def compression_of(path: Path) -> str | None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tracelens.errors import InputError
-from tracelens.sources import _looks_like_log, compression_of, files_under, open_source
+from tracelens.sources.files import _looks_like_log, compression_of, files_under, open_source
 
 FILE = "file"
 TAR = "tar"

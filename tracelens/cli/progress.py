@@ -18,7 +18,7 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 
-from tracelens.sources import compression_of
+from tracelens.sources.files import compression_of
 
 
 def _bar() -> Progress:

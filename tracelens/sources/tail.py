@@ -10,22 +10,19 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
 from pathlib import Path
 
-from tracelens.live.events import (
+from tracelens.sources.events import (
     BackfillProgressed,
     FileRotated,
     FileTruncated,
     LinesAppended,
     SourceConnected,
-    SourceEvent,
     TailPreviewed,
 )
-from tracelens.live.lines import LineCutter
-from tracelens.live.store import FileGeneration
-
-Emit = Callable[[SourceEvent], None]
+from tracelens.sources.generation import FileGeneration
+from tracelens.sources.lines import LineCutter
+from tracelens.sources.protocol import Emit
 
 # A new line waits for the next look at the file: half this on average (a look that finds nothing is
 # three system calls).

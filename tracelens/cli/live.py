@@ -18,7 +18,7 @@ from typing import Annotated
 
 import typer
 
-from tracelens.cli_options import (
+from tracelens.cli.options import (
     DEFAULT_STALL,
     BaselineOpt,
     DraftConfigOpt,
@@ -134,7 +134,7 @@ def follow(
     """Follow logs as they grow and print new findings, source states and each run's stats (phase,
     accept len, tok/s) as they arrive. Ends when every source has ended (stdin closed, the command
     exited, the replay finished); files and ssh sources are followed until Ctrl-C."""
-    from tracelens.live.printer import FollowPrinter
+    from tracelens.cli.printer import FollowPrinter
 
     expect = expectations_from(
         draft_config, target_config, expectations_file, expect_aux, hidden_size, embed_capture

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from tracelens.schema import KIND_TABLE, C, T
-from tracelens.tables import Tables
+from tracelens.tables.frames import Tables
+from tracelens.tables.schema import KIND_TABLE, C, T
 
 
 @dataclass

@@ -33,20 +33,17 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from tracelens.live.events import (
+from tracelens.sources.events import (
     FileRotated,
     FileTruncated,
     LinesAppended,
     SourceConnected,
     SourceDisconnected,
-    SourceEvent,
 )
-from tracelens.live.lines import LineCutter
-
-Emit = Callable[[SourceEvent], None]
+from tracelens.sources.lines import LineCutter
+from tracelens.sources.protocol import Emit
 
 SSH_OPTIONS = (
     "-o",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import polars as pl
 
-from tracelens.schema import TABLES, C, T, empty, polars_schema
+from tracelens.tables.schema import TABLES, C, T, empty, polars_schema
 
 # The dataset's hidden metadata folder (manifest, journal), as the batch engine names it.
 DATASET_META = ".tracelens"
