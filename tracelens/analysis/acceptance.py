@@ -176,15 +176,17 @@ def change_points(
                     A.AFTER: after,
                 }
             )
-    schema = {
-        C.SOURCE: pl.String,
-        C.RUN: pl.Int32,
-        A.METRIC: pl.String,
-        C.TS: pl.Datetime("us"),
-        C.LINE_NO: pl.Int64,
-        A.BEFORE: pl.Float64,
-        A.AFTER: pl.Float64,
-    }
+    schema = pl.Schema(
+        {
+            C.SOURCE: pl.String(),
+            C.RUN: pl.Int32(),
+            A.METRIC: pl.String(),
+            C.TS: pl.Datetime("us"),
+            C.LINE_NO: pl.Int64(),
+            A.BEFORE: pl.Float64(),
+            A.AFTER: pl.Float64(),
+        }
+    )
     return pl.DataFrame(rows, schema=schema)
 
 

@@ -57,16 +57,18 @@ def speedups(series: pl.DataFrame, runs: pl.DataFrame, baselines: pl.DataFrame) 
         label = runs.filter((pl.col(C.SOURCE) == source) & (pl.col(C.RUN) == run)).item(0, A.LABEL)
         result = _speedup(by_label.get(label), by_label.get(baseline))
         rows.append({C.SOURCE: source, C.RUN: run, A.BASELINE: baseline, **result})
-    schema = {
-        C.SOURCE: pl.String,
-        C.RUN: pl.Int32,
-        A.BASELINE: pl.String,
-        A.SPEEDUP: pl.Float64,
-        A.SPEEDUP_LOW: pl.Float64,
-        A.SPEEDUP_HIGH: pl.Float64,
-        A.MATCHED_BATCH_SIZES: pl.List(pl.Int64),
-        A.SAMPLES: pl.Int64,
-    }
+    schema = pl.Schema(
+        {
+            C.SOURCE: pl.String(),
+            C.RUN: pl.Int32(),
+            A.BASELINE: pl.String(),
+            A.SPEEDUP: pl.Float64(),
+            A.SPEEDUP_LOW: pl.Float64(),
+            A.SPEEDUP_HIGH: pl.Float64(),
+            A.MATCHED_BATCH_SIZES: pl.List(pl.Int64()),
+            A.SAMPLES: pl.Int64(),
+        }
+    )
     return pl.DataFrame(rows, schema=schema)
 
 
@@ -78,7 +80,7 @@ def _groups(frame: pl.DataFrame) -> dict[int, np.ndarray]:
 
 
 def _speedup(candidate: pl.DataFrame | None, baseline: pl.DataFrame | None) -> dict[str, object]:
-    empty = {
+    empty: dict[str, object] = {
         A.SPEEDUP: None,
         A.SPEEDUP_LOW: None,
         A.SPEEDUP_HIGH: None,

@@ -7,6 +7,8 @@ not a fault. Each change point is compared with the `WINDOW` decode rounds on ei
 
 from __future__ import annotations
 
+from typing import cast
+
 import polars as pl
 
 from tracelens.analysis.runs import RUN_KEY
@@ -35,8 +37,10 @@ def explain_steps(changes: pl.DataFrame, series: pl.DataFrame) -> pl.DataFrame:
         after = rows.filter(pl.col(C.LINE_NO) >= line_no).head(WINDOW)
         note = None
         for column, words, fmt in LOADS:
-            a, b = before.get_column(column).mean(), after.get_column(column).mean()
-            if _shift(a, b) >= MIN_SHIFT:  # type: ignore[arg-type]
+            # means of numeric columns: floats, or None for an empty window
+            a = cast("float | None", before.get_column(column).mean())
+            b = cast("float | None", after.get_column(column).mean())
+            if _shift(a, b) >= MIN_SHIFT:
                 note = f"{words} went from {a:{fmt}} to {b:{fmt}} on average"
                 break
         notes.append(note)

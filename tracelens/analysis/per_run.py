@@ -86,8 +86,10 @@ def series_by_run(
     """The decode series of every run of ``runs`` (labelled), made one run at a time."""
     wanted = set(keep_steady)
     keys = [(source, run) for source, run in runs.select(RUN_KEY).iter_rows()]
-    series, means, rates, definitions, len_changes, tput_changes, speed = [], [], [], [], [], [], []
-    rounds, distributions, batch_pairs = [], [_DISTRIBUTION], [_PAIRS]
+    frames: tuple[list[pl.DataFrame], ...] = ([], [], [], [], [], [], [])
+    series, means, rates, definitions, len_changes, tput_changes, speed = frames
+    rounds: list[pl.DataFrame] = []
+    distributions, batch_pairs = [_DISTRIBUTION], [_PAIRS]
     batches = tables.per_run(T.BATCHES, keys, BATCH_COLUMNS, DECODE)
     for key, rows in batches:
         if not rows.height:
@@ -137,7 +139,7 @@ def stat_column(column: str, stat: str) -> str:
 
 def steady_stats() -> list[pl.Expr]:
     """`STEADY_STATS` as aggregations, on every steady round of a run (so a thinned series changes none)."""
-    out = []
+    out: list[pl.Expr] = []
     for column, stats in STEADY_STATS:
         values = pl.col(column).cast(pl.Float64).fill_nan(None).drop_nulls()
         made = {

@@ -101,7 +101,8 @@ def pair_counts(frame: pl.DataFrame, x: str, y: str, limit: int = PAIR_POINTS) -
         pairs = exact.group_by(xs.alias(x), ys.alias(y)).agg(pl.col("count").sum().cast(pl.UInt32)).sort(x, y)
         if pairs.height <= limit:
             return pairs
-        y_span = float(data.get_column(y).max() - data.get_column(y).min())  # type: ignore[operator]
+        values = data.get_column(y)
+        y_span = float(values.max() - values.min())  # type: ignore[operator,arg-type]
         if y_step == 0:
             y_step = 0.01
         elif y_step < y_span:

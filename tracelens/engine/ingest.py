@@ -117,10 +117,11 @@ def analyze(
     options: ParseOptions | None = None,
 ) -> Analysis:
     """Parse (unless given tables) and analyse logs. ``baseline``: a run label such as `baseline.log#1`."""
-    paths = None if isinstance(paths_or_dataset, Tables) else [Path(p) for p in paths_or_dataset]
-    if paths is None:
-        tables = paths_or_dataset
-    elif len(paths) == 1 and Tables.is_dataset(paths[0]):
+    if isinstance(paths_or_dataset, Tables):
+        return analyze_tables(paths_or_dataset, expectations, baseline=baseline, stall_seconds=stall_seconds)
+    paths = [Path(p) for p in paths_or_dataset]
+    tables: Tables
+    if len(paths) == 1 and Tables.is_dataset(paths[0]):
         # Evidence text stays on disk: only the cited lines are read from it.
         tables = Tables.read_dataset(paths[0])
     else:

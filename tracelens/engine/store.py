@@ -8,14 +8,17 @@ from __future__ import annotations
 import json
 import posixpath
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any, BinaryIO, Final
 
 import polars as pl
+
+if TYPE_CHECKING:
+    import pyarrow.parquet as pq
 
 FAULTS_PRE = "_faults_pre"  # faults before crash groups share their exception (see task.py)
 META = ".tracelens"  # hidden from Spark, DuckDB and polars globs of `<table>/*.parquet`
 # zstd(1): lz4 writes about 20% faster but twice the bytes (bench/writers.py, ARCHITECTURE.md).
-PARQUET_COMPRESSION = "zstd"
+PARQUET_COMPRESSION: Final = "zstd"
 PARQUET_LEVEL = 1  # fast to write; the logs' repetitive columns compress well anyway
 DICTIONARY_COLUMNS = ("source", "kind")
 # Min/max statistics only on the columns a reader filters by (DuckDB, Spark, polars push `source`,
@@ -124,8 +127,8 @@ class ParquetPart:
         self.rel = rel
         self.tmp = tmp
         self.rels: list[str] = []  # files closed so far
-        self.writer = None
-        self.sink = None
+        self.writer: pq.ParquetWriter | None = None
+        self.sink: str | BinaryIO | None = None
         self.columns: list[str] = []
 
     def write(self, frame: pl.DataFrame) -> None:
@@ -134,11 +137,11 @@ class ParquetPart:
         if self.writer is not None and not set(filled) <= set(self.columns):
             self._close_file()
         if self.writer is None:
-            self._open(frame, filled)
+            self.writer = self._open(frame, filled)
         self.writer.write_table(frame.select(self.columns).to_arrow().cast(self.writer.schema))
 
-    def _open(self, frame: pl.DataFrame, columns: list[str]) -> None:
-        import pyarrow.parquet as pq
+    def _open(self, frame: pl.DataFrame, columns: list[str]) -> pq.ParquetWriter:
+        import pyarrow.parquet as pq  # only where a part file is written: it takes a while to import
 
         self.columns = columns or frame.columns[:1]
         schema = frame.select(self.columns).to_arrow().schema
@@ -146,7 +149,7 @@ class ParquetPart:
         self.sink = path if self.store.local else self.store.fs.open(path, "wb")
         # Dictionary pages only for the columns that repeat one value (source, kind): for the
         # rest they cost a third of the write time and zstd compresses better without them.
-        self.writer = pq.ParquetWriter(
+        return pq.ParquetWriter(
             self.sink,
             schema,
             compression=PARQUET_COMPRESSION,
@@ -163,8 +166,9 @@ class ParquetPart:
 
     def _close_file(self) -> None:
         n = len(self.rels)
-        self.writer.close()
-        if not isinstance(self.sink, str):
+        if self.writer is not None:
+            self.writer.close()
+        if self.sink is not None and not isinstance(self.sink, str):
             self.sink.close()
         self.store.fs.mv(self.store.path(self._tmp_of(n)), self.store.path(self._rel_of(n)))
         self.rels.append(self._rel_of(n))

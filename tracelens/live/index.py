@@ -33,7 +33,7 @@ class _Column:
     """A numpy array that grows by doubling."""
 
     def __init__(self, dtype: type, fill: int) -> None:
-        self.data = np.full(1024, fill, dtype=dtype)
+        self.data: np.ndarray = np.full(1024, fill, dtype=dtype)
         self.fill = fill
         self.size = 0
 

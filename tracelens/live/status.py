@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 
@@ -194,7 +194,7 @@ def run_status(analysis: Analysis, source: str) -> RunStatus:
     row = runs.row(-1, named=True)
     run = int(row[C.RUN])
     timed = lines.filter((pl.col(C.RUN) == run) & pl.col(C.TS).is_not_null())
-    last_ts = timed.get_column(C.TS).max() if timed.height else None
+    last_ts = cast("dt.datetime | None", timed.get_column(C.TS).max()) if timed.height else None
     phase, detail, elapsed, expected = _phase(analysis, source, run, last_ts, row)
     series = analysis.series.filter((pl.col(C.SOURCE) == source) & (pl.col(C.RUN) == run))
     embed = analysis.embed.filter((pl.col(C.SOURCE) == source) & (pl.col(C.RUN) == run))

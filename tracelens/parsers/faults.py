@@ -11,6 +11,7 @@ from functools import cache
 import polars as pl
 
 from tracelens.parsers.distinct import groups_expr
+from tracelens.parsers.first_match import first_match
 from tracelens.parsers.kinds import FAULT_PHRASES
 from tracelens.tables.schema import COMMON_COLUMNS, C, T, W, conform
 
@@ -27,10 +28,9 @@ EXCEPTION_LINE_PATTERN = rf"^(?P<type>{EXCEPTION_NAME})(?::\s*(?P<msg>.*))?$"
 @cache  # one chain of thirty phrases, built once rather than per block
 def fault_kind_expr() -> pl.Expr:
     """The fault kind of a clean line, from the first phrase it contains."""
-    expr: pl.Expr | pl.When | pl.Then = pl
-    for phrase, kind in FAULT_PHRASES:
-        expr = expr.when(pl.col(W.CLEAN).str.contains(phrase, literal=True)).then(pl.lit(kind))  # type: ignore[union-attr]
-    return expr.otherwise(None)  # type: ignore[union-attr]
+    return first_match(
+        (pl.col(W.CLEAN).str.contains(phrase, literal=True), pl.lit(kind)) for phrase, kind in FAULT_PHRASES
+    )
 
 
 def parse_faults(df: pl.DataFrame) -> pl.DataFrame:

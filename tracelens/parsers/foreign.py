@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from tracelens.parsers.distinct import groups_expr
+from tracelens.parsers.first_match import first_match
 from tracelens.tables.schema import COMMON_COLUMNS, C, T, W, conform
 
 _LEVELS = r"DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL"
@@ -49,10 +50,9 @@ _GLOG_LEVELS = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "FATAL", "WARN":
 
 def format_expr() -> pl.Expr:
     """The foreign format name a clean line matches, or null."""
-    expr: pl.Expr | pl.When | pl.Then = pl
-    for fmt in FOREIGN_FORMATS:
-        expr = expr.when(pl.col(W.CLEAN).str.contains(fmt.pattern)).then(pl.lit(fmt.name))  # type: ignore[union-attr]
-    return expr.otherwise(None)  # type: ignore[union-attr]
+    return first_match(
+        (pl.col(W.CLEAN).str.contains(fmt.pattern), pl.lit(fmt.name)) for fmt in FOREIGN_FORMATS
+    )
 
 
 def parse_foreign(df: pl.DataFrame) -> pl.DataFrame:

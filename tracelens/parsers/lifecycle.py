@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from tracelens.parsers.first_match import first_match
 from tracelens.parsers.kinds import LIFECYCLE_EVENTS
 from tracelens.tables.schema import COMMON_COLUMNS, C, T, W, conform
 
@@ -16,11 +17,10 @@ def _number(pattern: str) -> pl.Expr:
 
 def event_expr() -> pl.Expr:
     """The lifecycle event name of a message, or null."""
-    expr: pl.Expr | pl.When | pl.Then = pl
-    for event in LIFECYCLE_EVENTS:
-        test = pl.any_horizontal(*(pl.col(W.BODY).str.starts_with(s) for s in event.starts))
-        expr = expr.when(test).then(pl.lit(event.event))  # type: ignore[union-attr]
-    return expr.otherwise(None)  # type: ignore[union-attr]
+    return first_match(
+        (pl.any_horizontal(*(pl.col(W.BODY).str.starts_with(s) for s in event.starts)), pl.lit(event.event))
+        for event in LIFECYCLE_EVENTS
+    )
 
 
 def parse_lifecycle(df: pl.DataFrame) -> pl.DataFrame:

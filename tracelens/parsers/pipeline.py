@@ -19,6 +19,7 @@ from tracelens.parsers.batch import parse_batches
 from tracelens.parsers.bench_serving import parse_benchmarks
 from tracelens.parsers.debug import parse_debug
 from tracelens.parsers.faults import EXCEPTION_NAME, parse_faults
+from tracelens.parsers.first_match import first_match
 from tracelens.parsers.foreign import format_expr, parse_foreign
 from tracelens.parsers.http import parse_http
 from tracelens.parsers.kinds import ROUTES, Route
@@ -92,10 +93,9 @@ _BULK_ROUTES = 2
 def route_expr(routes: tuple[Route, ...], otherwise: str | None = Kind.UNPARSED) -> pl.Expr:
     """The kind of each line, first match in ``routes`` order, from literal tests only (foreign formats
     are recognised afterwards, on the few lines no route took)."""
-    expr = pl.when(_blank()).then(pl.lit(Kind.BLANK))
-    for route in routes:
-        expr = expr.when(_route_test(route, _contains(route))).then(pl.lit(route.kind))
-    return expr.otherwise(pl.lit(otherwise, dtype=pl.String))
+    cases = [(_blank(), pl.lit(Kind.BLANK))]
+    cases += [(_route_test(route, _contains(route)), pl.lit(route.kind)) for route in routes]
+    return first_match(cases, pl.lit(otherwise, dtype=pl.String))
 
 
 def add_kinds(df: pl.DataFrame) -> pl.DataFrame:

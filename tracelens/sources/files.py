@@ -15,7 +15,7 @@ import lzma
 import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO, BinaryIO
 
 import numpy as np
 import polars as pl
@@ -63,7 +63,7 @@ def open_source(path: Path) -> BinaryIO:
     return path.open("rb")
 
 
-def decompressing(fh: BinaryIO) -> BinaryIO:
+def decompressing(fh: IO[bytes]) -> BinaryIO:
     """A stream that cannot seek (an archive member), decompressed when its first bytes say so."""
     head = fh.peek(6)[:6] if hasattr(fh, "peek") else b""
     kind = next((name for magic, name in _MAGIC if head.startswith(magic)), None)
@@ -75,7 +75,7 @@ def decompressing(fh: BinaryIO) -> BinaryIO:
         return lzma.LZMAFile(fh)  # type: ignore[return-value]
     if kind == "zst":
         return ZstdStream(fh)  # type: ignore[return-value]
-    return fh
+    return fh  # type: ignore[return-value]
 
 
 class ZstdStream(io.RawIOBase):
@@ -85,7 +85,7 @@ class ZstdStream(io.RawIOBase):
 
     _CHUNK = 1 << 16
 
-    def __init__(self, raw: BinaryIO) -> None:
+    def __init__(self, raw: IO[bytes]) -> None:
         import zstandard
 
         self._raw = raw

@@ -226,9 +226,10 @@ class SshFollower:
                         continue
                     if header is not None:  # what a login script prints before it is not the file's
                         header += data
-                        data = self._header(header, emit)
-                        if data is None:
+                        rest = self._header(header, emit)
+                        if rest is None:
                             continue
+                        data = rest
                         header = None
                         connected = True
                     message = self._take(cutter.feed(data), emit)
