@@ -1,7 +1,9 @@
 """`pip install tracelens` then `tracelens demo`, outside any checkout: the wheel is built from this
 checkout, installed into a fresh virtualenv, and its `tracelens` script runs the demo from a folder that
-holds nothing else. The dependencies (polars, pyarrow, ...) come from the test's own environment through
-a .pth file, so that the test needs no network for them; the package itself comes only from the wheel."""
+holds nothing else; the sample-log generator shipped inside it (`python -m tracelens.sample_logs`)
+writes the committed logs byte for byte. The dependencies (polars, pyarrow, ...) come from the test's
+own environment through a .pth file, so that the test needs no network for them; the package itself
+comes only from the wheel."""
 
 from __future__ import annotations
 
@@ -73,3 +75,18 @@ def test_demo_works_from_an_installed_wheel(tmp_path: Path) -> None:
     assert demo.returncode == 0, demo.stderr
     assert "eagle3_fixed" in demo.stdout and "17 run(s)" in demo.stdout, demo.stdout
     assert (elsewhere / "report.html").stat().st_size > 100_000
+
+    # The generator ships inside the wheel too (relative imports only), and writes the same bytes there.
+    regenerated = elsewhere / "regenerated"
+    generated = subprocess.run(
+        [str(python), "-m", "tracelens.sample_logs", "--out", str(regenerated)],
+        capture_output=True,
+        text=True,
+        cwd=elsewhere,
+        env=env,
+        timeout=300,
+    )
+    assert generated.returncode == 0, generated.stderr[-3000:]
+    assert sorted(p.name for p in regenerated.iterdir()) == sorted(p.name for p in SAMPLE_LOGS.glob("*.log*"))
+    differ = [p.name for p in regenerated.iterdir() if p.read_bytes() != (SAMPLE_LOGS / p.name).read_bytes()]
+    assert not differ, differ
