@@ -3,7 +3,7 @@ and the same analysis re-runs on everything seen so far, at a bounded rate.
 
 In this process, threads that never parse:
 
-- one per source, running its follower (`tail`, `remote`, `command`, `replay`), which puts source
+- one per source, running its follower (`tracelens.sources`: `tail`, `ssh`, `command`, `replay`), which puts source
   events on a bounded queue (a fast reader waits for the parser instead of filling memory);
 - the pump, which drains the queue, stores the text, indexes the lines for the log view (the view has
   them at once) and hands them to the worker.

@@ -144,7 +144,7 @@ def _add_foreign(df: pl.DataFrame) -> pl.DataFrame:
 def parse_lines(
     lines: pl.DataFrame, state: ParseState | None = None, options: ParseOptions | None = None
 ) -> tuple[Tables, ParseState]:
-    """Parse one block of lines of one source (columns as made by `sources.block_lines`)."""
+    """Parse one block of lines of one source (columns as made by `sources.files.block_lines`)."""
     tables, state, _ = parse_block(lines, state, options, final=True)
     return tables, state
 
