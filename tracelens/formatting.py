@@ -1,8 +1,141 @@
-"""How numbers, durations and names look, in one place for every view (the CLI, the report, the TUI)."""
+"""How numbers, durations, the speculative config and severities look, in one place for every view (the
+CLI, the report, the TUI): the same value reads the same everywhere.
+
+Pure functions from values to strings, and the tables of style names the terminal views colour with.
+A missing value (`None`) shows as `-`. Severities and statuses are looked up by their string values
+("info", "warning", "error"; "broken", ...), so an enum whose members are those strings works too.
+"""
 
 from __future__ import annotations
 
-from tracelens.tables.schema import A
+import datetime as dt
+from collections.abc import Mapping
+from typing import Any
+
+from tracelens.tables.schema import A, C
+
+MISSING = "-"
+
+# ----------------------------------------------------------------------------- numbers
+
+
+def number(value: float | None, digits: int = 2, suffix: str = "") -> str:
+    """`2.88`, with ``digits`` decimals (and a unit ``suffix``)."""
+    return MISSING if value is None else f"{value:.{digits}f}{suffix}"
+
+
+def percent(value: float | None) -> str:
+    """A share as a whole percentage: 0.472 -> `47%`."""
+    return MISSING if value is None else f"{value:.0%}"
+
+
+def significant(value: float) -> str:
+    """Three significant digits, for values of any size (norms of hidden states): `10.6`, `1.23e+04`."""
+    return f"{value:.3g}"
+
+
+def speedup(value: float | None, low: float | None = None, high: float | None = None) -> str:
+    """`1.05x`, with its interval when both ends are known: `1.05x [0.98-1.12]`."""
+    if value is None:
+        return MISSING
+    return f"{value:.2f}x{speedup_interval(low, high, lead=' ')}"
+
+
+def speedup_interval(low: float | None, high: float | None, lead: str = "") -> str:
+    """`[0.98-1.12]` (after ``lead``), or nothing when an end is unknown."""
+    return "" if low is None or high is None else f"{lead}[{low:.2f}-{high:.2f}]"
+
+
+# ----------------------------------------------------------------------------- time
+
+
+def timestamp(value: dt.datetime | None) -> str:
+    """A log's instant to the second, as its lines print it: `2025-03-02 10:00:05`."""
+    return MISSING if value is None else value.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def duration(seconds: float | None, compact: bool = False) -> str:
+    """A duration a person reads at a glance: `45 s`, `3 min 05 s`, `2 h 03 min`; with ``compact``
+    (terminal columns) `45s`, `3m05s`, `2h03m`."""
+    if seconds is None:
+        return MISSING
+    total = round(seconds)
+    s, m, h = ("s", "m", "h") if compact else (" s", " min ", " h ")
+    if total < 120:
+        return f"{total}{s}"
+    if total < 7200:
+        return f"{total // 60}{m}{total % 60:02d}{s}"
+    return f"{total // 3600}{h}{total % 3600 // 60:02d}{m.rstrip()}"
+
+
+def ago(seconds: float | None) -> str:
+    """How long since a source last sent something: `live`, `42s ago`, `3m ago`."""
+    if seconds is None:
+        return "no data yet"
+    if seconds < 1:
+        return "live"
+    if seconds < 120:
+        return f"{seconds:.0f}s ago"
+    return f"{seconds / 60:.0f}m ago"
+
+
+# ----------------------------------------------------------------------------- speculative config
+
+# (summary JSON key, run column, long name, short name)
+_SPEC_PARTS = (
+    ("num_steps", C.SPEC_NUM_STEPS, "steps", "s"),
+    ("eagle_topk", C.SPEC_EAGLE_TOPK, "topk", "k"),
+    ("num_draft_tokens", C.SPEC_NUM_DRAFT_TOKENS, "draft", "d"),
+)
+
+
+def speculative(spec: Mapping[str, Any] | None, short: bool = False) -> str:
+    """The speculative config of the summary's JSON (`algorithm`, `num_steps`, `eagle_topk`,
+    `num_draft_tokens`): `EAGLE3 steps=4 topk=1 draft=5`, with ``short`` `EAGLE3 s4 k1 d5` (for 80
+    columns); `none` without speculative decoding."""
+    if not spec or not spec.get("algorithm"):
+        return "none"
+    parts = [str(spec["algorithm"])]
+    for key, _, name, brief in _SPEC_PARTS:
+        value = spec.get(key)
+        if value is not None:
+            parts.append(f"{brief}{value}" if short else f"{name}={value}")
+    return " ".join(parts)
+
+
+def speculative_of_run(run: Mapping[str, Any], short: bool = False) -> str:
+    """`speculative` of a row of `Analysis.runs` (its `speculative_*` columns)."""
+    spec = {"algorithm": run.get(C.SPEC_ALGORITHM)}
+    spec |= {key: run.get(column) for key, column, _, _ in _SPEC_PARTS}
+    return speculative(spec, short=short)
+
+
+# ----------------------------------------------------------------------------- severity and status
+
+SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+"""severity -> rich style of its word in the terminal (the report's CSS has `sev-<severity>` classes)."""
+
+STATUS_STYLE = {"broken": "bold red", "degraded": "yellow", "incomplete": "cyan", "healthy": "green"}
+"""a run's status -> rich style of its word in running text."""
+
+STATUS_BADGE_STYLE = {
+    "broken": "bold white on red",
+    "degraded": "bold black on yellow",
+    "incomplete": "cyan",
+    "healthy": "green",
+}
+"""a run's status -> rich style of its badge (the TUI's verdict strip: the word on a coloured ground)."""
+
+
+def severity_tag(severity: str) -> str:
+    """The severity as the terminal views lead a finding's line with: `WARNING`, `ERROR  `."""
+    return f"{severity.upper():7}"
+
+
+def status_tag(status: str) -> str:
+    """The status as `check` leads a verdict's line with: `BROKEN    ` (ten columns)."""
+    return f"{status.upper():10}"
+
 
 # (header, column, digits) of the client-side benchmark table, in `compare` and the report
 BENCH_COLUMNS = (

@@ -10,14 +10,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from tracelens.formatting import number, severity_tag, speedup
 from tracelens.live import events as ev
 from tracelens.live.status import RunStatus
 
 STATS_EVERY = 5.0
-
-
-def _fmt(value: float | None, digits: int = 2) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
 
 
 def stats_words(run: RunStatus) -> str:
@@ -30,11 +27,13 @@ def stats_words(run: RunStatus) -> str:
         parts.append(run.speculative)
     # The run means are the ones `summary` and `compare` print; "now" is the newest decode line.
     if run.accept_len is not None:
-        parts.append(f"accept len {_fmt(run.mean_accept_len)} run mean (now {_fmt(run.accept_len)})")
+        parts.append(f"accept len {number(run.mean_accept_len)} run mean (now {number(run.accept_len)})")
     if run.gen_throughput is not None:
-        parts.append(f"{_fmt(run.mean_gen_throughput, 1)} tok/s run mean (now {_fmt(run.gen_throughput, 1)})")
+        parts.append(
+            f"{number(run.mean_gen_throughput, 1)} tok/s run mean (now {number(run.gen_throughput, 1)})"
+        )
     if run.speedup is not None and run.baseline:
-        parts.append(f"{run.speedup:.2f}x {run.baseline}")
+        parts.append(f"{speedup(run.speedup)} {run.baseline}")
     if run.embed_words:
         parts.append(run.embed_words)
     return " · ".join(parts)
@@ -71,7 +70,7 @@ class FollowPrinter:
                     f"WITHDRAWN {finding.code} {finding.label}: {finding.message}",
                 )
             for finding in event.new_findings:
-                text = f"{finding.severity.upper():7} {finding.code} {finding.label}: {finding.message}"
+                text = f"{severity_tag(finding.severity)} {finding.code} {finding.label}: {finding.message}"
                 for e in finding.evidence[:3]:
                     text += f"\n    {e.where}: {e.text[:200]}"
                 self._out({"event": "finding", **finding.to_json()}, text)

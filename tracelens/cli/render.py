@@ -12,32 +12,24 @@ from rich.table import Table
 from rich.text import Text
 
 from tracelens.analysis import Analysis
-from tracelens.formatting import BENCH_COLUMNS
+from tracelens.formatting import (
+    BENCH_COLUMNS,
+    SEVERITY_STYLE,
+    STATUS_STYLE,
+    duration,
+    number,
+    percent,
+    severity_tag,
+    speculative,
+    speculative_of_run,
+    speedup,
+    status_tag,
+    timestamp,
+)
 from tracelens.parsers.explain import Explanation
 from tracelens.tables.frames import Tables
 from tracelens.tables.schema import TABLES, A, C, T
 
-
-def _fmt(value: float | None, digits: int = 2) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
-
-
-def _spec_text(spec: dict[str, Any] | None, short: bool = False) -> str:
-    """`EAGLE3 steps=4 topk=1 draft=5`, or with ``short`` `EAGLE3 s4 k1 d5` (for 80 columns)."""
-    if not spec:
-        return "none"
-    parts = [str(spec["algorithm"])]
-    for key, label, brief in (
-        ("num_steps", "steps", "s"),
-        ("eagle_topk", "topk", "k"),
-        ("num_draft_tokens", "draft", "d"),
-    ):
-        if spec.get(key) is not None:
-            parts.append(f"{brief}{spec[key]}" if short else f"{label}={spec[key]}")
-    return " ".join(parts)
-
-
-STATUS_STYLE = {"broken": "bold red", "degraded": "yellow", "incomplete": "cyan", "healthy": "green"}
 WIDE = 150  # below this many columns, `summary` shows its compact table
 
 
@@ -56,13 +48,13 @@ def render_summary_compact(console: Console, summary: dict[str, Any]) -> None:
         rate = run["acceptance_rate"]["mean"]
         model = Path(run["model"]).name if run["model"] else "-"
         name = Text.assemble((f"{Path(run['source']).name}#{run['run']}", "bold"), "\n  ")
-        name.append(f"{model}, {_spec_text(run['speculative'], short=True)}", style="dim")
+        name.append(f"{model}, {speculative(run['speculative'], short=True)}", style="dim")
         table.add_row(
             name,
             Text(status or "-", style=STATUS_STYLE.get(status or "", "")),
-            _fmt(run["accept_len"]["mean"]),
-            "-" if rate is None else f"{rate:.0%}",
-            _fmt(run["gen_throughput"]["mean"], 1),
+            number(run["accept_len"]["mean"]),
+            percent(rate),
+            number(run["gen_throughput"]["mean"], 1),
             str(run["faults"]),
         )
     console.print(table)
@@ -98,20 +90,20 @@ def render_summary(console: Console, summary: dict[str, Any]) -> None:
         accept = (
             "-"
             if acc["mean"] is None
-            else f"{_fmt(acc['mean'])}/{_fmt(acc['median'])} [{_fmt(acc['p10'])}-{_fmt(acc['p90'])}]"
+            else f"{number(acc['mean'])}/{number(acc['median'])} [{number(acc['p10'])}-{number(acc['p90'])}]"
         )
         table.add_row(
             Text(Path(run["source"]).name),
             str(run["run"]),
             Text(run.get("status") or "-", style=STATUS_STYLE.get(run.get("status") or "", "")),
             Text(run["model"] or "-"),
-            Text(_spec_text(run["speculative"])),
+            Text(speculative(run["speculative"])),
             run["start"] or "-",
             run["end"] or "-",
             str(run["decode_lines"]),
             accept,
-            "-" if tput["mean"] is None else f"{_fmt(tput['mean'], 1)}/{_fmt(tput['median'], 1)}",
-            "-" if run["acceptance_rate"]["mean"] is None else f"{run['acceptance_rate']['mean']:.0%}",
+            "-" if tput["mean"] is None else f"{number(tput['mean'], 1)}/{number(tput['median'], 1)}",
+            percent(run["acceptance_rate"]["mean"]),
             str(run["faults"]),
             str(run["findings"]),
             str(run["unparsed"]),
@@ -156,9 +148,6 @@ def render_explanation(console: Console, ex: Explanation) -> None:
         console.print(Text("    ") + Text(miss.pointer()))
 
 
-_SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
-
-
 def _hanging(console: Console, text: Text, indent: int) -> None:
     """Print ``text`` wrapped to the console, every line after the first indented by ``indent``: the left
     column stays clear at 80 columns."""
@@ -172,7 +161,7 @@ def render_verdicts(console: Console, analysis: Analysis) -> None:
     """One verdict per run, worst first: status, run, headline."""
     for verdict in analysis.verdicts:
         line = Text()
-        line.append(f"{verdict.status.upper():10}", style=STATUS_STYLE[verdict.status])
+        line.append(status_tag(verdict.status), style=STATUS_STYLE[verdict.status])
         line.append(verdict.label, style="bold")
         line.append(": " + verdict.headline)
         _hanging(console, line, 10)
@@ -204,9 +193,9 @@ def render_findings(console: Console, analysis: Analysis) -> None:
                 _hanging(console, Text(f"  captured for the draft: {layers}", style="dim"), 4)
             if verdict is not None and verdict.fix:
                 _hanging(console, Text.assemble("  ", ("fix:", "bold"), " ", verdict.fix), 4)
-        when = f" {finding.ts:%Y-%m-%d %H:%M:%S}" if finding.ts else ""
+        when = f" {timestamp(finding.ts)}" if finding.ts else ""
         line = Text("  ")
-        line.append(f"{finding.severity.upper():7}", style=_SEVERITY_STYLE[finding.severity])
+        line.append(severity_tag(finding.severity), style=SEVERITY_STYLE[finding.severity])
         line.append(f" {finding.code}{when}: ")
         line.append(finding.message)
         _hanging(console, line, 10)
@@ -236,7 +225,7 @@ def render_benchmarks(console: Console, analysis: Analysis) -> None:
         table.add_column(header, justify="right")
     for row in bench.iter_rows(named=True):
         label = row[A.LABEL] or f"{Path(row[C.SOURCE]).name}#{row[C.RUN]}"
-        cells = [_fmt(row[column], digits) for _, column, digits in BENCH_COLUMNS]
+        cells = [number(row[column], digits) for _, column, digits in BENCH_COLUMNS]
         table.add_row(Text(label), str(row[A.BENCH_LINE]), *cells)
     console.print(table)
 
@@ -254,26 +243,17 @@ def render_comparison(console: Console, analysis: Analysis) -> None:
     for run in analysis.runs.to_dicts():
         spec = "no speculation" if run[A.MEAN_ACCEPT_LEN] is None else "speculative (metrics lines)"
         if run[C.SPEC_ALGORITHM]:
-            keys = {"num_steps": C.SPEC_NUM_STEPS, "eagle_topk": C.SPEC_EAGLE_TOPK}
-            keys["num_draft_tokens"] = C.SPEC_NUM_DRAFT_TOKENS
-            spec = _spec_text(
-                {"algorithm": run[C.SPEC_ALGORITHM]} | {k: run[c] for k, c in keys.items()}, short=True
-            )
+            spec = speculative_of_run(run, short=True)
         if run[A.BASELINE] and baselines.len() > 1:
             spec += f" vs {run[A.BASELINE]}"
-        speedup = "-"
-        if run[A.SPEEDUP] is not None:
-            speedup = f"{run[A.SPEEDUP]:.2f}x [{run[A.SPEEDUP_LOW]:.2f}-{run[A.SPEEDUP_HIGH]:.2f}]"
-        rate = run[A.MEAN_ACCEPTANCE_RATE]
-        ready = run[A.TIME_TO_READY_S]
         name = Text.assemble((run[A.LABEL], "bold"), "\n  ", (spec, "dim"))
         table.add_row(
             name,
-            _fmt(run[A.MEAN_ACCEPT_LEN]),
-            "-" if rate is None else f"{rate:.0%}",
-            _fmt(run[A.MEAN_GEN_THROUGHPUT], 1),
-            speedup,
-            "-" if ready is None else f"{ready:.0f} s",
+            number(run[A.MEAN_ACCEPT_LEN]),
+            percent(run[A.MEAN_ACCEPTANCE_RATE]),
+            number(run[A.MEAN_GEN_THROUGHPUT], 1),
+            speedup(run[A.SPEEDUP], run[A.SPEEDUP_LOW], run[A.SPEEDUP_HIGH]),
+            duration(run[A.TIME_TO_READY_S], compact=True),
         )
     console.print(table)
     render_benchmarks(console, analysis)

@@ -15,6 +15,15 @@ from textual.widgets.option_list import Option
 from tracelens.analysis import Finding
 from tracelens.analysis.findings import severity_rank
 from tracelens.analysis.verdicts import causal_rank
+from tracelens.formatting import (
+    SEVERITY_STYLE,
+    STATUS_BADGE_STYLE,
+    ago,
+    number,
+    severity_tag,
+    significant,
+    speedup,
+)
 from tracelens.live import LiveSession
 from tracelens.live.status import CRASHED, READY, RunStatus, Snapshot
 from tracelens.sources import events as src
@@ -30,22 +39,7 @@ STATE_STYLE = {
 }
 PHASE_STYLE = {READY: "bold green", CRASHED: "bold white on red"}
 LEVEL_STYLE = {"ok": "green", "warning": "yellow", "error": "bold red", "unknown": "dim"}
-SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 FINDINGS_SHOWN = 500  # in `findings_order`; the rest stay in the analysis and the report
-
-
-def _num(value: float | None, digits: int = 2) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
-
-
-def _ago(seconds: float | None) -> str:
-    if seconds is None:
-        return "no data yet"
-    if seconds < 1:
-        return "live"
-    if seconds < 120:
-        return f"{seconds:.0f}s ago"
-    return f"{seconds / 60:.0f}m ago"
 
 
 class HeaderBar(Static):
@@ -79,7 +73,7 @@ class HeaderBar(Static):
             text.append(source.state, style=STATE_STYLE.get(source.state, ""))
             if source.state == src.RECONNECTING or source.ended:
                 text.append(f" ({source.detail})", style="dim")
-            text.append(f" · {_ago(source.staleness(now))}", style="dim")
+            text.append(f" · {ago(source.staleness(now))}", style="dim")
             if source.backfill is not None:
                 done, total = source.backfill
                 text.append(
@@ -99,12 +93,6 @@ class HeaderBar(Static):
         return text
 
 
-STATUS_STYLE = {
-    "broken": "bold white on red",
-    "degraded": "bold black on yellow",
-    "incomplete": "cyan",
-    "healthy": "green",
-}
 STATUS_ORDER = ("broken", "degraded", "incomplete", "healthy")
 
 
@@ -135,7 +123,7 @@ class VerdictStrip(Static):
         lines = []
         for run in judged:
             line = Text("▶ " if run.source == self.current else "  ")
-            line.append(f" {(run.status or '').upper()} ", style=STATUS_STYLE.get(run.status or "", ""))
+            line.append(f" {(run.status or '').upper()} ", style=STATUS_BADGE_STYLE.get(run.status or "", ""))
             line.append(f" {run.label}: ", style="bold")
             line.append(run.headline or "")
             line.truncate(width, overflow="ellipsis")  # one line a run, whatever the width
@@ -193,17 +181,17 @@ class AcceptancePanel(Static):
         if run is None or run.series.is_empty():
             text.append("no decode lines yet", style="dim")
             if self.latest_accept_len is not None:
-                text.append(f"\naccept len {_num(self.latest_accept_len)}", style="bold")
+                text.append(f"\naccept len {number(self.latest_accept_len)}", style="bold")
             return text
         width = max(self.size.width - 4, 10)
         rows = max((self.size.height - 6) // 2, 2)
         series = _binned(run.series, width * 2)
         xs = series.get_column(A.T_SINCE_START).to_list()
         text.append("accept len ", style="bold")
-        text.append(_num(self.current_accept_len), style="bold cyan")
-        text.append(f"  median {_num(run.accept_len_median)}")
+        text.append(number(self.current_accept_len), style="bold cyan")
+        text.append(f"  median {number(run.accept_len_median)}")
         if run.baseline_accept_len is not None:
-            text.append(f"  baseline {_num(run.baseline_accept_len)}", style="dim")
+            text.append(f"  baseline {number(run.baseline_accept_len)}", style="dim")
         text.append("\n")
         accept = series.get_column(C.ACCEPT_LEN).fill_null(float("nan")).to_list()
         for line in braille_plot(xs, accept, width, rows):
@@ -212,12 +200,12 @@ class AcceptancePanel(Static):
             self.latest_gen_throughput if self.latest_gen_throughput is not None else run.gen_throughput
         )
         text.append("tok/s ", style="bold")
-        text.append(_num(current_tput, 1), style="bold green")
-        text.append(f"  median {_num(run.gen_throughput_median, 1)}")
+        text.append(number(current_tput, 1), style="bold green")
+        text.append(f"  median {number(run.gen_throughput_median, 1)}")
         if run.baseline_gen_throughput is not None:
-            text.append(f"  baseline {_num(run.baseline_gen_throughput, 1)} ({run.baseline})", style="dim")
+            text.append(f"  baseline {number(run.baseline_gen_throughput, 1)} ({run.baseline})", style="dim")
         if run.speedup is not None:
-            text.append(f"  {run.speedup:.2f}x", style="bold")
+            text.append(f"  {speedup(run.speedup)}", style="bold")
         text.append("\n")
         tput = series.get_column(C.GEN_THROUGHPUT).fill_null(float("nan")).to_list()
         for line in braille_plot(xs, tput, width, rows, hline=run.baseline_gen_throughput):
@@ -300,7 +288,9 @@ class CapturePanel(Static):
             if site.shapes != "-":
                 details.append(f"shapes {site.shapes}")
             if site.norm is not None:
-                details.append(f"norm {site.norm:.3g}" + (f" ({site.norm_range})" if site.norm_range else ""))
+                details.append(
+                    f"norm {significant(site.norm)}" + (f" ({site.norm_range})" if site.norm_range else "")
+                )
             if site.bad_norms:
                 details.append(f"{site.bad_norms} NaN/inf/zero norm(s)")
             if details:
@@ -382,7 +372,7 @@ class FindingsList(OptionList):
         self.clear_options()
         for finding in self.findings:
             line = Text()
-            line.append(f"{finding.severity.upper():7} ", style=SEVERITY_STYLE.get(finding.severity, ""))
+            line.append(f"{severity_tag(finding.severity)} ", style=SEVERITY_STYLE.get(finding.severity, ""))
             line.append(f"{finding.code} ", style="bold")
             line.append(f"{finding.label}: {finding.message}")
             self.add_option(Option(line))
