@@ -86,9 +86,9 @@ def test_report_cards_and_live_status_show_the_same_numbers(samples: Analysis, t
     import re
 
     from tracelens.live.status import run_status
-    from tracelens.report import render_report
+    from tracelens.report import render_html
 
-    page, _ = render_report(samples, "numbers")
+    page, _ = render_html(samples, "numbers")
     for row in samples.runs.to_dicts():
         start = page.index(f'<span class="label">{html.escape(row[A.LABEL])}</span>')
         card = page[start : page.index("</article>", start)]

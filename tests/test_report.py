@@ -17,8 +17,7 @@ import pytest
 
 from tracelens import analyze
 from tracelens.analysis import Analysis
-from tracelens.report import Report, write_report
-from tracelens.report.downsample import (
+from tracelens.analysis.plotdata import (
     DISTRIBUTION_POINTS,
     PAIR_POINTS,
     TIME_POINTS,
@@ -27,6 +26,7 @@ from tracelens.report.downsample import (
     pair_counts,
     quantile_sample,
 )
+from tracelens.report import WrittenReport, write_report
 from tracelens.report.escape import clip, plot_text, script_json, text
 from tracelens.tables.schema import A, C
 
@@ -90,7 +90,7 @@ def sample() -> Analysis:
 
 
 @pytest.fixture(scope="module")
-def sample_report(sample: Analysis, tmp_path_factory: pytest.TempPathFactory) -> tuple[Report, str]:
+def sample_report(sample: Analysis, tmp_path_factory: pytest.TempPathFactory) -> tuple[WrittenReport, str]:
     written = write_report(sample, tmp_path_factory.mktemp("report") / "report.html", generated=GENERATED)
     return written, written.path.read_text(encoding="utf-8")
 
@@ -113,7 +113,7 @@ def points(values: object) -> int:
 # --------------------------------------------------------------------------- the sample report
 
 
-def test_sample_report_has_every_section_and_plot(sample_report: tuple[Report, str]) -> None:
+def test_sample_report_has_every_section_and_plot(sample_report: tuple[WrittenReport, str]) -> None:
     written, page = sample_report
     assert written.plots == (
         "speedup",
@@ -132,7 +132,7 @@ def test_sample_report_has_every_section_and_plot(sample_report: tuple[Report, s
     assert page.count("<tr data-severity=") == written.findings == 18
 
 
-def test_header_names_sources_span_version_and_time(sample_report: tuple[Report, str]) -> None:
+def test_header_names_sources_span_version_and_time(sample_report: tuple[WrittenReport, str]) -> None:
     _, page = sample_report
     assert "sample_logs/eagle3_fixed.log" in page
     assert "tracelens 0.1.0" in page
@@ -140,7 +140,7 @@ def test_header_names_sources_span_version_and_time(sample_report: tuple[Report,
     assert "time span</dt><dd>2025-" in page
 
 
-def test_cards_show_config_layer_ids_and_speedup(sample_report: tuple[Report, str]) -> None:
+def test_cards_show_config_layer_ids_and_speedup(sample_report: tuple[WrittenReport, str]) -> None:
     _, page = sample_report
     card = page[page.index('<span class="label">eagle3_fixed.log#1</span>') :]
     card = card[: card.index("</article>")]
@@ -150,7 +150,7 @@ def test_cards_show_config_layer_ids_and_speedup(sample_report: tuple[Report, st
 
 
 def test_verdict_banner_leads_worst_first_and_cards_take_the_status_colour(
-    sample_report: tuple[Report, str], sample: Analysis
+    sample_report: tuple[WrittenReport, str], sample: Analysis
 ) -> None:
     _, page = sample_report
     assert page.index('<section id="verdicts"') < page.index('<section id="runs"')
@@ -171,7 +171,9 @@ def test_verdict_banner_leads_worst_first_and_cards_take_the_status_colour(
     assert "warning(s)</span>" in card[: card.index("</article>")]
 
 
-def test_time_plots_mark_crashes_and_baselines_and_split_models(sample_report: tuple[Report, str]) -> None:
+def test_time_plots_mark_crashes_and_baselines_and_split_models(
+    sample_report: tuple[WrittenReport, str],
+) -> None:
     _, page = sample_report
     plots = figures(page)
     throughput = plots["throughput"]
@@ -184,14 +186,16 @@ def test_time_plots_mark_crashes_and_baselines_and_split_models(sample_report: t
     assert plots["rate"]["layout"]["yaxis"]["tickformat"] == ".0%"
 
 
-def test_comparison_shows_the_server_args_diff(sample_report: tuple[Report, str]) -> None:
+def test_comparison_shows_the_server_args_diff(sample_report: tuple[WrittenReport, str]) -> None:
     _, page = sample_report
     section = page[page.index('<section id="comparison"') : page.index('<section id="findings"')]
     assert "era_2025_dp_attention.log#1" in section and "11 server arg(s) differ" in section
     assert "<code>enable_dp_attention</code>" in section
 
 
-def test_findings_carry_their_evidence_lines(sample_report: tuple[Report, str], sample: Analysis) -> None:
+def test_findings_carry_their_evidence_lines(
+    sample_report: tuple[WrittenReport, str], sample: Analysis
+) -> None:
     _, page = sample_report
     section = page[page.index('<section id="findings"') :]
     for finding in sample.findings:
@@ -199,7 +203,7 @@ def test_findings_carry_their_evidence_lines(sample_report: tuple[Report, str], 
             assert f'<span class="where">{text(evidence.where)}</span>' in section
 
 
-def test_the_file_is_self_contained(sample_report: tuple[Report, str]) -> None:
+def test_the_file_is_self_contained(sample_report: tuple[WrittenReport, str]) -> None:
     written, page = sample_report
     assert written.bytes < SIZE_LIMIT
     assert not re.search(r"<(script|link|img|iframe)[^>]+(src|href)=", page, re.I)
@@ -210,7 +214,7 @@ def test_the_file_is_self_contained(sample_report: tuple[Report, str]) -> None:
     assert page.count("<script") == 3  # data, plotly.js, the page's own script
 
 
-def test_runs_keep_one_colour_in_every_figure(sample_report: tuple[Report, str]) -> None:
+def test_runs_keep_one_colour_in_every_figure(sample_report: tuple[WrittenReport, str]) -> None:
     _, page = sample_report
     colours: dict[str, set[str]] = {}
     for figure in figures(page).values():

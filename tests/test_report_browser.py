@@ -14,7 +14,7 @@ from report_browser import CHROMIUM, Browser
 from test_report import HOSTILE, HOSTILE_NAME, hostile_analysis
 
 from tracelens import analyze
-from tracelens.report import Report, write_report
+from tracelens.report import WrittenReport, write_report
 
 from conftest import ROOT, SAMPLE_LOGS, missing
 
@@ -43,7 +43,7 @@ def browser() -> Iterator[Browser]:
 
 
 @pytest.fixture(scope="module")
-def sample_report(tmp_path_factory: pytest.TempPathFactory) -> Report:
+def sample_report(tmp_path_factory: pytest.TempPathFactory) -> WrittenReport:
     return write_report(analyze([SAMPLE_LOGS]), tmp_path_factory.mktemp("browser") / "report.html")
 
 
@@ -54,7 +54,7 @@ def assert_clean(chrome: Browser) -> None:
     assert chrome.external_requests() == []
 
 
-def test_every_plot_draws_its_data_without_errors(browser: Browser, sample_report: Report) -> None:
+def test_every_plot_draws_its_data_without_errors(browser: Browser, sample_report: WrittenReport) -> None:
     seconds = browser.open(sample_report.path)
     assert seconds < OPEN_SECONDS
     assert browser.evaluate("document.body.getAttribute('data-ready')") == str(len(sample_report.plots))
@@ -71,7 +71,7 @@ def test_every_plot_draws_its_data_without_errors(browser: Browser, sample_repor
     browser.screenshot(ARTIFACTS / "report-first-screen.png")
 
 
-def test_dark_mode_first_screen(browser: Browser, sample_report: Report) -> None:
+def test_dark_mode_first_screen(browser: Browser, sample_report: WrittenReport) -> None:
     browser.open(sample_report.path, scheme="dark")
     assert_clean(browser)
     background = browser.evaluate("getComputedStyle(document.body).backgroundColor")
@@ -81,7 +81,7 @@ def test_dark_mode_first_screen(browser: Browser, sample_report: Report) -> None
     browser.screenshot(ARTIFACTS / "report-first-screen-dark.png")
 
 
-def test_time_axis_switch_zoom_link_and_legend_link(browser: Browser, sample_report: Report) -> None:
+def test_time_axis_switch_zoom_link_and_legend_link(browser: Browser, sample_report: WrittenReport) -> None:
     browser.open(sample_report.path)
     axis = "document.getElementById('plot-{}')._fullLayout.xaxis.{}"
     assert browser.evaluate(axis.format("acceptance", "type")) == "linear"
@@ -115,7 +115,7 @@ def test_time_axis_switch_zoom_link_and_legend_link(browser: Browser, sample_rep
     assert_clean(browser)
 
 
-def test_theme_button_overrides_the_system_scheme(browser: Browser, sample_report: Report) -> None:
+def test_theme_button_overrides_the_system_scheme(browser: Browser, sample_report: WrittenReport) -> None:
     browser.open(sample_report.path, scheme="light")
     background = "getComputedStyle(document.body).backgroundColor"
     assert browser.evaluate(background) == "rgb(255, 255, 255)"
@@ -130,7 +130,7 @@ def test_theme_button_overrides_the_system_scheme(browser: Browser, sample_repor
     assert_clean(browser)
 
 
-def test_findings_filter(browser: Browser, sample_report: Report) -> None:
+def test_findings_filter(browser: Browser, sample_report: WrittenReport) -> None:
     browser.open(sample_report.path)
     shown = "[...document.querySelectorAll('#findings-table tbody tr')].filter(r => r.offsetParent !== null).length"
     total = browser.evaluate(shown)

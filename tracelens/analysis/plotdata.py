@@ -4,8 +4,9 @@ The numbers on the page (means, speedups, rolling medians and spreads, findings)
 `Analysis`; what is done here only chooses which of its rows to draw. It lives with the analysis
 because the analysis applies it too, inside its pass over each run: of a run too long to keep whole it
 keeps the rows these functions pick (`per_run.plot_rows`), and its distribution and pairs, so the report
-draws the same points from them. `tracelens.report.downsample` re-exports it for the report. Every function returns rows (or values) of its input,
-except `pair_counts`, which draws repeated points once with their count.
+draws the same points from them; the report's figures import these functions from here. Every function
+returns rows (or values) of its input, except `pair_counts`, which draws repeated points once with their
+count.
 
 - `keep_peaks`, for raw values (a dot per decode line): a series longer than the limit is cut into equal
   time buckets, and in each bucket the row with the lowest and the row with the highest value are kept

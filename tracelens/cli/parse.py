@@ -93,12 +93,13 @@ def run_parse(
 
     with engine_progress(quiet) as progress:
         report = parse_to_dataset(paths, output, options, progress, notify)
-    render_report(out, report, output)
+    render_dataset_written(out, report, output)
     report_problems(err, report)
     return 1 if report.problems or report.unread else 0
 
 
-def render_report(console: Console, report: Report, output: str) -> None:
+def render_dataset_written(console: Console, report: Report, output: str) -> None:
+    """What `parse` read (inputs, bytes, rate) and wrote (rows per table, and the folder)."""
     rate = report.bytes_read / report.seconds / 1e6 if report.seconds else 0.0
     console.print(
         f"{report.inputs} input(s): {report.read} read, {report.unchanged} unchanged, {report.grown} grown; "

@@ -7,7 +7,7 @@
 
 A view: it renders the frames and findings of an `Analysis` and computes nothing of its own. The only
 data work here is choosing which rows to draw so that a large log still makes a light file (see
-`tracelens.report.downsample`).
+`tracelens.analysis.plotdata`).
 """
 
 from __future__ import annotations
@@ -19,16 +19,17 @@ from pathlib import Path, PurePath
 
 from tracelens import __version__
 from tracelens.analysis import Analysis
-from tracelens.report.figures import Plot, build_plots
+from tracelens.report.figure_base import Plot
+from tracelens.report.figures import build_plots
 from tracelens.report.page import render_page
 from tracelens.tables.schema import C, T
 
-__all__ = ["Report", "default_title", "render_report", "write_report"]
+__all__ = ["WrittenReport", "default_title", "render_html", "write_report"]
 
 
 @dataclass(frozen=True)
-class Report:
-    """What `write_report` wrote."""
+class WrittenReport:
+    """What `write_report` wrote: the file, its size, and what is in it."""
 
     path: Path
     bytes: int
@@ -46,7 +47,7 @@ def default_title(analysis: Analysis) -> str:
     return f"tracelens report: {', '.join(names[:2])}{more}"
 
 
-def render_report(
+def render_html(
     analysis: Analysis, title: str | None = None, *, generated: dt.datetime | None = None
 ) -> tuple[str, list[Plot]]:
     """The page's HTML text and the figures on it."""
@@ -61,17 +62,17 @@ def write_report(
     title: str | None = None,
     *,
     generated: dt.datetime | None = None,
-) -> Report:
+) -> WrittenReport:
     """Write the report of ``analysis`` to ``path`` (a temporary file renamed into place, so a reader
     never sees half a report)."""
-    page, plots = render_report(analysis, title, generated=generated)
+    page, plots = render_html(analysis, title, generated=generated)
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(f".{target.name}.partial")
     data = page.encode("utf-8")
     partial.write_bytes(data)
     partial.replace(target)
-    return Report(
+    return WrittenReport(
         path=target,
         bytes=len(data),
         plots=tuple(p.key for p in plots),

@@ -39,7 +39,7 @@ from tracelens.formatting import (
     timestamp,
 )
 from tracelens.report.escape import clip, safe_json_text
-from tracelens.report.figures import Plot, baselines, run_colors
+from tracelens.report.figure_base import Plot, baselines, run_colors
 from tracelens.tables.schema import A, C, T
 
 EVIDENCE_CHARS = 1000  # of one evidence line (a log line can be megabytes)
