@@ -185,7 +185,9 @@ def _baseline_lines(
     column = {C.ACCEPT_LEN: A.MEAN_ACCEPT_LEN, C.GEN_THROUGHPUT: A.MEAN_GEN_THROUGHPUT}.get(value)
     if column is None:
         return
-    longest = max((float(p.get_column(A.T_SINCE_START).max() or 0.0) / 60.0 for _, p in runs), default=0.0)
+    longest = max(
+        (float(p.select(pl.col(A.T_SINCE_START).max()).item() or 0.0) / 60.0 for _, p in runs), default=0.0
+    )
     for label in sorted(baselines(analysis)):
         row = analysis.runs.filter(pl.col(A.LABEL) == label)
         if not row.height or row.item(0, column) is None:
