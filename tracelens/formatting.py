@@ -29,6 +29,11 @@ def percent(value: float | None) -> str:
     return MISSING if value is None else f"{value:.0%}"
 
 
+def megabytes(n_bytes: float, digits: int = 1, width: int = 0) -> str:
+    """A size in MB (10^6 bytes) with thousands separators: `1,234.5 MB` (right-aligned in ``width``)."""
+    return f"{n_bytes / 1e6:{width},.{digits}f} MB"
+
+
 def significant(value: float) -> str:
     """Three significant digits, for values of any size (norms of hidden states): `10.6`, `1.23e+04`."""
     return f"{value:.3g}"

@@ -43,6 +43,7 @@ from tracelens.cli.render import (
 )
 from tracelens.engine.lock import DEFAULT_LOCK_TIMEOUT
 from tracelens.errors import InputError
+from tracelens.formatting import megabytes
 from tracelens.parsers import ParseOptions
 from tracelens.tables.frames import Tables
 
@@ -292,7 +293,7 @@ def _write_report(analysis: Analysis, output: Path, title: str | None) -> None:
     except OSError as exc:
         raise InputError(f"cannot write {output}: {exc.strerror or exc}") from exc
     out.print(
-        f"report written to {written.path.resolve()} ({written.bytes / 1e6:.1f} MB; {written.runs} run(s), "
+        f"report written to {written.path.resolve()} ({megabytes(written.bytes)}; {written.runs} run(s), "
         f"{written.findings} finding(s), {len(written.plots)} plot(s)): open it in any browser, no network needed",
         markup=False,
     )

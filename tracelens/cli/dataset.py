@@ -24,6 +24,7 @@ from tracelens.engine import EngineOptions, Report, parse_to_dataset, reading_da
 from tracelens.engine.cache import clear, dataset_for, entries, mark_used, resolve_args
 from tracelens.engine.lock import DEFAULT_LOCK_TIMEOUT
 from tracelens.errors import InputError
+from tracelens.formatting import megabytes
 from tracelens.tables.frames import Tables
 
 _PANEL = "Dataset and cache"
@@ -148,14 +149,14 @@ def cache(
         raise InputError("--older-than goes with --clear")
     if clear_all:
         deleted, freed, left = clear(older_than)
-        out.print(f"deleted {deleted} cached dataset(s), {freed / 1e6:,.1f} MB freed", markup=False)
+        out.print(f"deleted {deleted} cached dataset(s), {megabytes(freed)} freed", markup=False)
         for message in left:
             out.print(f"left: {message}", markup=False)
         return
     found = entries()
     total = sum(e.bytes for e in found)
-    out.print(f"{cache_root()}: {len(found)} dataset(s), {total / 1e6:,.1f} MB", markup=False)
+    out.print(f"{cache_root()}: {len(found)} dataset(s), {megabytes(total)}", markup=False)
     for entry in found:
         first = entry.inputs[0] if entry.inputs else "(empty)"
         more = f" and {len(entry.inputs) - 1} more" if len(entry.inputs) > 1 else ""
-        out.print(f"  {entry.folder.name}  {entry.bytes / 1e6:8,.1f} MB  {first}{more}", markup=False)
+        out.print(f"  {entry.folder.name}  {megabytes(entry.bytes, width=8)}  {first}{more}", markup=False)

@@ -17,6 +17,7 @@ from tracelens.engine import EngineOptions, Report, parse_to_dataset
 from tracelens.engine.executors import EXECUTORS, LOCAL
 from tracelens.engine.plan import DEFAULT_BLOCK_BYTES, DEFAULT_RANGE_BYTES
 from tracelens.errors import InputError
+from tracelens.formatting import megabytes
 from tracelens.tables.schema import TABLES
 
 OutputOpt = Annotated[
@@ -103,7 +104,7 @@ def render_dataset_written(console: Console, report: Report, output: str) -> Non
     rate = report.bytes_read / report.seconds / 1e6 if report.seconds else 0.0
     console.print(
         f"{report.inputs} input(s): {report.read} read, {report.unchanged} unchanged, {report.grown} grown; "
-        f"{report.bytes_read / 1e6:,.1f} MB in {report.seconds:.2f} s ({rate:,.1f} MB/s)",
+        f"{megabytes(report.bytes_read)} in {report.seconds:.2f} s ({rate:,.1f} MB/s)",
         markup=False,
     )
     table = Table(show_header=True, header_style="bold")

@@ -19,6 +19,7 @@ from tracelens.formatting import (
     SEVERITY_STYLE,
     STATUS_BADGE_STYLE,
     ago,
+    megabytes,
     number,
     severity_tag,
     significant,
@@ -77,7 +78,8 @@ class HeaderBar(Static):
             if source.backfill is not None:
                 done, total = source.backfill
                 text.append(
-                    f" · reading {100 * done / max(total, 1):.0f}% of {total / 1e6:,.0f} MB", style="yellow"
+                    f" · reading {100 * done / max(total, 1):.0f}% of {megabytes(total, digits=0)}",
+                    style="yellow",
                 )
             run = self.snapshot.run_of(source.label)
             if run is None:
