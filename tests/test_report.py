@@ -268,6 +268,32 @@ def test_escapes() -> None:
     assert clip("x" * 10, 4) == "xxxx … (6 more characters)"
 
 
+def test_templates_escape_by_default_and_mark_safe_only_the_pages_own_code() -> None:
+    """The page's templates autoescape; the values marked `safe` are the page's own assets, its
+    policy and the figures' JSON, each under a comment that says why."""
+    from importlib import resources
+
+    from tracelens.report.page import TEMPLATES
+
+    assert TEMPLATES.autoescape is True
+    marked = []
+    folder = resources.files("tracelens.report").joinpath("templates")
+    for template in folder.iterdir():
+        source = template.read_text(encoding="utf-8")
+        lines = source.splitlines()
+        # the code without its comments, line for line
+        code = re.sub(r"\{#.*?#\}", lambda m: "\n" * m.group().count("\n"), source, flags=re.S).splitlines()
+        for i, line in enumerate(code):
+            names = re.findall(r"\{\{\s*(\w+)\s*\|\s*safe\s*\}\}", line)
+            # every `safe` is a whole value of its own, `{{ name | safe }}`, never inside an expression
+            assert len(names) == len(re.findall(r"\bsafe\b", line)), f"{template.name}:{i + 1}: {line}"
+            for name in names:
+                marked.append(name)
+                above = "\n".join(lines[max(i - 2, 0) : i])
+                assert "{# safe: " in above, f"{template.name}:{i + 1}: `{name} | safe` without a why"
+    assert sorted(marked) == ["app_js", "csp", "css", "data", "plotly_js"]
+
+
 # --------------------------------------------------------------------------- size
 
 

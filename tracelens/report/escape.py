@@ -2,14 +2,17 @@
 
 Log text is untrusted: a line may hold `<script>`, `</script>`, `<img onerror=...>` or `javascript:`.
 Every string that comes from a log (lines, messages, file names, run labels, server-arg values, model
-paths) goes through one of these before it reaches the page:
+paths) is escaped before it reaches the page:
 
-- `text` for HTML element content and attribute values (`html.escape` with quotes);
+- in HTML element content and attribute values by the page's templates themselves (Jinja2 with
+  autoescape, `page.py`): a value is escaped unless it was marked safe on purpose, and only the page's
+  own assets, its Content Security Policy and the figures' JSON (below) are; `text` is the same
+  escaping for HTML written by hand (`None` shows as `-`, as the templates show it);
 - `plot_text` for strings Plotly draws: Plotly reads a small HTML subset (`<b>`, `<br>`, `<a href>`) in
   trace names, tick labels and hover text, so `<` and `>` become entities, which Plotly shows as the
   characters themselves;
-- `script_json` for data embedded in `<script type="application/json">` blocks: `<`, `>` and `&` are
-  written as JSON `\\u003c` escapes, so no `</script>` or `<!--` can end the block early.
+- `script_json` / `safe_json_text` for data embedded in `<script type="application/json">` blocks: `<`,
+  `>` and `&` are written as JSON `\\u003c` escapes, so no `</script>` or `<!--` can end the block early.
 
 The page never puts log text in a URL, an event-handler attribute or a `style`, and its Content
 Security Policy only runs the page's own scripts (by hash), so even a missed escape would run nothing.

@@ -53,7 +53,7 @@ def _missing(value: Any) -> Any:
     return "-" if value is None else value
 
 
-_TEMPLATES = jinja2.Environment(
+TEMPLATES = jinja2.Environment(
     loader=jinja2.PackageLoader("tracelens.report", "templates"),
     autoescape=True,  # every value is log text until proven otherwise
     finalize=_missing,
@@ -331,7 +331,7 @@ def render_page(
         ]
     )
     colors = run_colors(analysis)
-    return _TEMPLATES.get_template("page.html.j2").render(
+    return TEMPLATES.get_template("page.html.j2").render(
         title=title,
         version=version,
         csp=csp,
