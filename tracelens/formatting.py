@@ -61,16 +61,24 @@ def timestamp(value: dt.datetime | None) -> str:
 
 def duration(seconds: float | None, compact: bool = False) -> str:
     """A duration a person reads at a glance: `45 s`, `3 min 05 s`, `2 h 03 min`; with ``compact``
-    (terminal columns) `45s`, `3m05s`, `2h03m`."""
+    (terminal columns) `45s`, `3m05s`, `2h03m`, as the live screen and `follow` say how long a server
+    took to start (`tracelens.live.status`, a layer below this module, writes them by the same rule)."""
     if seconds is None:
         return MISSING
+    if compact:
+        seconds = max(0.0, seconds)
+        if seconds < 90:
+            return f"{seconds:.0f}s"
+        minutes, secs = divmod(int(seconds), 60)
+        if minutes < 90:
+            return f"{minutes}m{secs:02d}s"
+        return f"{minutes // 60}h{minutes % 60:02d}m"
     total = round(seconds)
-    s, m, h = ("s", "m", "h") if compact else (" s", " min ", " h ")
     if total < 120:
-        return f"{total}{s}"
+        return f"{total} s"
     if total < 7200:
-        return f"{total // 60}{m}{total % 60:02d}{s}"
-    return f"{total // 3600}{h}{total % 3600 // 60:02d}{m.rstrip()}"
+        return f"{total // 60} min {total % 60:02d} s"
+    return f"{total // 3600} h {total % 3600 // 60:02d} min"
 
 
 def ago(seconds: float | None) -> str:
