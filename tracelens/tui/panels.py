@@ -14,7 +14,7 @@ from textual.widgets.option_list import Option
 
 from tracelens.analysis import Finding
 from tracelens.analysis.findings import severity_rank
-from tracelens.analysis.verdicts import causal_rank
+from tracelens.analysis.verdicts import STATUSES, causal_rank, status_rank
 from tracelens.formatting import (
     SEVERITY_STYLE,
     STATUS_BADGE_STYLE,
@@ -95,9 +95,6 @@ class HeaderBar(Static):
         return text
 
 
-STATUS_ORDER = ("broken", "degraded", "incomplete", "healthy")
-
-
 class VerdictStrip(Static):
     """One line per run in view, worst first: its status and what is wrong. Lines are cut to the width
     (never wrapped), so the strip stays a few lines high at 80x24; the run the panels show is marked."""
@@ -119,7 +116,7 @@ class VerdictStrip(Static):
     def render_text(self) -> Text:
         width = max(self.size.width - 2, 20)  # padding
         judged = [r for r in self.runs if r.status]
-        judged.sort(key=lambda r: STATUS_ORDER.index(r.status) if r.status in STATUS_ORDER else 9)
+        judged.sort(key=lambda r: status_rank(r.status) if r.status in STATUSES else len(STATUSES))
         if not judged:
             return Text("no verdict yet: waiting for the first analysis", style="dim")
         lines = []
