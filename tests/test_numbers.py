@@ -107,17 +107,18 @@ def test_report_cards_and_live_status_show_the_same_numbers(samples: Analysis, t
 
 
 def test_one_look_for_a_value_in_every_view() -> None:
-    """The terminal's compact durations follow the live screen's rule (which `tracelens.live.status`
-    keeps a layer below `formatting`), and the speculative config reads the same from the summary's
-    JSON and from a row of the runs table."""
-    from tracelens.formatting import duration, speculative, speculative_of_run
-    from tracelens.live.status import _fmt_duration
+    """One rule per look: compact durations (terminal columns, the live screen, `follow`), long ones
+    (the report), and the speculative config read the same from the summary's JSON and from a row of
+    the runs table; the live screen's words for it come from the same module."""
+    from tracelens.formatting import duration, speculative, speculative_of_run, speculative_words
 
-    for seconds in (0.0, 0.4, 45.5, 89.6, 90.0, 100.0, 661.7, 5399.0, 5400.0, 9000.0, 86400.0):
-        assert duration(seconds, compact=True) == _fmt_duration(seconds), seconds
+    compact = {0.0: "0s", 45.5: "46s", 89.6: "90s", 90.0: "1m30s", 661.7: "11m01s", 5400.0: "1h30m"}
+    for seconds, text in compact.items():
+        assert duration(seconds, compact=True) == text, seconds
     assert duration(661.7) == "11 min 02 s" and duration(None) == "-"
     spec = {"algorithm": "EAGLE3", "num_steps": 4, "eagle_topk": 1, "num_draft_tokens": 5}
     row = {C.SPEC_ALGORITHM: "EAGLE3", C.SPEC_NUM_STEPS: 4, C.SPEC_EAGLE_TOPK: 1, C.SPEC_NUM_DRAFT_TOKENS: 5}
     assert speculative(spec) == speculative_of_run(row) == "EAGLE3 steps=4 topk=1 draft=5"
     assert speculative(spec, short=True) == speculative_of_run(row, short=True) == "EAGLE3 s4 k1 d5"
     assert speculative(None) == speculative_of_run({C.SPEC_ALGORITHM: None}) == "none"
+    assert speculative_words(row) == "EAGLE3 · 4 steps · topk 1 · 5 draft tokens"

@@ -59,12 +59,12 @@ def timestamp(value: dt.datetime | None) -> str:
     return MISSING if value is None else value.strftime("%Y-%m-%d %H:%M:%S")
 
 
-def duration(seconds: float | None, compact: bool = False) -> str:
+def duration(seconds: float | None, compact: bool = False, missing: str = MISSING) -> str:
     """A duration a person reads at a glance: `45 s`, `3 min 05 s`, `2 h 03 min`; with ``compact``
     (terminal columns) `45s`, `3m05s`, `2h03m`, as the live screen and `follow` say how long a server
-    took to start (`tracelens.live.status`, a layer below this module, writes them by the same rule)."""
+    took to start."""
     if seconds is None:
-        return MISSING
+        return missing
     if compact:
         seconds = max(0.0, seconds)
         if seconds < 90:
@@ -114,6 +114,24 @@ def speculative(spec: Mapping[str, Any] | None, short: bool = False) -> str:
         if value is not None:
             parts.append(f"{brief}{value}" if short else f"{name}={value}")
     return " ".join(parts)
+
+
+def speculative_words(run: Mapping[str, Any]) -> str | None:
+    """The speculative config in words, as the live screen's header and `follow` show a run:
+    `EAGLE3 · 4 steps · topk 1 · 5 draft tokens`; None without speculative decoding."""
+    algo = run.get(C.SPEC_ALGORITHM)
+    if not algo:
+        return None
+    parts = [str(algo)]
+    for column, unit in (
+        (C.SPEC_NUM_STEPS, "steps"),
+        (C.SPEC_EAGLE_TOPK, "topk"),
+        (C.SPEC_NUM_DRAFT_TOKENS, "draft tokens"),
+    ):
+        value = run.get(column)
+        if value is not None:
+            parts.append(f"topk {value}" if unit == "topk" else f"{value} {unit}")
+    return " · ".join(parts)
 
 
 def speculative_of_run(run: Mapping[str, Any], short: bool = False) -> str:

@@ -13,6 +13,7 @@ import polars as pl
 
 from tracelens.analysis import Analysis
 from tracelens.analysis.plotdata import decimate
+from tracelens.formatting import duration, speculative_words
 from tracelens.tables.frames import Tables
 from tracelens.tables.schema import A, C, T
 
@@ -103,34 +104,6 @@ class Snapshot:
         return next((r for r in self.runs if r.source == source), None)
 
 
-def _fmt_duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "?"
-    seconds = max(0.0, seconds)
-    if seconds < 90:
-        return f"{seconds:.0f}s"
-    minutes, secs = divmod(int(seconds), 60)
-    if minutes < 90:
-        return f"{minutes}m{secs:02d}s"
-    return f"{minutes // 60}h{minutes % 60:02d}m"
-
-
-def speculative_words(row: dict[str, Any]) -> str | None:
-    algo = row.get(C.SPEC_ALGORITHM)
-    if not algo:
-        return None
-    parts = [str(algo)]
-    for col, unit in (
-        (C.SPEC_NUM_STEPS, "steps"),
-        (C.SPEC_EAGLE_TOPK, "topk"),
-        (C.SPEC_NUM_DRAFT_TOKENS, "draft tokens"),
-    ):
-        value = row.get(col)
-        if value is not None:
-            parts.append(f"topk {value}" if unit == "topk" else f"{value} {unit}")
-    return " · ".join(parts)
-
-
 def _phase(analysis: Analysis, source: str, run: int, last_ts: dt.datetime | None, row: dict[str, Any]):
     """(phase, detail, elapsed, expected) of a run from its lifecycle lines and faults."""
     lifecycle = analysis.tables[T.LIFECYCLE].filter((pl.col(C.SOURCE) == source) & (pl.col(C.RUN) == run))
@@ -144,7 +117,12 @@ def _phase(analysis: Analysis, source: str, run: int, last_ts: dt.datetime | Non
         return SHUT_DOWN, "", elapsed, expected
     if "ready" in events:
         ready = row.get(A.TIME_TO_READY_S)
-        return READY, f"ready after {_fmt_duration(ready)}" if ready is not None else "", elapsed, expected
+        return (
+            READY,
+            f"ready after {duration(ready, compact=True, missing='?')}" if ready is not None else "",
+            elapsed,
+            expected,
+        )
     if "graph_capture_begin" in events:
         phase = CAPTURING
     elif "uvicorn_running" in events or "server_process_started" in events:
@@ -155,9 +133,9 @@ def _phase(analysis: Analysis, source: str, run: int, last_ts: dt.datetime | Non
         phase = LOADING
     else:
         phase = STARTING
-    detail = f"{_fmt_duration(elapsed)} since start"
+    detail = f"{duration(elapsed, compact=True, missing='?')} since start"
     if expected is not None:
-        detail += f", earlier starts were ready after {_fmt_duration(expected)}"
+        detail += f", earlier starts were ready after {duration(expected, compact=True, missing='?')}"
     return phase, detail, elapsed, expected
 
 
