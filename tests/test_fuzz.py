@@ -24,7 +24,8 @@ from hypothesis import strategies as st
 from tracelens.analysis.startup import DEFAULT_STALL_SECONDS
 from tracelens.engine.ingest import parse_paths
 from tracelens.errors import SourceReadError
-from tracelens.live.worker import WorkerClient, WorkerConfig
+from tracelens.live.messages import FromWorker, NotAnalysed, WorkerConfig
+from tracelens.live.worker import WorkerClient
 from tracelens.parsers import ParseOptions
 from tracelens.sources.files import compression_of, line_spans
 from tracelens.tables.accounting import reconcile
@@ -122,9 +123,9 @@ def _live(path: Path, data: bytes, cuts: list[int]):
     """The finalized tables of a real live worker fed ``data`` in line-aligned pieces."""
     failures: list[str] = []
 
-    def on_message(message: tuple) -> None:
-        if message[0] == "not analysed" and message[2]:
-            failures.append(message[2])
+    def on_message(message: FromWorker) -> None:
+        if isinstance(message, NotAnalysed) and message.reason:
+            failures.append(message.reason)
 
     config = WorkerConfig([str(path)], [OPTIONS], None, None, DEFAULT_STALL_SECONDS, 0.05)
     client = WorkerClient(config, on_message, lambda reason: failures.append(f"worker ended: {reason}"))

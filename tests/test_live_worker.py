@@ -85,7 +85,8 @@ def test_a_dead_worker_never_makes_the_sender_wait(tmp_path: Path) -> None:
     pump, which also feeds the log view, must not wait for a process that is gone."""
     import threading
 
-    from tracelens.live.worker import WorkerClient, WorkerConfig
+    from tracelens.live.messages import WorkerConfig
+    from tracelens.live.worker import WorkerClient
     from tracelens.parsers import ParseOptions
 
     config = WorkerConfig(["a"], [ParseOptions()], None, None, 900.0, 0.1)

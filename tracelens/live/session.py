@@ -30,22 +30,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from tracelens.analysis import Analysis, Evidence, Finding
 from tracelens.analysis.expectations import Expectations
 from tracelens.analysis.startup import DEFAULT_STALL_SECONDS
 from tracelens.live import events as ev
 from tracelens.live.index import LogIndex
+from tracelens.live.messages import Analysed, FromWorker, NotAnalysed, ParseFailed, RowsParsed, WorkerConfig
 from tracelens.live.spec import FILE, SourceSpec
 from tracelens.live.status import Snapshot
 from tracelens.live.store import TextStore
-from tracelens.live.worker import WorkerClient, WorkerConfig, WorkerGone
+from tracelens.live.worker import WorkerClient, WorkerGone
 from tracelens.parsers import ParseOptions, ParseState, parse_lines
 from tracelens.sources import events as src
 from tracelens.sources.files import block_lines, line_spans
 from tracelens.sources.protocol import Block
-from tracelens.tables.frames import Tables
 from tracelens.tables.schema import T
 
 Listener = Callable[[Any], None]
@@ -311,47 +309,38 @@ class LiveSession:
 
     # ----- the worker's replies (on its client's reader thread) -----
 
-    def _from_worker(self, message: tuple) -> None:
+    def _from_worker(self, message: FromWorker) -> None:
         try:
-            if message[0] == "parsed":
-                self._on_parsed(*message[1:])
-            elif message[0] == "analysed":
-                self._on_analysed(*message[1:])
-            elif message[0] == "not analysed":  # nothing to analyse, or the analysis failed
-                _, through, text = message
-                with self._seq_lock:
-                    self._analysed_seq = max(self._analysed_seq, through)
-                if text:
-                    self._notify(ev.SessionFailed(text))
-            elif message[0] == "failed":
-                self._notify(ev.SessionFailed(message[1]))
+            match message:
+                case RowsParsed():
+                    self._on_parsed(message)
+                case Analysed():
+                    self._on_analysed(message)
+                case NotAnalysed(through, reason):  # nothing to analyse, or the analysis failed
+                    with self._seq_lock:
+                        self._analysed_seq = max(self._analysed_seq, through)
+                    if reason:
+                        self._notify(ev.SessionFailed(reason))
+                case ParseFailed(reason):
+                    self._notify(ev.SessionFailed(reason))
         except Exception as exc:
             self._notify(
                 ev.SessionFailed(f"reading the parser's results failed: {type(exc).__name__}: {exc}")
             )
 
-    def _on_parsed(
-        self,
-        seq: int,
-        source: int,
-        first_line: int,
-        count: int,
-        tables: Tables | None,
-        columns: dict[str, np.ndarray] | None,
-        decode: tuple[float | None, float | None] | None,
-    ) -> None:
-        if columns is not None and count:
-            self.index.fill_parsed(source, columns)
+    def _on_parsed(self, parsed: RowsParsed) -> None:
+        if parsed.columns is not None and parsed.count:
+            self.index.fill_parsed(parsed.source, parsed.columns)
         with self._seq_lock:
-            self._parsed_seq = max(self._parsed_seq, seq)
-            if count:
-                self._rows_seq = max(self._rows_seq, seq)
-        if tables is not None and count:
-            self._notify(ev.LinesParsed(self.sources[source].label, first_line, count, tables, decode))
+            self._parsed_seq = max(self._parsed_seq, parsed.seq)
+            if parsed.count:
+                self._rows_seq = max(self._rows_seq, parsed.seq)
+        if parsed.tables is not None and parsed.count:
+            label = self.sources[parsed.source].label
+            self._notify(ev.LinesParsed(label, parsed.first_line, parsed.count, parsed.tables, parsed.decode))
 
-    def _on_analysed(
-        self, through: int, count: int, findings: list[Finding], snap: Snapshot, seconds: float
-    ) -> None:
+    def _on_analysed(self, analysed: Analysed) -> None:
+        findings, snap = analysed.findings, analysed.snapshot
         self._fill_evidence(findings)
         new = []
         for finding in findings:
@@ -364,10 +353,10 @@ class LiveSession:
         for finding in withdrawn:  # forgotten, so it is new again if a later analysis finds it
             self.findings_seen.pop(finding_key(finding), None)
         self.findings, self.snapshot = findings, snap
-        self.analyses = count
+        self.analyses = analysed.count
         with self._seq_lock:
-            self._analysed_seq = max(self._analysed_seq, through)
-        self._notify(ev.AnalysisUpdated(findings, snap, new, seconds, withdrawn))
+            self._analysed_seq = max(self._analysed_seq, analysed.through)
+        self._notify(ev.AnalysisUpdated(findings, snap, new, analysed.seconds, withdrawn))
 
     def _worker_ended(self, reason: str) -> None:
         self._worker_gone = True

@@ -7,13 +7,15 @@ the CPU while the screen has work: the screen's process only reads, indexes and 
 
     parent (LiveSession)                          child (python -m tracelens.live.worker)
     pump -> WorkerClient.parse(bytes) -- stdin -> reader -> parse loop: parse_block per source
-                                                              (carried ParseState, held blank lines)
-    WorkerClient reader <------------- stdout --- "parsed" (the new rows' tables, the index's columns)
+              (ParseRequested)                                (carried ParseState, held blank lines)
+    WorkerClient reader <------------- stdout --- RowsParsed (the new rows' tables, the index's columns)
                                                   analyser: finalize + analyze_tables at most every
-                                                  `interval` s -> "analysed" (findings, snapshot)
-    LiveSession.analysis -- "analysis?" --------> the newest full `Analysis` (every table), on request
+                                                  `interval` s -> Analysed (findings, snapshot)
+    LiveSession.analysis -- AnalysisRequested --> the newest full `Analysis` (every table), on request
+                                                  (AnalysisSent)
 
-Messages are pickles (polars frames pickle as Arrow IPC), each framed by its length. The child is
+Messages are the records of `tracelens.live.messages`, pickled (polars frames pickle as Arrow IPC),
+each framed by its length. The child is
 started with `sys.executable -m`, not `multiprocessing`: its `spawn` and `forkserver` contexts import
 the parent's `__main__` (the Textual app) into the child, and the forkserver is one per process, set
 up by the batch engine with its own preload. The child ends when its stdin closes (the parent ended,
@@ -34,18 +36,29 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import IO, BinaryIO
 
 import polars as pl
 
 from tracelens.analysis import Analysis, analyze_tables
-from tracelens.analysis.expectations import Expectations
 from tracelens.engine.stream import SourceParser
 from tracelens.live.index import parsed_columns
+from tracelens.live.messages import (
+    Analysed,
+    AnalysisRequested,
+    AnalysisSent,
+    FromWorker,
+    NotAnalysed,
+    ParseFailed,
+    ParseRequested,
+    RowsParsed,
+    StopRequested,
+    ToWorker,
+    WorkerConfig,
+    WorkerEnded,
+)
 from tracelens.live.status import newest_decode, snapshot
-from tracelens.parsers import ParseOptions
 from tracelens.parsers.finalize import finalize
 from tracelens.sources.files import block_lines
 from tracelens.sources.protocol import Block
@@ -58,28 +71,18 @@ _PARSE_BATCH = 64  # parse messages read ahead and parsed as one block per sourc
 _READ_AHEAD = 8  # parse messages the child holds before the parent's writes wait
 
 
-@dataclass(frozen=True)
-class WorkerConfig:
-    labels: list[str]
-    options: list[ParseOptions]
-    expectations: Expectations | None
-    baseline: str | None
-    stall_seconds: float
-    interval: float
-
-
 # ----- framing -----
 
 
-def send(stream: BinaryIO, message: Any) -> None:
+def send(stream: IO[bytes], message: ToWorker | FromWorker) -> None:
     data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
     stream.write(_HEADER.pack(len(data)))
     stream.write(data)
     stream.flush()
 
 
-def receive(stream: BinaryIO) -> Any:
-    """The next message, or None at the end of the stream."""
+def receive(stream: IO[bytes]) -> object:
+    """The next message, or None at the end of the stream (the caller checks its type)."""
     header = stream.read(_HEADER.size)
     if len(header) < _HEADER.size:
         return None
@@ -101,7 +104,7 @@ class _Worker:
         self.config = config
         self._out = out
         self._out_lock = threading.Lock()
-        self._inbox: queue.Queue[tuple | None] = queue.Queue(maxsize=_READ_AHEAD)
+        self._inbox: queue.Queue[ParseRequested | None] = queue.Queue(maxsize=_READ_AHEAD)
         self._parsers = [SourceParser(options) for options in config.options]
         self._lock = threading.Lock()
         self._pending: list[Tables] = []
@@ -112,7 +115,7 @@ class _Worker:
         self._dirty = threading.Event()
         self._done = threading.Event()
 
-    def reply(self, message: tuple) -> None:
+    def reply(self, message: FromWorker) -> None:
         with self._out_lock:
             send(self._out, message)
 
@@ -124,13 +127,13 @@ class _Worker:
     def _read(self, inp: BinaryIO) -> None:
         try:
             while True:
-                message = receive(inp)
-                if message is None or message[0] == "stop":
-                    return
-                if message[0] == "analysis?":
-                    self._send_analysis(message[1])
-                else:
-                    self._inbox.put(message)
+                match receive(inp):
+                    case ParseRequested() as message:
+                        self._inbox.put(message)
+                    case AnalysisRequested(request):
+                        self._send_analysis(request)
+                    case _:  # StopRequested, the end of the stream, or what no sender sends
+                        return
         finally:
             self._inbox.put(None)  # the parse loop ends, and so does the process
 
@@ -154,21 +157,22 @@ class _Worker:
             except Exception as exc:
                 # what this batch held is lost for the tables (as a failed parse always was); the
                 # parent hears that every message of it was handled, and why
-                _, seq, source = items[-1][:3]
-                self.reply(("parsed", seq, source, 0, 0, None, None, None))
-                self.reply(("failed", f"parsing failed: {type(exc).__name__}: {exc}"))
+                self.reply(RowsParsed(items[-1].seq, items[-1].source))
+                self.reply(ParseFailed(f"parsing failed: {type(exc).__name__}: {exc}"))
         self._done.set()
 
-    def _parse_batch(self, items: list[tuple]) -> None:
+    def _parse_batch(self, items: list[ParseRequested]) -> None:
         """Consecutive messages of one source become one block (the parser's cost is mostly per call)."""
         runs: list[tuple[int, int, list[pl.DataFrame], bool]] = []  # source, last seq, frames, final
-        for _, seq, source, first_line, offset, data, final in items:
-            frame = block_lines(Block(self.config.labels[source], first_line, offset, data))
-            if runs and runs[-1][0] == source and not runs[-1][3]:
+        for item in items:
+            frame = block_lines(
+                Block(self.config.labels[item.source], item.first_line, item.offset, item.data)
+            )
+            if runs and runs[-1][0] == item.source and not runs[-1][3]:
                 runs[-1][2].append(frame)
-                runs[-1] = (source, seq, runs[-1][2], final)
+                runs[-1] = (item.source, item.seq, runs[-1][2], item.final)
             else:
-                runs.append((source, seq, [frame], final))
+                runs.append((item.source, item.seq, [frame], item.final))
         for source, seq, frames, final in runs:
             self._parse(seq, source, pl.concat(frames) if len(frames) > 1 else frames[0], final)
 
@@ -177,15 +181,15 @@ class _Worker:
         (`stream.SourceParser`)."""
         parser = self._parsers[source]
         if parser.held is None and not frame.height:
-            self.reply(("parsed", seq, source, 0, 0, None, None, None))
+            self.reply(RowsParsed(seq, source))
             return
         tables, first, parsed = parser.feed(frame, final)
         if not parsed:
-            self.reply(("parsed", seq, source, 0, 0, None, None, None))
+            self.reply(RowsParsed(seq, source))
             return
         # the index's columns are computed here too: the screen's process only stores them
         columns = parsed_columns(tables[T.LINES])
-        self.reply(("parsed", seq, source, first, parsed, tables, columns, newest_decode(tables)))
+        self.reply(RowsParsed(seq, source, first, parsed, tables, columns, newest_decode(tables)))
         with self._lock:
             self._pending.append(tables)
             self._pending_seq = seq
@@ -208,7 +212,7 @@ class _Worker:
             try:
                 self._analyse_once(parts, through, last)
             except Exception as exc:
-                self.reply(("not analysed", through, f"analysis failed: {type(exc).__name__}: {exc}"))
+                self.reply(NotAnalysed(through, f"analysis failed: {type(exc).__name__}: {exc}"))
             took = time.monotonic() - last
             wait = max(self.config.interval, 2 * took)  # a long analysis leaves time for parsing
 
@@ -216,7 +220,7 @@ class _Worker:
         if self._accumulated is not None:
             parts = [self._accumulated, *parts]
         if not parts:
-            self.reply(("not analysed", through, None))
+            self.reply(NotAnalysed(through, None))
             return
         self._accumulated = Tables.concat(parts) if len(parts) > 1 else parts[0]
         analysis = analyze_tables(
@@ -230,12 +234,12 @@ class _Worker:
             self._analysis = analysis
             self._analyses += 1
             count = self._analyses
-        self.reply(("analysed", through, count, analysis.findings, snap, time.monotonic() - started))
+        self.reply(Analysed(through, count, analysis.findings, snap, time.monotonic() - started))
 
     def _send_analysis(self, request: int) -> None:
         with self._lock:
             analysis, count = self._analysis, self._analyses
-        self.reply(("analysis", request, count, analysis))
+        self.reply(AnalysisSent(request, count, analysis))
 
 
 def main() -> None:
@@ -243,7 +247,7 @@ def main() -> None:
     inp, out = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # a stray print must not corrupt the message stream
     config = receive(inp)
-    if config is None:
+    if not isinstance(config, WorkerConfig):  # the parent ended before it said anything
         return
     _Worker(config, out).run(inp)
 
@@ -262,7 +266,7 @@ class WorkerClient:
     def __init__(
         self,
         config: WorkerConfig,
-        on_message: Callable[[tuple], None],
+        on_message: Callable[[FromWorker], None],
         on_exit: Callable[[str], None],
         max_bytes: int = 32 << 20,
     ) -> None:
@@ -270,10 +274,10 @@ class WorkerClient:
         self._on_message = on_message
         self._on_exit = on_exit
         self._max_bytes = max_bytes
-        self._outbox: queue.Queue[tuple | None] = queue.Queue()
+        self._outbox: queue.Queue[ToWorker | None] = queue.Queue()
         self._queued_bytes = 0
         self._room = threading.Condition()
-        self._requests: dict[int, queue.Queue[tuple]] = {}
+        self._requests: dict[int, queue.Queue[AnalysisSent | WorkerEnded]] = {}
         self._next_request = 0
         self._closing = False
         self.gone = False  # the worker ended: what is sent now is dropped
@@ -290,6 +294,10 @@ class WorkerClient:
             env=env,
             close_fds=True,
         )
+        stdin, stdout = self.process.stdin, self.process.stdout
+        assert stdin is not None and stdout is not None  # both are pipes
+        self._stdin: IO[bytes] = stdin
+        self._stdout: IO[bytes] = stdout
         # set by the parent at once (the threads the child starts later inherit it): its imports
         # already run below the screen
         with contextlib.suppress(OSError, AttributeError):  # no setpriority on some platforms
@@ -299,7 +307,7 @@ class WorkerClient:
             threading.Thread(target=self._write, name="tracelens worker write", daemon=True),
             threading.Thread(target=self._read, name="tracelens worker read", daemon=True),
         ]
-        self._outbox.put(("config", config))
+        self._outbox.put(config)
         for thread in self._threads:
             thread.start()
 
@@ -312,16 +320,16 @@ class WorkerClient:
             if self.gone:
                 return
             self._queued_bytes += len(data)
-        self._outbox.put(("parse", seq, source, first_line, offset, data, final))
+        self._outbox.put(ParseRequested(seq, source, first_line, offset, data, final))
 
     def request_analysis(self, timeout: float) -> tuple[int, Analysis | None]:
         """(analyses so far, the newest full analysis) from the worker; raises WorkerGone."""
-        reply: queue.Queue[tuple] = queue.Queue(maxsize=1)
+        reply: queue.Queue[AnalysisSent | WorkerEnded] = queue.Queue(maxsize=1)
         with self._room:
             self._next_request += 1
             request = self._next_request
             self._requests[request] = reply
-        self._outbox.put(("analysis?", request))
+        self._outbox.put(AnalysisRequested(request))
         try:
             message = reply.get(timeout=timeout)
         except queue.Empty:
@@ -329,9 +337,11 @@ class WorkerClient:
         finally:
             with self._room:
                 self._requests.pop(request, None)
-        if message[0] == "gone":
-            raise WorkerGone(message[1])
-        return message[2], message[3]
+        match message:
+            case WorkerEnded(reason):
+                raise WorkerGone(reason)
+            case AnalysisSent(_, count, analysis):
+                return count, analysis
 
     def close(self, timeout: float = 5.0) -> None:
         self._closing = True
@@ -346,24 +356,21 @@ class WorkerClient:
             self.process.kill()
             self.process.wait(timeout=timeout)
         with contextlib.suppress(OSError):
-            self.process.stdout.close()
+            self._stdout.close()
         self._stderr.close()
 
     def _write(self) -> None:
-        stdin = self.process.stdin
+        stdin = self._stdin
         try:
             while True:
                 item = self._outbox.get()
                 if item is None:
-                    send(stdin, ("stop",))
+                    send(stdin, StopRequested())
                     break
-                if item[0] == "config":
-                    send(stdin, item[1])
-                    continue
                 send(stdin, item)
-                if item[0] == "parse":
+                if isinstance(item, ParseRequested):
                     with self._room:
-                        self._queued_bytes -= len(item[5])
+                        self._queued_bytes -= len(item.data)
                         self._room.notify_all()
         except (BrokenPipeError, OSError, ValueError):
             self._set_gone()  # the worker ended: the reader reports it
@@ -372,27 +379,28 @@ class WorkerClient:
                 stdin.close()
 
     def _read(self) -> None:
-        stdout = self.process.stdout
+        stdout = self._stdout
         while True:
             try:
                 message = receive(stdout)
             except (OSError, ValueError, EOFError, pickle.UnpicklingError):
                 message = None
-            if message is None:
-                break
-            if message[0] == "analysis":
-                with self._room:
-                    reply = self._requests.get(message[1])
-                if reply is not None:
-                    reply.put(message)
-                continue
-            self._on_message(message)
+            match message:
+                case AnalysisSent(request):
+                    with self._room:
+                        reply = self._requests.get(request)
+                    if reply is not None:
+                        reply.put(message)
+                case RowsParsed() | ParseFailed() | Analysed() | NotAnalysed():
+                    self._on_message(message)
+                case _:  # the end of the stream (or what no worker sends)
+                    break
         self._set_gone()
         reason = self._exit_reason()
         with self._room:
             waiting = list(self._requests.values())
         for reply in waiting:
-            reply.put(("gone", reason))
+            reply.put(WorkerEnded(reason))
         if not self._closing:
             self._on_exit(reason)
 

@@ -1,0 +1,134 @@
+"""What the live session and its worker process say to each other over the worker's pipes: one frozen
+record per kind of message, pickled across the process boundary (`worker.send`/`worker.receive`). A
+receiver matches on the type; nothing is dispatched on a string tag or read by position.
+
+Parent to worker: `WorkerConfig` (first, once), then `ParseRequested`, `AnalysisRequested` and at the
+end `StopRequested`. Worker to parent: `RowsParsed` (once per `ParseRequested`, with or without rows),
+`ParseFailed`, `Analysed` or `NotAnalysed` (at most every `interval` s), `AnalysisSent` (the answer to
+an `AnalysisRequested`). `WorkerEnded` never crosses the pipe: the client hands it to a caller waiting
+for an answer when the worker is gone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from tracelens.analysis import Analysis, Finding
+    from tracelens.analysis.expectations import Expectations
+    from tracelens.live.status import Snapshot
+    from tracelens.parsers import ParseOptions
+    from tracelens.tables.frames import Tables
+
+
+# ----- parent to worker -----
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    """The first message: what every source is called and how it is parsed, and how to analyse."""
+
+    labels: list[str]
+    options: list[ParseOptions]
+    expectations: Expectations | None
+    baseline: str | None
+    stall_seconds: float
+    interval: float
+
+
+@dataclass(frozen=True)
+class ParseRequested:
+    """Parse ``data``, the next lines of source number ``source`` (``final``: the source has ended).
+    ``seq`` numbers the requests; the `RowsParsed` that answers says it back."""
+
+    seq: int
+    source: int
+    first_line: int
+    offset: int  # of ``data`` in the source's stream
+    data: bytes
+    final: bool
+
+
+@dataclass(frozen=True)
+class AnalysisRequested:
+    """Send the newest full `Analysis` (answered by an `AnalysisSent` with the same ``request``)."""
+
+    request: int
+
+
+@dataclass(frozen=True)
+class StopRequested:
+    """Stop reading: the worker finishes what it holds and ends."""
+
+
+ToWorker = WorkerConfig | ParseRequested | AnalysisRequested | StopRequested
+
+
+# ----- worker to parent -----
+
+
+@dataclass(frozen=True)
+class RowsParsed:
+    """`ParseRequested` number ``seq`` (and those before it) is handled. ``count`` lines from
+    ``first_line`` gave ``tables`` (None and 0 when the lines are held back for the next block, or
+    lost to a failed parse); ``columns`` are the log index's (`index.parsed_columns`), ``decode`` the
+    newest decode line's figures (`status.newest_decode`)."""
+
+    seq: int
+    source: int
+    first_line: int = 0
+    count: int = 0
+    tables: Tables | None = None
+    columns: dict[str, np.ndarray] | None = None
+    decode: tuple[float | None, float | None] | None = None
+
+
+@dataclass(frozen=True)
+class ParseFailed:
+    """A batch of lines could not be parsed; its rows are lost for the tables (the lines stay in the log
+    view)."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class Analysed:
+    """Analysis number ``count`` covers every parse request up to ``through``."""
+
+    through: int
+    count: int
+    findings: list[Finding]
+    snapshot: Snapshot
+    seconds: float  # the analysis took
+
+
+@dataclass(frozen=True)
+class NotAnalysed:
+    """No analysis for the requests up to ``through``: nothing to analyse (``reason`` None), or it
+    failed."""
+
+    through: int
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class AnalysisSent:
+    """The answer to `AnalysisRequested` ``request``: the newest analysis (None before the first) and how
+    many analyses ran so far."""
+
+    request: int
+    count: int
+    analysis: Analysis | None
+
+
+FromWorker = RowsParsed | ParseFailed | Analysed | NotAnalysed | AnalysisSent
+
+
+@dataclass(frozen=True)
+class WorkerEnded:
+    """The worker ended before it answered (never sent over the pipe)."""
+
+    reason: str
