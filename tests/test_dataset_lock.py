@@ -224,6 +224,111 @@ def test_a_dataset_of_another_format_is_refused_and_kept(tmp_path: Path) -> None
         assert snapshot(out) == before, args
 
 
+def _first_task(data: dict) -> dict:
+    return data["tasks"][next(iter(data["tasks"]))]
+
+
+# Damage a manifest could take (a hand edit, another tool, a disk): each is refused by name.
+DAMAGED = {
+    "a field of the wrong type": (
+        lambda data: _first_task(data)["units"][0].__setitem__("start", "zero"),
+        ".units[0].start should be an integer, not a string",
+    ),
+    "a missing field": (
+        lambda data: _first_task(data)["sources"][0].pop("first_line"),
+        ".sources[0].first_line is missing",
+    ),
+    "a table's files not a list": (
+        lambda data: _first_task(data)["files"].__setitem__(T.LINES, "lines/x.parquet"),
+        f"['{T.LINES}'] should be a list, not a string",
+    ),
+    "inputs not an object": (
+        lambda data: data.__setitem__("inputs", []),
+        "manifest.inputs should be an object",
+    ),
+}
+
+
+@pytest.mark.parametrize("damage", DAMAGED)
+def test_a_damaged_manifest_is_one_line_and_exit_2_and_nothing_is_lost(damage: str, tmp_path: Path) -> None:
+    change, said = DAMAGED[damage]
+    out = tmp_path / "ds"
+    assert run("parse", str(FIXED), "-o", str(out), "-q").returncode == 0
+    manifest = out / ".tracelens" / "manifest.json"
+    data = json.loads(manifest.read_text())
+    change(data)
+    manifest.write_text(json.dumps(data))
+    before = snapshot(out)
+    for args in (
+        ["parse", str(FIXED), str(BASELINE), "-o", str(out)],
+        ["summary", str(out)],
+        ["check", str(FIXED), "--dataset", str(out)],
+    ):
+        result = run(*args, "-q")
+        assert result.returncode == 2, result.stderr
+        line = one_line(result.stderr)
+        assert line.startswith(
+            f"tracelens: error: {out}: its manifest (.tracelens/manifest.json) is damaged ("
+        )
+        assert said in line, line
+        assert snapshot(out) == before, args
+
+
+@pytest.mark.parametrize("version", [1, 99])
+def test_a_damaged_or_foreign_commit_journal_is_one_line_and_exit_2_and_nothing_is_lost(
+    version: int, tmp_path: Path
+) -> None:
+    """A journal is replayed by the next run (a commit stopped half way): one that does not fit, or that
+    another dataset format wrote, is refused before any of its moves or deletes."""
+    out = tmp_path / "ds"
+    assert run("parse", str(FIXED), "-o", str(out), "-q").returncode == 0
+    manifest = json.loads((out / ".tracelens" / "manifest.json").read_text())
+    files = sorted(files_in_manifest(out))
+    if version == 1:  # a delete that is not a path
+        journal = {"moves": [], "deletes": [files[0], 7], "manifest": manifest}
+        said = "journal.deletes[1] should be a string, not a number"
+    else:
+        journal = {"moves": [], "deletes": files, "manifest": {**manifest, "version": 99}}
+        said = "dataset format 99"
+    (out / ".tracelens" / "journal.json").write_text(json.dumps(journal))
+    before = snapshot(out)
+    for args in (["parse", str(FIXED), "-o", str(out)], ["summary", str(out)]):
+        result = run(*args, "-q")
+        assert result.returncode == 2, result.stderr
+        line = one_line(result.stderr)
+        assert line.startswith(
+            f"tracelens: error: {out}: its commit journal (.tracelens/journal.json) cannot be used"
+        )
+        assert said in line, line
+        assert snapshot(out) == before, args
+
+
+def test_a_cache_dataset_with_a_damaged_manifest_is_rebuilt(tmp_path: Path) -> None:
+    """The cache behind `summary LOG` can always be rebuilt: a damaged manifest there is not an error."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    env.pop("TRACELENS_DEBUG", None)
+
+    def summary() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*TRACELENS, "summary", str(FIXED), "--json", "-q"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
+
+    first = summary()
+    assert first.returncode == 0, first.stderr
+    (manifest,) = (tmp_path / "cache").rglob("manifest.json")
+    data = json.loads(manifest.read_text())
+    _first_task(data)["units"][0]["start"] = "zero"
+    manifest.write_text(json.dumps(data))
+    again = summary()
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == first.stdout
+    assert _first_task(json.loads(manifest.read_text()))["units"][0]["start"] == 0
+
+
 def test_a_locked_dataset_read_with_no_wait_is_one_line_and_exit_2(tmp_path: Path) -> None:
     out = tmp_path / "ds"
     assert run("parse", str(FIXED), "-o", str(out), "-q").returncode == 0

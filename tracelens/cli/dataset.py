@@ -85,7 +85,7 @@ def logs_dataset(
         if dataset is not None or no_cache:
             raise InputError(f"{paths[0]} is a dataset already: --dataset and --no-cache are for log paths")
         with reading_dataset(str(paths[0]), lock_timeout, notify) as manifest:
-            stored = Report(problems=[e for s in manifest.get("sources", {}).values() for e in s["errors"]])
+            stored = Report(problems=[e for s in manifest.sources.values() for e in s.errors])
             with _naming(err, stored):
                 yield paths[0]
         _finish(stored)

@@ -60,12 +60,12 @@ def dataset_for(resolved: list[str], base_date: dt.date | None) -> Path:
     be rebuilt), unlike a dataset the user named, which is refused."""
     folder = datasets_root() / key_of(resolved, base_date)
     try:
-        version = json.loads((folder / mf.MANIFEST).read_text()).get("version")
+        text = (folder / mf.MANIFEST).read_text()
     except OSError:  # none yet; or unreadable, which the engine reports in one line when it opens it
         return folder
-    except ValueError:  # half a manifest: a cache is rebuilt rather than refused
-        version = None
-    if version != mf.VERSION:
+    try:
+        mf.load_manifest(json.loads(text))
+    except ValueError:  # half a manifest, a damaged one (RecordError) or another format: rebuilt
         shutil.rmtree(folder, ignore_errors=True)
     return folder
 
@@ -87,6 +87,19 @@ def _size(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
 
 
+def _inputs_of(folder: Path) -> list[str]:
+    """The inputs a cached dataset holds, as far as its manifest tells (one of another format is listed
+    too: it is dropped only when used)."""
+    try:
+        data = json.loads((folder / mf.MANIFEST).read_text())
+        return sorted(mf.load_manifest(data).inputs)
+    except mf.IncompatibleVersion:
+        inputs = data.get("inputs")
+        return sorted(inputs) if isinstance(inputs, dict) else []
+    except (OSError, ValueError):  # none, half a manifest or a damaged one
+        return []
+
+
 def entries() -> list[Entry]:
     """The cached datasets, most recently used first."""
     root = datasets_root()
@@ -94,12 +107,10 @@ def entries() -> list[Entry]:
     for folder in sorted(root.iterdir()) if root.is_dir() else []:
         if not folder.is_dir():
             continue
-        try:
-            inputs = sorted(json.loads((folder / mf.MANIFEST).read_text())["inputs"])
-        except (OSError, ValueError, KeyError):
-            inputs = []
         used = folder / META / _USED
-        out.append(Entry(folder, inputs, _size(folder), used.stat().st_mtime if used.exists() else 0.0))
+        out.append(
+            Entry(folder, _inputs_of(folder), _size(folder), used.stat().st_mtime if used.exists() else 0.0)
+        )
     return sorted(out, key=lambda e: -e.used)
 
 

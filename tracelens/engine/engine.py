@@ -22,13 +22,14 @@ from concurrent.futures import BrokenExecutor
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import polars as pl
 
+from tracelens import __version__
 from tracelens.engine import manifest as mf
 from tracelens.engine.executors import LOCAL, Executor, make_executor
 from tracelens.engine.lock import DEFAULT_LOCK_TIMEOUT, Notify, reading, writing
+from tracelens.engine.manifest import Journal, Manifest, SourceSummary, TaskRecord, UnitRecord
 from tracelens.engine.plan import (
     DEFAULT_BLOCK_BYTES,
     DEFAULT_RANGE_BYTES,
@@ -38,6 +39,7 @@ from tracelens.engine.plan import (
     scan_range,
     server_args_heads,
 )
+from tracelens.engine.records import RecordError
 from tracelens.engine.store import FAULTS_PRE, META, Store
 from tracelens.engine.task import SourceResult, TaskResult, run_task
 from tracelens.errors import InputError
@@ -100,32 +102,31 @@ class _Work:
 
 
 def _plan_inputs(
-    inputs: list[Input], old: dict[str, Any], report: Report
-) -> tuple[dict[str, Any], list[_Work], list[Unit]]:
+    inputs: list[Input], old: Manifest, report: Report
+) -> tuple[dict[str, TaskRecord], list[_Work], list[Unit]]:
     """Decide per input: keep, read from where it grew, or read whole. Returns the kept tasks, the work
     to plan, and units of unchanged inputs to read again because they shared a task with a changed one."""
     given = {i.path: i for i in inputs}
-    changes = {i.path: mf.change_of(i, old["inputs"].get(i.path)) for i in inputs}
-    last_unit: dict[str, dict[str, Any]] = {}
-    for task in old["tasks"].values():
-        for unit in task["units"]:
-            path = unit["input"]
-            if path not in last_unit or unit["start"] > last_unit[path]["start"]:
-                last_unit[path] = unit
-    kept: dict[str, Any] = {}
+    changes = {i.path: mf.change_of(i, old.inputs.get(i.path)) for i in inputs}
+    last_unit: dict[str, UnitRecord] = {}
+    for task in old.tasks.values():
+        for unit in task.units:
+            if unit.input not in last_unit or unit.start > last_unit[unit.input].start:
+                last_unit[unit.input] = unit
+    kept: dict[str, TaskRecord] = {}
     redo: list[Unit] = []
-    for task_id, task in old["tasks"].items():
-        paths = [u["input"] for u in task["units"]]
+    for task_id, task in old.tasks.items():
+        paths = [u.input for u in task.units]
         gone = [p for p in paths if p not in given]
         touched = [
             p
-            for p, u in zip(paths, task["units"], strict=True)
+            for p, u in zip(paths, task.units, strict=True)
             if p in given and (changes[p] == "changed" or (changes[p] == "grown" and u is last_unit[p]))
         ]
         if not gone and not touched:
             kept[task_id] = task
             continue
-        for p, u in zip(paths, task["units"], strict=True):
+        for p, u in zip(paths, task.units, strict=True):
             if p in given and changes[p] == "same":
                 redo.append(_unit_from_record(given[p], u))
     work: list[_Work] = []
@@ -136,17 +137,15 @@ def _plan_inputs(
         elif change == "grown":
             report.grown += 1
             last = last_unit[item.path]
-            work.append(_Work(item, last["start"], last["first_line"], last["run_offset"]))
+            work.append(_Work(item, last.start, last.first_line, last.run_offset))
         else:
             work.append(_Work(item))
     report.read = len(work) + len({u.input.path for u in redo})
     return kept, work, redo
 
 
-def _unit_from_record(item: Input, record: dict[str, Any]) -> Unit:
-    return Unit(
-        item, record["start"], record["end"], record["first_line"], record["run_offset"], record["base_date"]
-    )
+def _unit_from_record(item: Input, record: UnitRecord) -> Unit:
+    return Unit(item, record.start, record.end, record.first_line, record.run_offset, record.base_date)
 
 
 def _split(
@@ -173,14 +172,14 @@ def _split(
             scans.append((item.path, i, a, b if b is not None else item.size))
     results = dict(executor.run(_scan, scans)) if scans else {}
     for w in work:
-        bounds = bounds_of.get(w.item.path)
-        if bounds is None:
+        ranges = bounds_of.get(w.item.path)
+        if ranges is None:
             continue
         units = []
         line, run, candidates = w.first_line, w.run_offset, []
-        for i, (a, b) in enumerate(bounds):
+        for i, (a, b) in enumerate(ranges):
             units.append(Unit(w.item, a, b, line, run, base_date))
-            if i < len(bounds) - 1:
+            if i < len(ranges) - 1:
                 scan = results[(w.item.path, i, a, b if b is not None else w.item.size)]
                 line += scan.newlines
                 candidates.extend(scan.candidates)
@@ -250,8 +249,8 @@ def _faults_of(store: Store, files: list[str], source: str) -> pl.DataFrame:
     return conform_parts(T.FAULTS, [f for f in frames if f.height]).sort(C.FIRST_LINE)
 
 
-def _runs(store: Store, tasks: dict[str, Any], locate: Callable[[str], str]) -> pl.DataFrame:
-    spans = [[s["source"], *span] for task in tasks.values() for s in task["sources"] for span in s["spans"]]
+def _runs(store: Store, tasks: dict[str, TaskRecord], locate: Callable[[str], str]) -> pl.DataFrame:
+    spans = [[s.source, *span] for task in tasks.values() for s in task.sources for span in s.spans]
     schema = {
         C.SOURCE: pl.String,
         C.RUN: pl.Int32,
@@ -269,19 +268,19 @@ def _runs(store: Store, tasks: dict[str, Any], locate: Callable[[str], str]) -> 
         pl.col(C.END_TS).max(),
         pl.col(C.LINE_COUNT).sum(),
     )
-    args_files = [locate(f) for task in tasks.values() for f in task["files"].get(T.SERVER_ARGS, [])]
+    args_files = [locate(f) for task in tasks.values() for f in task.files.get(T.SERVER_ARGS, [])]
     wanted = pl.col(C.KEY).is_in(list(_RUN_ARGS))
     server_args = conform_parts(T.SERVER_ARGS, [store.read_parquet(f).filter(wanted) for f in args_files])
     return runs_from_spans(merged.sort(C.SOURCE, C.RUN), server_args)
 
 
-def _apply(store: Store, journal: dict[str, Any]) -> None:
+def _apply(store: Store, journal: Journal) -> None:
     """Carry out a commit; every step can be repeated, so an interrupted commit is replayed as is."""
-    for src, dst in journal["moves"]:
+    for src, dst in journal.moves:
         store.move(src, dst)
-    for rel in journal["deletes"]:
+    for rel in journal.deletes:
         store.delete(rel)
-    store.write_json(mf.MANIFEST, journal["manifest"])
+    store.write_json(mf.MANIFEST, mf.to_json(journal.manifest))
     for table in TABLES:
         if not [f for f in store.listdir(table) if f.endswith(".parquet")]:
             store.write_parquet(f"{table}/empty.parquet", empty(table))
@@ -290,9 +289,20 @@ def _apply(store: Store, journal: dict[str, Any]) -> None:
 
 
 def recover(store: Store) -> None:
-    """Finish a commit that was interrupted; drop what an interrupted run left in staging."""
-    journal = store.read_json(mf.JOURNAL)
-    if journal is not None:
+    """Finish a commit that was interrupted; drop what an interrupted run left in staging. A journal that
+    cannot be read, or of another dataset format, is an `InputError` and nothing is touched."""
+    try:
+        data = store.read_json(mf.JOURNAL)
+    except ValueError as exc:
+        raise InputError(f"{store.url}: its commit journal ({mf.JOURNAL}) is not valid JSON ({exc})") from exc
+    if data is not None:
+        try:
+            journal = mf.load_journal(data)
+        except RecordError as exc:
+            raise InputError(
+                f"{store.url}: its commit journal ({mf.JOURNAL}) cannot be used ({exc}): "
+                "finish it with the tracelens that wrote it, or parse into a new folder"
+            ) from exc
         _apply(store, journal)
     store.delete(STAGING)
 
@@ -300,34 +310,29 @@ def recover(store: Store) -> None:
 def _commit(
     store: Store,
     staging: str,
-    old: dict[str, Any],
-    kept: dict[str, Any],
+    old: Manifest,
+    kept: dict[str, TaskRecord],
     new_tasks: dict[str, tuple[TaskSpec, TaskResult]],
     inputs: list[Input],
-) -> dict[str, Any]:
-    manifest = mf.empty()
-    manifest["inputs"] = {
+) -> Manifest:
+    input_records = {
         i.path: (
-            old["inputs"][i.path]
-            if i.path in old["inputs"] and not _touched(i, new_tasks)
-            else mf.input_record(i)
+            old.inputs[i.path] if i.path in old.inputs and not _touched(i, new_tasks) else mf.input_record(i)
         )
         for i in inputs
     }
     moves: list[tuple[str, str]] = []
     tasks = dict(kept)
     for task_id, (spec, result) in new_tasks.items():
-        record = mf.task_record(spec.units, result)
         final_files: dict[str, list[str]] = {}
         for table, files in result.files.items():
             for f in files:
                 dst = _final_path(f, staging)
                 moves.append((f, dst))
                 final_files.setdefault(table, []).append(dst)
-        record["files"] = final_files
-        tasks[task_id] = record
-    dropped = {k: v for k, v in old["tasks"].items() if k not in kept}
-    deletes = [f for task in dropped.values() for files in task["files"].values() for f in files]
+        tasks[task_id] = mf.task_record(spec.units, result, final_files)
+    dropped = {k: v for k, v in old.tasks.items() if k not in kept}
+    deletes = [f for task in dropped.values() for files in task.files.values() for f in files]
     staged = {dst: src for src, dst in moves}
 
     def locate(rel: str) -> str:
@@ -335,18 +340,18 @@ def _commit(
 
     # faults of every source a new or dropped task touched, shared within crash groups once whole
     touched = {s.source for _, r in new_tasks.values() for s in r.sources}
-    touched |= {s["source"] for task in dropped.values() for s in task["sources"]}
+    touched |= {s.source for task in dropped.values() for s in task.sources}
     # Where each source's faults (before crash groups share their exception) are: only in tasks whose
     # piece of the source had fault lines.
     fault_files: dict[str, set[str]] = {}
     for task in tasks.values():
-        for s in task["sources"]:
-            if s["lines_by_kind"].get(Kind.FAULT):
-                fault_files.setdefault(s["source"], set()).update(task["files"].get(FAULTS_PRE, []))
-    manifest["faults"] = {k: v for k, v in old.get("faults", {}).items() if k not in touched}
+        for s in task.sources:
+            if s.lines_by_kind.get(Kind.FAULT):
+                fault_files.setdefault(s.source, set()).update(task.files.get(FAULTS_PRE, []))
+    faults_of = {k: v for k, v in old.faults.items() if k not in touched}
     for source in sorted(touched):
-        if source in old.get("faults", {}):
-            deletes.append(old["faults"][source])
+        if source in old.faults:
+            deletes.append(old.faults[source])
         files = sorted(fault_files.get(source, ()))
         faults = (
             share_within_groups(_faults_of(store, [locate(f) for f in files], source))
@@ -357,16 +362,22 @@ def _commit(
             rel = f"{T.FAULTS}/{_source_key(source)}.parquet"
             store.write_parquet(f"{staging}/{rel}", conform(T.FAULTS, faults))
             moves.append((f"{staging}/{rel}", rel))
-            manifest["faults"][source] = rel
+            faults_of[source] = rel
             deletes = [d for d in deletes if d != rel]
     runs = _runs(store, tasks, locate)
     store.write_parquet(f"{staging}/{T.RUNS}/runs.parquet", runs)
     moves.append((f"{staging}/{T.RUNS}/runs.parquet", f"{T.RUNS}/runs.parquet"))
-    manifest["tasks"] = tasks
-    manifest["sources"] = _source_summaries(tasks, manifest["inputs"])
-    manifest["rows"] = _rows(tasks, manifest["faults"], store, locate, runs.height)
-    journal = {"moves": moves, "deletes": deletes, "manifest": manifest}
-    store.write_json(mf.JOURNAL, journal)
+    manifest = Manifest(
+        version=mf.VERSION,
+        tracelens=__version__,
+        inputs=input_records,
+        tasks=tasks,
+        faults=faults_of,
+        sources=_source_summaries(tasks, input_records),
+        rows=_rows(tasks, runs.height),
+    )
+    journal = Journal(moves, deletes, manifest)
+    store.write_json(mf.JOURNAL, mf.to_json(journal))
     _apply(store, journal)
     return manifest
 
@@ -375,36 +386,41 @@ def _touched(item: Input, new_tasks: dict[str, tuple[TaskSpec, TaskResult]]) -> 
     return any(u.input.path == item.path for spec, _ in new_tasks.values() for u in spec.units)
 
 
-def _source_summaries(tasks: dict[str, Any], inputs: dict[str, Any]) -> dict[str, Any]:
+def _source_summaries(
+    tasks: dict[str, TaskRecord], inputs: dict[str, mf.InputRecord]
+) -> dict[str, SourceSummary]:
     """Per source: its input's size, time and fingerprint, its lines (by kind) and any read error."""
-    out: dict[str, Any] = {}
+    pieces: dict[str, list[SourceResult]] = {}
     for task in tasks.values():
-        for s in task["sources"]:
-            entry = out.setdefault(
-                s["source"],
-                {
-                    "input": s["input"],
-                    **{k: inputs[s["input"]][k] for k in ("size", "mtime", "head", "tail")},
-                    "lines": 0,
-                    "lines_by_kind": {},
-                    "errors": [],
-                },
-            )
-            entry["lines"] += s["lines"]
-            for kind, n in s["lines_by_kind"].items():
-                entry["lines_by_kind"][kind] = entry["lines_by_kind"].get(kind, 0) + n
-            if s["error"]:
-                entry["errors"].append(s["error"])
+        for s in task.sources:
+            pieces.setdefault(s.source, []).append(s)
+    out: dict[str, SourceSummary] = {}
+    for source, results in pieces.items():
+        item = inputs[results[0].input]
+        by_kind: dict[str, int] = {}
+        for s in results:
+            for kind, n in s.lines_by_kind.items():
+                by_kind[kind] = by_kind.get(kind, 0) + n
+        out[source] = SourceSummary(
+            input=results[0].input,
+            size=item.size,
+            mtime=item.mtime,
+            head=item.head,
+            tail=item.tail,
+            lines=sum(s.lines for s in results),
+            lines_by_kind=by_kind,
+            errors=[s.error for s in results if s.error],
+        )
     return out
 
 
-def _rows(tasks: dict[str, Any], faults: dict[str, str], store: Store, locate, runs: int) -> dict[str, int]:
+def _rows(tasks: dict[str, TaskRecord], runs: int) -> dict[str, int]:
     rows = dict.fromkeys(TABLES, 0)
     for task in tasks.values():
-        for table, n in task["rows"].items():
+        for table, n in task.rows.items():
             if table in rows:
                 rows[table] += n
-    rows[T.FAULTS] = sum(task["rows"].get(FAULTS_PRE, 0) for task in tasks.values())
+    rows[T.FAULTS] = sum(task.rows.get(FAULTS_PRE, 0) for task in tasks.values())
     rows[T.RUNS] = runs
     return rows
 
@@ -426,7 +442,7 @@ def parse_to_dataset(
     options = options or EngineOptions()
     started = time.perf_counter()
     report = Report()
-    inputs = discover(paths, report.unread)
+    inputs = discover([*paths], report.unread)
     report.inputs = len(inputs)
     store = Store(out)
     _check_folder(store, out)
@@ -467,21 +483,27 @@ def _check_folder_usable(store: Store, out: str) -> None:
     read_manifest(store, out)
 
 
-def read_manifest(store: Store, out: str) -> dict[str, Any]:
+def read_manifest(store: Store, out: str) -> Manifest:
     """The manifest, or an empty one for a new dataset; an `InputError` for one this version cannot use."""
     try:
-        manifest = store.read_json(mf.MANIFEST)
+        data = store.read_json(mf.MANIFEST)
     except ValueError as exc:
         raise InputError(f"{out}: its manifest ({mf.MANIFEST}) is not valid JSON ({exc})") from exc
-    if manifest is None:
+    if data is None:
         return mf.empty()
-    if manifest.get("version") != mf.VERSION:
+    try:
+        return mf.load_manifest(data)
+    except mf.IncompatibleVersion as exc:
         raise InputError(
-            f"{out} was written by tracelens {manifest.get('tracelens', 'before 0.1')} in dataset format "
-            f"{manifest.get('version')}, and this tracelens reads format {mf.VERSION}: "
+            f"{out} was written by tracelens {exc.written_by} in dataset format "
+            f"{exc.version}, and this tracelens reads format {mf.VERSION}: "
             "parse into a new folder, or delete this one to parse it again"
-        )
-    return manifest
+        ) from exc
+    except RecordError as exc:
+        raise InputError(
+            f"{out}: its manifest ({mf.MANIFEST}) is damaged ({exc}): "
+            "parse into a new folder, or delete this one to parse it again"
+        ) from exc
 
 
 def _locked(store: Store, out: str, mode: str, timeout: float, notify: Notify | None):
@@ -494,7 +516,7 @@ def _locked(store: Store, out: str, mode: str, timeout: float, notify: Notify | 
 @contextmanager
 def reading_dataset(
     path: str, timeout: float = DEFAULT_LOCK_TIMEOUT, notify: Notify | None = None
-) -> Iterator[dict[str, Any]]:
+) -> Iterator[Manifest]:
     """Hold the read lock of a dataset while its tables are read, after finishing a commit a killed writer
     left half done. Yields its manifest."""
     store = Store(path)
@@ -519,9 +541,9 @@ def _parse_locked(
     recover(store)
     old = read_manifest(store, out)
     kept, work, redo = _plan_inputs(inputs, old, report)
-    if not work and not redo and set(old["inputs"]) == {i.path for i in inputs} and old["tasks"]:
-        report.rows = old.get("rows", {})
-        report.problems = [e for s in old["sources"].values() for e in s["errors"]]
+    if not work and not redo and set(old.inputs) == {i.path for i in inputs} and old.tasks:
+        report.rows = old.rows
+        report.problems = [e for s in old.sources.values() for e in s.errors]
         return report
     staging = f"{STAGING}/{_task_id()}"
     executor = make_executor(options.executor, _jobs(options, work, redo), options.scheduler)
@@ -556,8 +578,8 @@ def _parse_locked(
     executor.close()
     report.bytes_read = sum(r.bytes_read for _, r in new_tasks.values())
     manifest = _commit(store, staging, old, kept, new_tasks, inputs)
-    report.rows = manifest["rows"]
-    report.problems = [e for s in manifest["sources"].values() for e in s["errors"]]
+    report.rows = manifest.rows
+    report.problems = [e for s in manifest.sources.values() for e in s.errors]
     return report
 
 
