@@ -155,19 +155,27 @@ def test_follow_reads_stdin_and_prints_json_findings() -> None:
 def test_follow_retracts_a_finding_a_newer_analysis_withdrew() -> None:
     import datetime as dt
 
-    from tracelens.analysis import Finding
+    from tracelens.analysis import Finding, Severity
     from tracelens.cli.printer import FollowPrinter
+    from tracelens.live.messages import Analysed
     from tracelens.live.status import Snapshot
 
     session = LiveSession([command_spec("true")])
     lines: list[str] = []
     session.subscribe(FollowPrinter(lines.append, as_json=True))
     half = Finding(
-        "warning", "shapes-inconsistent", "s.log", 1, "s.log#1", dt.datetime(2026, 1, 1), "sites disagree"
+        Severity.WARNING,
+        "shapes-inconsistent",
+        "s.log",
+        1,
+        "s.log#1",
+        dt.datetime(2026, 1, 1),
+        "sites disagree",
     )
-    session._on_analysed(10, 1, [half], Snapshot(), 0.0)
-    session._on_analysed(20, 2, [], Snapshot(), 0.0)
-    session._on_analysed(30, 3, [half], Snapshot(), 0.0)
+    # as the worker says them
+    session._from_worker(Analysed(10, 1, [half], Snapshot(), 0.0))
+    session._from_worker(Analysed(20, 2, [], Snapshot(), 0.0))
+    session._from_worker(Analysed(30, 3, [half], Snapshot(), 0.0))
     events = [json.loads(line) for line in lines]
     assert [(e["event"], e["code"]) for e in events] == [
         ("finding", "shapes-inconsistent"),

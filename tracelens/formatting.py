@@ -2,8 +2,9 @@
 CLI, the report, the TUI): the same value reads the same everywhere.
 
 Pure functions from values to strings, and the tables of style names the terminal views colour with.
-A missing value (`None`) shows as `-`. Severities and statuses are looked up by their string values
-("info", "warning", "error"; "broken", ...), so an enum whose members are those strings works too.
+A missing value (`None`) shows as `-`. Severities and statuses are `StrEnum`s (`analysis.Severity`,
+`analysis.Status`): a member and its string value (a status read back from the `runs` table) look up
+the same style.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
+from tracelens.analysis import Severity, Status
 from tracelens.tables.schema import A, C
 
 MISSING = "-"
@@ -143,17 +145,26 @@ def speculative_of_run(run: Mapping[str, Any], short: bool = False) -> str:
 
 # ----------------------------------------------------------------------------- severity and status
 
-SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+SEVERITY_STYLE: dict[str, str] = {
+    Severity.ERROR: "bold red",
+    Severity.WARNING: "yellow",
+    Severity.INFO: "cyan",
+}
 """severity -> rich style of its word in the terminal (the report's CSS has `sev-<severity>` classes)."""
 
-STATUS_STYLE = {"broken": "bold red", "degraded": "yellow", "incomplete": "cyan", "healthy": "green"}
+STATUS_STYLE: dict[str, str] = {
+    Status.BROKEN: "bold red",
+    Status.DEGRADED: "yellow",
+    Status.INCOMPLETE: "cyan",
+    Status.HEALTHY: "green",
+}
 """a run's status -> rich style of its word in running text."""
 
-STATUS_BADGE_STYLE = {
-    "broken": "bold white on red",
-    "degraded": "bold black on yellow",
-    "incomplete": "cyan",
-    "healthy": "green",
+STATUS_BADGE_STYLE: dict[str, str] = {
+    Status.BROKEN: "bold white on red",
+    Status.DEGRADED: "bold black on yellow",
+    Status.INCOMPLETE: "cyan",
+    Status.HEALTHY: "green",
 }
 """a run's status -> rich style of its badge (the TUI's verdict strip: the word on a coloured ground)."""
 

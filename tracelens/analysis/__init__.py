@@ -27,13 +27,23 @@ from tracelens.analysis import (
 from tracelens.analysis.detectors import DETECTORS, Context
 from tracelens.analysis.evidence import texts
 from tracelens.analysis.expectations import Expectations, describe_capture
-from tracelens.analysis.findings import Evidence, Finding, sort_findings
+from tracelens.analysis.findings import Evidence, Finding, Severity, sort_findings
 from tracelens.analysis.runs import RUN_KEY, interesting_runs, label_expr, with_labels
-from tracelens.analysis.verdicts import Verdict
+from tracelens.analysis.verdicts import Status, Verdict
 from tracelens.tables.frames import Tables
 from tracelens.tables.schema import A, C, T
 
-__all__ = ["Analysis", "Evidence", "Expectations", "Finding", "Verdict", "analyze", "analyze_tables"]
+__all__ = [
+    "Analysis",
+    "Evidence",
+    "Expectations",
+    "Finding",
+    "Severity",
+    "Status",
+    "Verdict",
+    "analyze",
+    "analyze_tables",
+]
 
 
 @dataclass
@@ -68,7 +78,7 @@ class Analysis:
 
     @property
     def errors(self) -> list[Finding]:
-        return [f for f in self.findings if f.severity == "error"]
+        return [f for f in self.findings if f.severity == Severity.ERROR]
 
     def diff(self, a: str, b: str) -> pl.DataFrame:
         """Server-args differences between any two runs, by label."""
@@ -126,7 +136,7 @@ def analyze_tables(
             {
                 C.SOURCE: [f.source for f in findings],
                 C.RUN: [f.run for f in findings],
-                "_error": [f.severity == "error" for f in findings],
+                "_error": [f.severity == Severity.ERROR for f in findings],
             },
             schema={C.SOURCE: pl.String, C.RUN: pl.Int32, "_error": pl.Boolean},
         )

@@ -13,7 +13,7 @@ import polars as pl
 
 from tracelens.analysis.capture import is_embed, layer_id_lines
 from tracelens.analysis.expectations import Expectations, capture_indices, default_layer_ids, describe_capture
-from tracelens.analysis.findings import Evidence, Finding
+from tracelens.analysis.findings import Evidence, Finding, Severity
 from tracelens.analysis.runs import RUN_KEY
 from tracelens.tables.frames import Tables, collect
 from tracelens.tables.schema import A, C, T
@@ -50,7 +50,7 @@ class Context:
 
     def finding(
         self,
-        severity: str,
+        severity: Severity,
         code: str,
         source: str,
         run: int,
@@ -92,7 +92,7 @@ def aux_counts(ctx: Context) -> list[Finding]:
                 bad = rows.filter(pl.col(column) != expected)
                 out.append(
                     ctx.finding(
-                        "error",
+                        Severity.ERROR,
                         f"{column.replace('_', '-')}-mismatch",
                         run[C.SOURCE],
                         run[C.RUN],
@@ -108,7 +108,7 @@ def aux_counts(ctx: Context) -> list[Finding]:
                 )
                 out.append(
                     ctx.finding(
-                        "warning",
+                        Severity.WARNING,
                         f"{column.replace('_', '-')}-changed",
                         run[C.SOURCE],
                         run[C.RUN],
@@ -147,7 +147,7 @@ def shapes(ctx: Context) -> list[Finding]:
             described = "; ".join(f"{s}/{e}: {sh}" for s, e, sh, _, _, _ in per_site.iter_rows())
             out.append(
                 ctx.finding(
-                    "warning",
+                    Severity.WARNING,
                     "shapes-inconsistent",
                     run[C.SOURCE],
                     run[C.RUN],
@@ -169,7 +169,7 @@ def shapes(ctx: Context) -> list[Finding]:
                 width = bad.item(0, "_w")
                 out.append(
                     ctx.finding(
-                        "error",
+                        Severity.ERROR,
                         "concat-width-mismatch",
                         run[C.SOURCE],
                         run[C.RUN],
@@ -184,7 +184,7 @@ def shapes(ctx: Context) -> list[Finding]:
             if narrow.height:
                 out.append(
                     ctx.finding(
-                        "error",
+                        Severity.ERROR,
                         "hidden-size-mismatch",
                         run[C.SOURCE],
                         run[C.RUN],
@@ -231,7 +231,7 @@ def fc_width(ctx: Context) -> list[Finding]:
         lines = [row[C.FIRST_LINE], *debug.get_column(C.LINE_NO).to_list()[:1]]
         out.append(
             ctx.finding(
-                "error",
+                Severity.ERROR,
                 "aux-count-vs-draft",
                 row[C.SOURCE],
                 row[C.RUN],
@@ -256,7 +256,7 @@ def embed_capture(ctx: Context) -> list[Finding]:
         if embeds.height and expected is not True:
             norm = embeds.get_column(C.NORM).drop_nulls()
             norm_text = f", norm about {norm.median():.4g}" if norm.len() else ""
-            severity = "error" if expected is False else "warning"
+            severity = Severity.ERROR if expected is False else Severity.WARNING
             why = (
                 "the draft was not trained with one"
                 if expected is False
@@ -277,7 +277,7 @@ def embed_capture(ctx: Context) -> list[Finding]:
         elif not embeds.height and expected is True:
             out.append(
                 ctx.finding(
-                    "error",
+                    Severity.ERROR,
                     "embed-capture-missing",
                     run[C.SOURCE],
                     run[C.RUN],
@@ -307,7 +307,7 @@ def missing_sites(ctx: Context) -> list[Finding]:
         if now and gone:
             out.append(
                 ctx.finding(
-                    "warning",
+                    Severity.WARNING,
                     "debug-sites-missing",
                     run[C.SOURCE],
                     run[C.RUN],
@@ -333,7 +333,7 @@ def layer_ids(ctx: Context) -> list[Finding]:
             # What the server printed is what it does; the draft config says what the draft was trained on.
             out.append(
                 ctx.finding(
-                    "error",
+                    Severity.ERROR,
                     "layer-ids-mismatch",
                     run[C.SOURCE],
                     run[C.RUN],
@@ -357,7 +357,7 @@ def layer_ids(ctx: Context) -> list[Finding]:
         if problems:
             out.append(
                 ctx.finding(
-                    "error",
+                    Severity.ERROR,
                     "layer-ids-invalid",
                     run[C.SOURCE],
                     run[C.RUN],
@@ -371,7 +371,7 @@ def layer_ids(ctx: Context) -> list[Finding]:
                 # Info, not a warning: [2, N//2, N-3] is also what a draft trained on those layers' outputs
                 # should list; only the user knows which convention the training used.
                 ctx.finding(
-                    "info",
+                    Severity.INFO,
                     "layer-ids-convention",
                     run[C.SOURCE],
                     run[C.RUN],
@@ -399,7 +399,7 @@ def norms(ctx: Context) -> list[Finding]:
             values = ", ".join(sorted({str(v) for v in bad.get_column(C.NORM).to_list()}))
             out.append(
                 ctx.finding(
-                    "error",
+                    Severity.ERROR,
                     "norm-invalid",
                     source,
                     run,
@@ -421,7 +421,7 @@ def norms(ctx: Context) -> list[Finding]:
             first = outliers.row(0, named=True)
             out.append(
                 ctx.finding(
-                    "warning",
+                    Severity.WARNING,
                     "norm-outlier",
                     source,
                     run,
@@ -440,7 +440,7 @@ def truncated(ctx: Context) -> list[Finding]:
     for (source, run), rows in cut.group_by(RUN_KEY, maintain_order=True):
         out.append(
             ctx.finding(
-                "warning",
+                Severity.WARNING,
                 "debug-truncated",
                 source,
                 run,
@@ -469,7 +469,7 @@ def acceptance(ctx: Context) -> list[Finding]:
         if mean < USELESS_ACCEPT_LEN:
             out.append(
                 ctx.finding(
-                    "error",
+                    Severity.ERROR,
                     "acceptance-useless",
                     run[C.SOURCE],
                     run[C.RUN],
@@ -481,7 +481,7 @@ def acceptance(ctx: Context) -> list[Finding]:
         elif rate is not None and rate < LOW_ACCEPTANCE_RATE:
             out.append(
                 ctx.finding(
-                    "warning",
+                    Severity.WARNING,
                     "acceptance-low",
                     run[C.SOURCE],
                     run[C.RUN],
@@ -495,7 +495,7 @@ def acceptance(ctx: Context) -> list[Finding]:
         if draft in best and mean < REGRESSION_FACTOR * best[draft]:
             out.append(
                 ctx.finding(
-                    "warning",
+                    Severity.WARNING,
                     "acceptance-regressed",
                     run[C.SOURCE],
                     run[C.RUN],
@@ -514,7 +514,7 @@ def slower_than_baseline(ctx: Context) -> list[Finding]:
     for row in ctx.speedups.filter(pl.col(A.SPEEDUP_HIGH) < 1).to_dicts():
         out.append(
             ctx.finding(
-                "warning",
+                Severity.WARNING,
                 "slower-than-baseline",
                 row[C.SOURCE],
                 row[C.RUN],
@@ -534,7 +534,7 @@ def change_points(ctx: Context) -> list[Finding]:
         why = f" while {load}: a change in load, not a fault" if load else ""
         out.append(
             ctx.finding(
-                "info" if load else "warning",
+                Severity.INFO if load else Severity.WARNING,
                 f"{row[A.METRIC].replace('_', '-')}-step",
                 row[C.SOURCE],
                 row[C.RUN],
@@ -561,7 +561,7 @@ def startup(ctx: Context) -> list[Finding]:
         when = "after it had started decoding" if served else "while the server was starting"
         out.append(
             ctx.finding(
-                "warning",
+                Severity.WARNING,
                 "startup-stall",
                 row[C.SOURCE],
                 row[C.RUN],
@@ -576,7 +576,7 @@ def startup(ctx: Context) -> list[Finding]:
     for row in slow.to_dicts():
         out.append(
             ctx.finding(
-                "warning",
+                Severity.WARNING,
                 "startup-slow",
                 row[C.SOURCE],
                 row[C.RUN],
@@ -601,12 +601,12 @@ def faults(ctx: Context) -> list[Finding]:
         what = row[C.EXCEPTION_TYPE] or kind
         text = row[C.MESSAGE] if str(row[C.MESSAGE]).startswith(what) else f"{what}: {row[C.MESSAGE]}"
         where = f" in {row[C.COMPONENT]}" if row[C.COMPONENT] else ""
-        severity = "error" if kind in CRASH_KINDS else "warning"
+        severity = Severity.ERROR if kind in CRASH_KINDS else Severity.WARNING
         message = f"{who}{where}: {text}" if ranks else text
         stop = stopped.get((row[C.SOURCE], row[C.RUN]))
         # Processes torn down by a graceful shutdown (or SIGTERM) often print errors on the way out.
         if (stop is not None and row[C.FIRST_LINE] > stop) or "SIGTERM" in str(row[C.MESSAGE]).upper():
-            severity = "info"
+            severity = Severity.INFO
             message = f"after a graceful shutdown: {message}"
         out.append(
             ctx.finding(
@@ -629,7 +629,7 @@ def faults(ctx: Context) -> list[Finding]:
         if not shutdowns.filter(key).height and not crashed.filter(key).height:
             out.append(
                 ctx.finding(
-                    "info",
+                    Severity.INFO,
                     "restart-without-shutdown",
                     run[C.SOURCE],
                     run[C.RUN],
@@ -654,7 +654,7 @@ def spec_curves(ctx: Context) -> list[Finding]:
                 )
                 out.append(
                     ctx.finding(
-                        "warning",
+                        Severity.WARNING,
                         "spec-position-cliff",
                         source,
                         run,

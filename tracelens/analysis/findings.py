@@ -5,9 +5,19 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from typing import Any
 
-SEVERITIES = ("error", "warning", "info")
+
+class Severity(StrEnum):
+    """How sure a finding is that something is wrong. A `StrEnum`: JSON and printed text show its value."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+
+SEVERITIES = tuple(Severity)  # the most severe first
 
 
 @dataclass(frozen=True)
@@ -25,7 +35,7 @@ class Evidence:
 
 @dataclass
 class Finding:
-    severity: str  # error | warning | info
+    severity: Severity
     code: str  # stable identifier, e.g. "embed-capture-unexpected"
     source: str
     run: int
@@ -44,7 +54,7 @@ class Finding:
         return data
 
 
-def severity_rank(severity: str) -> int:
+def severity_rank(severity: Severity) -> int:
     """0 for the most severe."""
     return SEVERITIES.index(severity)
 

@@ -11,19 +11,30 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 import polars as pl
 
 from tracelens.analysis.capture import layer_id_lines
 from tracelens.analysis.expectations import Expectations
-from tracelens.analysis.findings import Evidence, Finding, severity_rank
+from tracelens.analysis.findings import Evidence, Finding, Severity, severity_rank
 from tracelens.analysis.runs import RUN_KEY
 from tracelens.tables.frames import Tables, collect
 from tracelens.tables.schema import A, C, T
 
+
+class Status(StrEnum):
+    """A run's verdict. A `StrEnum`: JSON, the `runs` table and printed text show its value."""
+
+    BROKEN = "broken"
+    DEGRADED = "degraded"
+    INCOMPLETE = "incomplete"
+    HEALTHY = "healthy"
+
+
 # Worst first: the order every view lists runs in.
-STATUSES = ("broken", "degraded", "incomplete", "healthy")
+STATUSES = tuple(Status)
 MAX_EVIDENCE = 8
 
 ACCEPTANCE_SYMPTOMS = ("acceptance-useless", "acceptance-low", "acceptance-regressed", "slower-than-baseline")
@@ -100,7 +111,7 @@ class Verdict:
     source: str
     run: int
     label: str
-    status: str  # healthy | degraded | broken | incomplete
+    status: Status
     headline: str
     causes: list[str] = field(default_factory=list)
     explains: list[str] = field(default_factory=list)
@@ -121,7 +132,7 @@ class Verdict:
         }
 
 
-def status_rank(status: str) -> int:
+def status_rank(status: Status) -> int:
     """0 for the worst."""
     return STATUSES.index(status)
 
@@ -244,9 +255,9 @@ def run_verdict(
         causes += [c for c in found if c not in causes]
         explains += [s for s in shown if s not in explains and s not in causes]
     unexplained = [
-        f for f in findings if f.code not in causes and f.code not in explains and f.severity != "info"
+        f for f in findings if f.code not in causes and f.code not in explains and f.severity != Severity.INFO
     ]
-    crashes = [f for f in unexplained if f.code in CRASH_CODES and f.severity == "error"]
+    crashes = [f for f in unexplained if f.code in CRASH_CODES and f.severity == Severity.ERROR]
     cause_findings = [f for c in causes for f in by_code[c]]
     label = run[A.LABEL]
     fix: str | None = None
@@ -254,8 +265,8 @@ def run_verdict(
     if fired:
         rule, _found, shown = next(((r, c, s) for r, c, s in fired if s), fired[0])
         headline = rule.headline.format(symptom=gist(by_code[shown[0]][0], run)) if shown else rule.suspect
-        serious = bool(shown) or any(f.severity == "error" for f in cause_findings)
-        status = "broken" if serious or crashes else "degraded"
+        serious = bool(shown) or any(f.severity == Severity.ERROR for f in cause_findings)
+        status = Status.BROKEN if serious or crashes else Status.DEGRADED
         fix = _fix(rule, facts)
         # The line that shows the configured layer ids first: it is what the fix changes.
         evidence = (
@@ -264,32 +275,32 @@ def run_verdict(
         if crashes and not shown:
             causes += [f.code for f in crashes if f.code not in causes]
     elif crashes:
-        status = "broken"
+        status = Status.BROKEN
         first = crashes[0]
         headline = gist(first, run)
         causes = list(dict.fromkeys(f.code for f in crashes))
         explains = [f.code for f in unexplained if f.code in CRASH_SYMPTOMS and f.code not in causes]
         evidence = _evidence(crashes, 2)
-    elif any(f.severity == "error" for f in unexplained):
-        status = "broken"
+    elif any(f.severity == Severity.ERROR for f in unexplained):
+        status = Status.BROKEN
         first = min(unexplained, key=lambda f: severity_rank(f.severity))
         headline = gist(first, run)
         causes = [first.code]
         evidence = _evidence([first], 3)
     elif unexplained:
-        status = "degraded"
+        status = Status.DEGRADED
         first = unexplained[0]
         headline = f"{gist(first, run)}; no cause found"
         explains = []
         fix = _SYMPTOM_HINTS.get(first.code)
         evidence = _evidence(unexplained, 1)
     elif not decoded:
-        status = "incomplete"
+        status = Status.INCOMPLETE
         headline = "no decode yet: the server is starting, or served no request"
     else:
-        status = "healthy"
+        status = Status.HEALTHY
         headline = _healthy_headline(run)
-    if status != "healthy" and not evidence:
+    if status != Status.HEALTHY and not evidence:
         evidence = ids_evidence
     unique = list(dict.fromkeys((e.source, e.line_no) for e in evidence))[:MAX_EVIDENCE]
     return Verdict(

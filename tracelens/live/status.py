@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, cast
 
 import polars as pl
 
-from tracelens.analysis import Analysis
+from tracelens.analysis import Analysis, Severity, Status
 from tracelens.analysis.plotdata import decimate
 from tracelens.formatting import duration, speculative_words
 from tracelens.tables.frames import Tables
@@ -29,14 +30,27 @@ READY = "ready"
 CRASHED = "crashed"
 SHUT_DOWN = "shut down"
 
-# The embedding-capture state in plain words, and how it should look (ok, warning, error, unknown).
-EMBED_WORDS: dict[str, tuple[str, str]] = {
-    "as expected": ("embedding capture as expected", "ok"),
-    "seen": ("embedding capture seen (layer_id -1): fine only if the draft was trained with it", "warning"),
-    "not seen": ("no embedding capture seen", "ok"),
-    "missing": ("embedding capture missing: the draft expects it (layer_id -1)", "error"),
-    "unexpected": ("embedding capture unexpected: the draft was not trained with it", "error"),
-    "no debug lines": ("no capture debug lines yet", "unknown"),
+
+class Level(StrEnum):
+    """How a state shown on the screen should look: a finding's severities, and fine or not known yet."""
+
+    OK = "ok"
+    WARNING = Severity.WARNING.value
+    ERROR = Severity.ERROR.value
+    UNKNOWN = "unknown"
+
+
+# The embedding-capture state in plain words, and how it should look.
+EMBED_WORDS: dict[str, tuple[str, Level]] = {
+    "as expected": ("embedding capture as expected", Level.OK),
+    "seen": (
+        "embedding capture seen (layer_id -1): fine only if the draft was trained with it",
+        Level.WARNING,
+    ),
+    "not seen": ("no embedding capture seen", Level.OK),
+    "missing": ("embedding capture missing: the draft expects it (layer_id -1)", Level.ERROR),
+    "unexpected": ("embedding capture unexpected: the draft was not trained with it", Level.ERROR),
+    "no debug lines": ("no capture debug lines yet", Level.UNKNOWN),
 }
 
 
@@ -75,11 +89,11 @@ class RunStatus:
     # the report show them) and its verdict; accept_len and gen_throughput above are the newest values.
     mean_accept_len: float | None = None
     mean_gen_throughput: float | None = None
-    status: str | None = None
+    status: Status | None = None
     headline: str | None = None
     embed_state: str | None = None
     embed_words: str = ""
-    embed_level: str = "unknown"
+    embed_level: Level = Level.UNKNOWN
     sites: tuple[SiteStatus, ...] = ()
     # decode series of the run: t_since_start_s, accept_len, gen_throughput, rolling medians
     series: pl.DataFrame = field(default_factory=pl.DataFrame)
@@ -177,7 +191,7 @@ def run_status(analysis: Analysis, source: str) -> RunStatus:
     series = analysis.series.filter((pl.col(C.SOURCE) == source) & (pl.col(C.RUN) == run))
     embed = analysis.embed.filter((pl.col(C.SOURCE) == source) & (pl.col(C.RUN) == run))
     state = embed.item(0, A.EMBED_STATE) if embed.height else None
-    words, level = EMBED_WORDS.get(state, ("", "unknown")) if state else ("", "unknown")
+    words, level = EMBED_WORDS.get(state, ("", Level.UNKNOWN)) if state else ("", Level.UNKNOWN)
     baseline = row.get(A.BASELINE)
     base = analysis.runs.filter(pl.col(A.LABEL) == baseline) if baseline else analysis.runs.clear()
     keep = [A.T_SINCE_START, C.TS, C.LINE_NO, C.ACCEPT_LEN, C.GEN_THROUGHPUT]
@@ -201,7 +215,7 @@ def run_status(analysis: Analysis, source: str) -> RunStatus:
         speedup=row.get(A.SPEEDUP),
         mean_accept_len=row.get(A.MEAN_ACCEPT_LEN),
         mean_gen_throughput=row.get(A.MEAN_GEN_THROUGHPUT),
-        status=row.get(A.STATUS),
+        status=Status(row[A.STATUS]) if row.get(A.STATUS) else None,
         headline=row.get(A.HEADLINE),
         embed_state=state,
         embed_words=words,

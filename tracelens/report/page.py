@@ -22,7 +22,7 @@ import jinja2
 import plotly.io as pio
 from plotly.offline import get_plotlyjs, get_plotlyjs_version
 
-from tracelens.analysis import Analysis
+from tracelens.analysis import Analysis, Severity, Status
 from tracelens.analysis.benchmarks import benchmarks_beside_runs
 from tracelens.analysis.capture import run_layer_ids
 from tracelens.analysis.findings import SEVERITIES
@@ -97,7 +97,9 @@ def _header(analysis: Analysis, generated: dt.datetime) -> dict[str, Any]:
         "span": span,
         "runs": runs.height,
         # (severity, count, "2 warnings") per severity; "info" is a mass noun
-        "counts": [(s, counts[s], f"{s}{'s' if counts[s] != 1 and s != 'info' else ''}") for s in SEVERITIES],
+        "counts": [
+            (s, counts[s], f"{s}{'s' if counts[s] != 1 and s != Severity.INFO else ''}") for s in SEVERITIES
+        ],
         "made": generated.strftime("%Y-%m-%d %H:%M:%S %Z").strip(),
     }
 
@@ -129,13 +131,13 @@ def _cards(analysis: Analysis, colors: dict[str, str]) -> list[dict[str, Any]]:
     }
     warnings: dict[str, int] = {}
     for finding in analysis.findings:
-        if finding.severity == "warning":
+        if finding.severity == Severity.WARNING:
             warnings[finding.label] = warnings.get(finding.label, 0) + 1
     cards = []
     for run in analysis.runs.iter_rows(named=True):
         label = run[A.LABEL]
         # (class, words) of each badge beside the label
-        badges = [("status", run.get(A.STATUS) or "incomplete")]
+        badges = [("status", run.get(A.STATUS) or Status.INCOMPLETE)]
         if label in base:
             badges.append(("", "baseline"))
         if run[A.ERRORS]:
@@ -242,7 +244,7 @@ def _benchmarks(analysis: Analysis) -> dict[str, Any]:
 def _findings(analysis: Analysis) -> dict[str, Any]:
     rows = [
         {
-            "severity": f.severity if f.severity in SEVERITIES else "info",
+            "severity": f.severity if f.severity in SEVERITIES else Severity.INFO,
             "label": f.label,
             "time": timestamp(f.ts),
             "code": f.code,

@@ -21,6 +21,7 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import Footer, Input
 
+from tracelens.analysis import Severity
 from tracelens.errors import InputError
 from tracelens.live import LiveSession
 from tracelens.live import events as ev
@@ -186,7 +187,7 @@ class TraceLensApp(App[None]):
         self.findings.show(self.session.findings)
         # The verdict strip and the findings list say what is wrong: no toast for what a log held when
         # it was opened, and at most one (not one per error) for errors that come later.
-        errors = [f for f in event.new_findings if f.severity == "error"]
+        errors = [f for f in event.new_findings if f.severity == Severity.ERROR]
         if errors and self.toasted_errors:
             more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
             self.notify(f"{errors[0].label}: {errors[0].code}{more}", severity="error", timeout=6)

@@ -12,7 +12,7 @@ from textual.message import Message
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from tracelens.analysis import Finding
+from tracelens.analysis import Finding, Severity
 from tracelens.analysis.findings import severity_rank
 from tracelens.analysis.verdicts import STATUSES, causal_rank, status_rank
 from tracelens.formatting import (
@@ -26,7 +26,7 @@ from tracelens.formatting import (
     speedup,
 )
 from tracelens.live import LiveSession
-from tracelens.live.status import CRASHED, READY, RunStatus, Snapshot
+from tracelens.live.status import CRASHED, READY, Level, RunStatus, Snapshot
 from tracelens.sources import events as src
 from tracelens.tables.schema import A, C
 from tracelens.tui.plot import braille_plot
@@ -39,7 +39,7 @@ STATE_STYLE = {
     src.FAILED: "bold red",
 }
 PHASE_STYLE = {READY: "bold green", CRASHED: "bold white on red"}
-LEVEL_STYLE = {"ok": "green", "warning": "yellow", "error": "bold red", "unknown": "dim"}
+LEVEL_STYLE = {Level.OK: "green", Level.WARNING: "yellow", Level.ERROR: "bold red", Level.UNKNOWN: "dim"}
 FINDINGS_SHOWN = 500  # in `findings_order`; the rest stay in the analysis and the report
 
 
@@ -253,7 +253,7 @@ class CapturePanel(Static):
             and f.source == run.source
             and f.run == run.run
             and f.code in CAPTURE_CODES
-            and f.severity != "info"
+            and f.severity != Severity.INFO
         ]
         self.border_title = f"EAGLE-3 capture · {run.label}" if run and run.label else "EAGLE-3 capture"
         self.update(self.render_text())
@@ -266,10 +266,12 @@ class CapturePanel(Static):
             return text
         problems = getattr(self, "problems", [])
         for finding in problems:
-            text.append("✗ " if finding.severity == "error" else "! ", style=SEVERITY_STYLE[finding.severity])
+            text.append(
+                "✗ " if finding.severity == Severity.ERROR else "! ", style=SEVERITY_STYLE[finding.severity]
+            )
             text.append(_capture_words(finding) + "\n", style=SEVERITY_STYLE[finding.severity])
         said = any(f.code.startswith("embed-") for f in problems)
-        if run.embed_words and not said and not (problems and run.embed_level == "ok"):
+        if run.embed_words and not said and not (problems and run.embed_level == Level.OK):
             # Never "as expected" in green next to capture errors.
             text.append(run.embed_words, style=LEVEL_STYLE.get(run.embed_level, ""))
         elif not run.embed_words:
