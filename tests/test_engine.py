@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import gzip
 import io
+import json
 import os
 import signal
 import subprocess
@@ -23,6 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tracelens.engine import EngineOptions, parse_to_dataset
+from tracelens.engine import manifest as mf
 from tracelens.engine.ingest import parse_paths
 from tracelens.engine.store import META
 from tracelens.engine.task import EVIDENCE_KINDS
@@ -170,6 +172,26 @@ def test_sample_logs_in_small_ranges_on_two_workers(tmp_path: Path) -> None:
     options = EngineOptions(jobs=2, block_bytes=8 << 10, range_bytes=48 << 10, base_date=BASE_DATE)
     parse_to_dataset([str(p) for p in paths], str(tmp_path / "out"), options)
     assert_same_tables(read_dataset(tmp_path / "out"), parse_paths(paths, ParseOptions(base_date=BASE_DATE)))
+    # The manifest's records give back the JSON they were read from, in the layout datasets always had.
+    data = json.loads((tmp_path / "out" / mf.MANIFEST).read_text())
+    assert mf.to_json(mf.load_manifest(data)) == data
+    assert set(data) == {"version", "tracelens", "inputs", "tasks", "faults", "sources", "rows"}
+    assert len(data["tasks"]) > len(paths) and data["faults"]  # ranges of one file, and crash groups
+    task = next(iter(data["tasks"].values()))
+    assert set(task) == {"units", "sources", "files", "rows"}
+    assert set(task["units"][0]) == {"input", "start", "end", "first_line", "run_offset", "base_date"}
+    assert set(next(iter(data["inputs"].values()))) == {
+        "container",
+        "compression",
+        "size",
+        "mtime",
+        "head",
+        "tail",
+    }
+    assert set(next(iter(data["sources"].values()))) == {
+        *("input", "size", "mtime", "head", "tail"),
+        *("lines", "lines_by_kind", "errors"),
+    }
 
 
 # --- inputs: archives, compression, broken members --------------------------------------------------------

@@ -1,7 +1,7 @@
 """Dataclasses read from JSON and checked on the way: the engine's manifest and journal are files that
 a user, another tracelens or a killed run may have left in any state, so every field is checked against
 its type hint before the engine trusts it. A field that does not fit is a `RecordError` naming where it
-is (``tasks["3f2a"].units[0].start``), never a KeyError or TypeError deep in a commit.
+is (``manifest.tasks['3f2a'].units[0].start``), never a KeyError or TypeError deep in a commit.
 
 The hints this reads are the plain ones the records use: str, int, float, bool, None, list[X],
 tuple[X, Y], dict[str, X], unions of those, another dataclass, and bare ``list`` (anything in a list).

@@ -15,11 +15,10 @@ the CPU while the screen has work: the screen's process only reads, indexes and 
                                                   (AnalysisSent)
 
 Messages are the records of `tracelens.live.messages`, pickled (polars frames pickle as Arrow IPC),
-each framed by its length. The child is
-started with `sys.executable -m`, not `multiprocessing`: its `spawn` and `forkserver` contexts import
-the parent's `__main__` (the Textual app) into the child, and the forkserver is one per process, set
-up by the batch engine with its own preload. The child ends when its stdin closes (the parent ended,
-even by `kill -9`), and ignores Ctrl-C (the parent stops it).
+each framed by its length. The child is started with `sys.executable -m`, not `multiprocessing`: its
+`spawn` and `forkserver` contexts import the parent's `__main__` (the Textual app) into the child, and
+the forkserver is one per process, set up by the batch engine with its own preload. The child ends
+when its stdin closes (the parent ended, even by `kill -9`), and ignores Ctrl-C (the parent stops it).
 """
 
 from __future__ import annotations
