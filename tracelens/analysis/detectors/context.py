@@ -1,0 +1,66 @@
+"""What every detector reads (`Context`) and the helpers they share."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from tracelens.analysis.expectations import Expectations
+from tracelens.analysis.findings import Evidence, Finding, Severity
+from tracelens.analysis.runs import RUN_KEY
+from tracelens.tables.frames import Tables
+from tracelens.tables.schema import A, C, T
+
+MAX_EVIDENCE = 5
+
+
+@dataclass
+class Context:
+    """What the detectors read."""
+
+    tables: Tables
+    runs: pl.DataFrame  # interesting runs with labels and overview columns
+    series: pl.DataFrame  # acceptance.decode_series
+    expect: Expectations
+    incidents: pl.DataFrame
+    stalls: pl.DataFrame
+    readiness: pl.DataFrame  # startup.time_to_ready
+    changes: pl.DataFrame  # acceptance.change_points
+    speedups: pl.DataFrame
+    curves: pl.DataFrame  # acceptance.position_curves
+    _labels: dict[tuple[str, int], str] | None = field(default=None, init=False, repr=False)
+
+    def label(self, source: str, run: int) -> str:
+        if self._labels is None:  # one lookup table, not a filter of `runs` per finding
+            self._labels = {(s, r): label for s, r, label in self.runs.select(*RUN_KEY, A.LABEL).iter_rows()}
+        return self._labels.get((source, run), f"{source}#{run}")
+
+    def finding(
+        self,
+        severity: Severity,
+        code: str,
+        source: str,
+        run: int,
+        ts: Any,
+        message: str,
+        lines: Iterable[int] = (),
+    ) -> Finding:
+        evidence = [Evidence(source, int(n)) for n in list(dict.fromkeys(lines))[:MAX_EVIDENCE]]
+        return Finding(severity, code, source, int(run), self.label(source, run), ts, message, evidence)
+
+    def debug_of(self, source: str, run: int, *columns: str, where: pl.Expr | None = None) -> pl.DataFrame:
+        """One run's debug lines (those that match ``where``), with ``columns`` besides source, run,
+        line_no and ts (a dataset reads only those, of that run's row groups)."""
+        wanted = [*RUN_KEY, C.LINE_NO, C.TS, *columns]
+        return next(self.tables.per_run(T.DEBUG, [(source, run)], wanted, where))[1]
+
+
+def _fmt_ids(ids: Iterable[int]) -> str:
+    return "[" + ", ".join(str(i) for i in ids) + "]"
+
+
+def _spec_runs(ctx: Context) -> list[dict[str, Any]]:
+    return ctx.runs.filter(pl.col(C.SPEC_ALGORITHM).is_not_null()).to_dicts()

@@ -1,0 +1,108 @@
+"""Detectors of the server's health: slow or stalled starts, crashes and faults."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from tracelens.analysis.detectors.context import Context
+from tracelens.analysis.findings import Finding, Severity
+from tracelens.analysis.runs import RUN_KEY
+from tracelens.tables.schema import A, C, T
+
+SLOW_START_FACTOR = 1.5
+CRASH_KINDS = ("exception", "oom", "nccl", "watchdog", "sigquit")
+
+
+def startup(ctx: Context) -> list[Finding]:
+    """Stalls while loading, and starts much slower than the same model's earlier ones."""
+    out = []
+    crashes = ctx.incidents.filter(pl.col(C.FAULT_KIND).is_in(list(CRASH_KINDS)))
+    for row in ctx.stalls.to_dicts():
+        key = (pl.col(C.SOURCE) == row[C.SOURCE]) & (pl.col(C.RUN) == row[C.RUN])
+        if crashes.filter(key & (pl.col(A.FIRST_TS) <= row[C.TS])).height:
+            continue  # silence after a crash is the server being down, said by the crash finding
+        # A run with no ready line counts as starting; once it has decoded, the silence is mid-serving.
+        served = ctx.series.filter(
+            (pl.col(C.SOURCE) == row[C.SOURCE]) & (pl.col(C.RUN) == row[C.RUN]) & (pl.col(C.TS) <= row[C.TS])
+        ).height
+        when = "after it had started decoding" if served else "while the server was starting"
+        out.append(
+            ctx.finding(
+                Severity.WARNING,
+                "startup-stall",
+                row[C.SOURCE],
+                row[C.RUN],
+                row[C.TS],
+                f"no log line for {row[A.DURATION_S]:.0f} s {when}",
+                [row[C.LINE_NO]],
+            )
+        )
+    slow = ctx.readiness.filter(
+        pl.col(A.TIME_TO_READY_S) > SLOW_START_FACTOR * pl.col(A.EXPECTED_TIME_TO_READY_S)
+    )
+    for row in slow.to_dicts():
+        out.append(
+            ctx.finding(
+                Severity.WARNING,
+                "startup-slow",
+                row[C.SOURCE],
+                row[C.RUN],
+                None,
+                f"ready after {row[A.TIME_TO_READY_S]:.0f} s; earlier starts of this model took "
+                f"{row[A.EXPECTED_TIME_TO_READY_S]:.0f} s on average",
+            )
+        )
+    return out
+
+
+def faults(ctx: Context) -> list[Finding]:
+    """One finding per incident; a run restarted without a clean shutdown."""
+    out = []
+    lifecycle = ctx.tables[T.LIFECYCLE]
+    stops = lifecycle.filter(pl.col(C.EVENT) == "shutdown").group_by(RUN_KEY).agg(pl.col(C.LINE_NO).min())
+    stopped = {(s, r): n for s, r, n in stops.iter_rows()}
+    for row in ctx.incidents.to_dicts():
+        kind = row[C.FAULT_KIND]
+        ranks = row[A.RANKS] or []
+        who = f"{len(ranks)} rank(s) ({', '.join(f'TP{r}' for r in ranks)})" if ranks else "the server"
+        what = row[C.EXCEPTION_TYPE] or kind
+        text = row[C.MESSAGE] if str(row[C.MESSAGE]).startswith(what) else f"{what}: {row[C.MESSAGE]}"
+        where = f" in {row[C.COMPONENT]}" if row[C.COMPONENT] else ""
+        severity = Severity.ERROR if kind in CRASH_KINDS else Severity.WARNING
+        message = f"{who}{where}: {text}" if ranks else text
+        stop = stopped.get((row[C.SOURCE], row[C.RUN]))
+        # Processes torn down by a graceful shutdown (or SIGTERM) often print errors on the way out.
+        if (stop is not None and row[C.FIRST_LINE] > stop) or "SIGTERM" in str(row[C.MESSAGE]).upper():
+            severity = Severity.INFO
+            message = f"after a graceful shutdown: {message}"
+        out.append(
+            ctx.finding(
+                severity,
+                f"fault-{kind}",
+                row[C.SOURCE],
+                row[C.RUN],
+                row[A.FIRST_TS],
+                message,
+                [row[C.FIRST_LINE], row[C.LAST_LINE]],
+            )
+        )
+    shutdowns = lifecycle.filter(pl.col(C.EVENT) == "shutdown").select(RUN_KEY).unique()
+    crashed = ctx.incidents.filter(pl.col(C.FAULT_KIND).is_in(list(CRASH_KINDS))).select(RUN_KEY).unique()
+    runs = ctx.runs.sort(C.SOURCE, C.RUN)
+    for run, nxt in zip(runs.to_dicts(), runs.to_dicts()[1:], strict=False):
+        if run[C.SOURCE] != nxt[C.SOURCE] or run[C.RUN] == 0:
+            continue
+        key = (pl.col(C.SOURCE) == run[C.SOURCE]) & (pl.col(C.RUN) == run[C.RUN])
+        if not shutdowns.filter(key).height and not crashed.filter(key).height:
+            out.append(
+                ctx.finding(
+                    Severity.INFO,
+                    "restart-without-shutdown",
+                    run[C.SOURCE],
+                    run[C.RUN],
+                    run[C.END_TS],
+                    f"the server was started again ({nxt[A.LABEL]}) with no shutdown line",
+                    [nxt[C.START_LINE]],
+                )
+            )
+    return out
