@@ -28,7 +28,7 @@ from tracelens.tables.schema import BATCH_FIELDS, COMMON_COLUMNS, C, T, W, confo
 
 # `Prefill batch`, `Decode batch`, optional ` [N]` iteration counter, `.` or `,`; early 2024 `new fill batch.`
 # The body is sliced off after the header rather than captured (capturing `.*` to the line end is slow).
-HEADER_PATTERN = r"^(?P<_head>(?P<_phase>Prefill|Decode|new fill) batch(?: \[(?P<_iter>\d+)\])?[.,]? ?)"
+HEADER_PATTERN = rf"^(?P<{W.BATCH_HEAD}>(?P<{W.BATCH_PHASE}>Prefill|Decode|new fill) batch(?: \[(?P<{W.BATCH_ITER}>\d+)\])?[.,]? ?)"
 # One item: a key (may hold spaces, `#`, `-`, `(token/s)`), then a value token. A `#token: full=N, swa=M`
 # value holds a comma, so `, name=value` continuations stay in the value.
 PAIR_PATTERN = r"#?[A-Za-z][\w\-#]*(?: [\w\-#()/]+)*: [^,\s]+(?:, [a-z_]+=[^,\s]+)*"
@@ -45,12 +45,10 @@ _SLOT = "\x00"  # where a value was cut out of a shape (a NUL never survives in 
 PERCENT = 0.01
 
 _KEY_MAP = pl.DataFrame(
-    {C.KEY: [f.log_key for f in BATCH_FIELDS], "_column": [f.column for f in BATCH_FIELDS]}
+    {C.KEY: [f.log_key for f in BATCH_FIELDS], W.COLUMN: [f.column for f in BATCH_FIELDS]}
 )
 _PHASES = {"Prefill": "prefill", "Decode": "decode", "new fill": "prefill"}
 _COLUMNS: tuple[str, ...] = tuple(dict.fromkeys(f.column for f in BATCH_FIELDS))
-_SHAPE = "_shape"
-_ITEMS = "_items"
 # Layouts are learnt from this many first batch lines of a block, and at most this many are tried.
 LAYOUT_SAMPLE = 256
 MAX_LAYOUTS = 2
@@ -60,7 +58,7 @@ def _value_of(log_key: str) -> pl.Expr:
     """The raw scalar value of one known key in the body (null when absent or not a scalar). The key
     must start the body or follow a separator, so `#token` never matches inside `#new-token`."""
     raw = (
-        pl.col("_kv").str.extract(rf"(?:^|, |\. ){re.escape(log_key)}: ([^,\s]+)", 1).str.strip_chars_end(".")
+        pl.col(W.KV).str.extract(rf"(?:^|, |\. ){re.escape(log_key)}: ([^,\s]+)", 1).str.strip_chars_end(".")
     )
     return pl.when(raw.str.contains(SCALAR_PATTERN)).then(raw)
 
@@ -103,17 +101,17 @@ def parse_batches(df: pl.DataFrame, literal: bool = True) -> pl.DataFrame:
     ``literal=False`` skips the literal path (tests compare the paths)."""
     unlabelled = pl.col(W.BODY).str.starts_with("#running-req: ")
     base = (
-        with_groups(df.select(*COMMON_COLUMNS, W.BODY), W.BODY, HEADER_PATTERN, "_header")
+        with_groups(df.select(*COMMON_COLUMNS, W.BODY), W.BODY, HEADER_PATTERN, W.HEADER)
         .with_columns(
             pl.when(unlabelled)
             .then(pl.lit("decode"))
-            .otherwise(pl.col("_phase").replace_strict(_PHASES, default=None))
+            .otherwise(pl.col(W.BATCH_PHASE).replace_strict(_PHASES, default=None))
             .alias(C.PHASE),
-            pl.col("_iter").cast(pl.Int64).alias(C.FORWARD_ITER),
-            pl.col(W.BODY).str.slice(pl.col("_head").str.len_chars().fill_null(0)).alias("_kv"),
+            pl.col(W.BATCH_ITER).cast(pl.Int64).alias(C.FORWARD_ITER),
+            pl.col(W.BODY).str.slice(pl.col(W.BATCH_HEAD).str.len_chars().fill_null(0)).alias(W.KV),
         )
         .filter(pl.col(C.PHASE).is_not_null())
-        .select(*COMMON_COLUMNS, C.PHASE, C.FORWARD_ITER, "_kv")
+        .select(*COMMON_COLUMNS, C.PHASE, C.FORWARD_ITER, W.KV)
         .with_row_index(W.ROW)
     )
     if not base.height:
@@ -157,7 +155,7 @@ def _layout(shape: str) -> tuple[list[str], dict[str, int]] | None:
 
 def _layouts(base: pl.DataFrame) -> list[tuple[list[str], dict[str, int]]]:
     """The most common literal layouts among the block's first lines."""
-    sample = base.head(LAYOUT_SAMPLE).get_column("_kv").str.replace_all(VALUE_PATTERN, _SLOT)
+    sample = base.head(LAYOUT_SAMPLE).get_column(W.KV).str.replace_all(VALUE_PATTERN, _SLOT)
     found = []
     for shape, _ in sample.value_counts(sort=True).iter_rows():
         layout = _layout(shape)
@@ -183,14 +181,14 @@ def _by_layout(
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(rows of this layout read, the other rows). A line of the layout is cut at `, ` and each value
     is sliced off after its key: the test is one anchored match, the reads are literal."""
-    ok = base.get_column("_kv").str.contains(layout_pattern(keys))
+    ok = base.get_column(W.KV).str.contains(layout_pattern(keys))
     rows = base.filter(ok)
     n = len(keys)
-    names = [f"_it{i}" for i in range(n + 1)]
-    items = pl.col("_kv").str.splitn(", ", n + 1).struct.rename_fields(names).alias(_ITEMS)
+    names = [f"{W.ITEM}{i}" for i in range(n + 1)]
+    items = pl.col(W.KV).str.splitn(", ", n + 1).struct.rename_fields(names).alias(W.ITEMS)
     read = (
         rows.with_columns(items)
-        .unnest(_ITEMS)
+        .unnest(W.ITEMS)
         .select(
             W.ROW,
             *COMMON_COLUMNS,
@@ -204,14 +202,14 @@ def _by_layout(
 
 def _by_shape_or_key(base: pl.DataFrame) -> pl.DataFrame:
     """The shape path for lines of simple shapes, the key path for the rest (values still raw text)."""
-    base = base.with_columns(pl.col("_kv").str.replace_all(VALUE_PATTERN, _SLOT).alias(_SHAPE))
-    shapes = {shape: read_shape(shape) for shape in base.get_column(_SHAPE).unique().to_list()}
+    base = base.with_columns(pl.col(W.KV).str.replace_all(VALUE_PATTERN, _SLOT).alias(W.SHAPE))
+    shapes = {shape: read_shape(shape) for shape in base.get_column(W.SHAPE).unique().to_list()}
     simple = {shape: pos for shape, pos in shapes.items() if pos is not None}
     parts = []
     if simple:
-        parts.append(_by_shape(base.filter(pl.col(_SHAPE).is_in(list(simple))), simple))
+        parts.append(_by_shape(base.filter(pl.col(W.SHAPE).is_in(list(simple))), simple))
     if len(simple) < len(shapes):
-        parts.append(_by_key(base.filter(~pl.col(_SHAPE).is_in(list(simple)))))
+        parts.append(_by_key(base.filter(~pl.col(W.SHAPE).is_in(list(simple)))))
     return parts[0] if len(parts) == 1 else pl.concat(parts, how="diagonal_relaxed").sort(W.ROW)
 
 
@@ -220,62 +218,62 @@ def _by_shape(rows: pl.DataFrame, shapes: dict[str, dict[str, int]]) -> pl.DataF
     present = [c for c in _COLUMNS if any(c in pos for pos in shapes.values())]
     table = pl.DataFrame(
         {
-            _SHAPE: list(shapes),
-            **{f"_i_{c}": [pos.get(c) for pos in shapes.values()] for c in present},
+            W.SHAPE: list(shapes),
+            **{f"{W.AT}{c}": [pos.get(c) for pos in shapes.values()] for c in present},
         },
-        schema={_SHAPE: pl.String, **{f"_i_{c}": pl.Int64 for c in present}},
+        schema={W.SHAPE: pl.String, **{f"{W.AT}{c}": pl.Int64 for c in present}},
     )
     # Materialised once: an eager `select` does not share a subexpression between columns.
-    values = pl.col("_kv").str.extract_all(VALUE_PATTERN).alias("_values")
-    with_pos = rows.with_columns(values).join(table, on=_SHAPE, how="left", maintain_order="left")
+    values = pl.col(W.KV).str.extract_all(VALUE_PATTERN).alias(W.VALUES)
+    with_pos = rows.with_columns(values).join(table, on=W.SHAPE, how="left", maintain_order="left")
     return with_pos.select(
         W.ROW,
         *COMMON_COLUMNS,
         C.PHASE,
         C.FORWARD_ITER,
-        *(pl.col("_values").list.get(pl.col(f"_i_{c}"), null_on_oob=True).alias(c) for c in present),
+        *(pl.col(W.VALUES).list.get(pl.col(f"{W.AT}{c}"), null_on_oob=True).alias(c) for c in present),
     )
 
 
 def _by_key(base: pl.DataFrame) -> pl.DataFrame:
     """Slow path: one literal-led extract per known key, and every pair of the body for `extra`."""
     keys = [f.log_key for f in BATCH_FIELDS]
-    raw = base.select(W.ROW, "_kv", *(_value_of(k).alias(f"_v{i}") for i, k in enumerate(keys)))
+    raw = base.select(W.ROW, W.KV, *(_value_of(k).alias(f"{W.VALUE}{i}") for i, k in enumerate(keys)))
     columns: dict[str, list[str]] = {}
     for i, f in enumerate(BATCH_FIELDS):
-        columns.setdefault(f.column, []).append(f"_v{i}")
-    found = pl.sum_horizontal(pl.col(f"_v{i}").is_not_null().cast(pl.Int32) for i in range(len(keys)))
-    items = pl.col("_kv").str.count_matches(": ", literal=True)
+        columns.setdefault(f.column, []).append(f"{W.VALUE}{i}")
+    found = pl.sum_horizontal(pl.col(f"{W.VALUE}{i}").is_not_null().cast(pl.Int32) for i in range(len(keys)))
+    items = pl.col(W.KV).str.count_matches(": ", literal=True)
     wide = raw.select(
         W.ROW,
-        (items != found).alias("_odd"),
+        (items != found).alias(W.ODD),
         *(
             pl.coalesce(names).alias(column) if len(names) > 1 else pl.col(names[0]).alias(column)
             for column, names in columns.items()
         ),
     )
-    odd_rows = base.filter(wide.get_column("_odd"))
-    out = base.select(W.ROW, *COMMON_COLUMNS, C.PHASE, C.FORWARD_ITER).join(wide.drop("_odd"), on=W.ROW)
+    odd_rows = base.filter(wide.get_column(W.ODD))
+    out = base.select(W.ROW, *COMMON_COLUMNS, C.PHASE, C.FORWARD_ITER).join(wide.drop(W.ODD), on=W.ROW)
     return out.join(_extras(odd_rows), on=W.ROW, how="left")
 
 
 def _extras(rows: pl.DataFrame) -> pl.DataFrame:
     """Every pair of the body; the ones no typed column took, as a key/value list."""
     pairs = (
-        rows.select(W.ROW, pl.col("_kv").str.extract_all(PAIR_PATTERN).alias("_pair"))
-        .explode("_pair")
-        .drop_nulls("_pair")
+        rows.select(W.ROW, pl.col(W.KV).str.extract_all(PAIR_PATTERN).alias(W.PAIR))
+        .explode(W.PAIR)
+        .drop_nulls(W.PAIR)
         .with_columns(
-            pl.col("_pair").str.splitn(": ", 2).struct.rename_fields([C.KEY, C.VALUE]).alias("_kvs")
+            pl.col(W.PAIR).str.splitn(": ", 2).struct.rename_fields([C.KEY, C.VALUE]).alias(W.KEY_VALUE)
         )
         .select(
             W.ROW,
-            pl.col("_kvs").struct.field(C.KEY),
-            pl.col("_kvs").struct.field(C.VALUE).str.strip_chars_end("."),
+            pl.col(W.KEY_VALUE).struct.field(C.KEY),
+            pl.col(W.KEY_VALUE).struct.field(C.VALUE).str.strip_chars_end("."),
         )
         .join(_KEY_MAP, on=C.KEY, how="left")
     )
-    is_known = pl.col("_column").is_not_null() & pl.col(C.VALUE).str.contains(SCALAR_PATTERN)
+    is_known = pl.col(W.COLUMN).is_not_null() & pl.col(C.VALUE).str.contains(SCALAR_PATTERN)
     return (
         pairs.filter(~is_known)
         .group_by(W.ROW, maintain_order=True)

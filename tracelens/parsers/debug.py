@@ -15,18 +15,17 @@ import polars as pl
 from tracelens.parsers.distinct import with_groups
 from tracelens.tables.schema import COMMON_COLUMNS, C, T, W, conform
 
-# The header, wherever it starts in the body (`_pre` is what comes before it, usually nothing). The
+# The header, wherever it starts in the body (`W.BEFORE_HEADER` is what comes before it, usually nothing). The
 # items follow one space after it; a header not followed by a space has no items.
-HEADER_PATTERN = r"^(?P<_pre>.*?)(?P<tag>[A-Z][A-Z0-9_]*_DEBUG)\[(?P<site>[^\]\s]*)(?P<_close>\])?(?P<_sp> )?"
+HEADER_PATTERN = rf"^(?P<{W.BEFORE_HEADER}>.*?)(?P<tag>[A-Z][A-Z0-9_]*_DEBUG)\[(?P<site>[^\]\s]*)(?P<{W.CLOSE}>\])?(?P<{W.SPACE}> )?"
 # The whole line as `explain` matches it (parsing slices the rest off after HEADER_PATTERN instead).
-DEBUG_PATTERN = r"(?P<tag>[A-Z][A-Z0-9_]*_DEBUG)\[(?P<site>[^\]\s]*)(?P<_close>\])?(?: (?P<_rest>.*))?"
+DEBUG_PATTERN = rf"(?P<tag>[A-Z][A-Z0-9_]*_DEBUG)\[(?P<site>[^\]\s]*)(?P<{W.CLOSE}>\])?(?: (?P<{W.REST}>.*))?"
 EVENT_PATTERN = r"^([^:=]*?):"
 EVENT_BEFORE_ITEMS_PATTERN = r"^([^=]*?)\s*(?:[\w.]+=.*)?$"
 # key=value where value is torch.Size([...]), a list (one level of nesting), a bare token, or, when the
 # line was cut off, an unclosed list running to the end of the line.
 ITEM_PATTERN = r"[\w.]+=(?:torch\.Size\(\[[^\]]*\]\)|\[(?:[^\[\]]|\[[^\[\]]*\])*\]|[^\s,\[\]]+|\[.*$)"
 SIZE_PATTERN = r"torch\.Size\(\[[\d, ]*\]\)"
-_REST = "_rest"
 
 
 def _int_list(expr: pl.Expr) -> pl.Expr:
@@ -37,14 +36,14 @@ def _int_list(expr: pl.Expr) -> pl.Expr:
 def _event(found: pl.DataFrame) -> pl.Series:
     """The event phrase: the text before the first `:` (when no `=` comes first), else the text before
     the first `key=` item. The second, costlier pattern runs only on the rows the first did not read."""
-    rest = pl.col(_REST)
+    rest = pl.col(W.REST)
     event = found.select(rest.str.extract(EVENT_PATTERN, 1)).to_series()
-    missing = event.is_null() & found.get_column("_close").is_not_null()
+    missing = event.is_null() & found.get_column(W.CLOSE).is_not_null()
     if missing.any():
         idx = missing.arg_true()
         other = found[idx].select(rest.str.extract(EVENT_BEFORE_ITEMS_PATTERN, 1)).to_series()
         event = event.scatter(idx, other)
-    closed = found.get_column("_close").is_not_null()
+    closed = found.get_column(W.CLOSE).is_not_null()
     return pl.select(pl.when(closed).then(event.str.strip_chars())).to_series().alias(C.EVENT)
 
 
@@ -60,14 +59,14 @@ def parse_debug(df: pl.DataFrame) -> pl.DataFrame:
 
 def _parse_bodies(bodies: pl.DataFrame) -> pl.DataFrame:
     """BODY and the debug table's own columns, for the bodies whose header matches."""
-    found = with_groups(bodies, W.BODY, HEADER_PATTERN, "_header").filter(pl.col(C.TAG).is_not_null())
+    found = with_groups(bodies, W.BODY, HEADER_PATTERN, W.HEADER).filter(pl.col(C.TAG).is_not_null())
     found = found.with_columns(
-        pl.when(pl.col("_sp").is_not_null())
-        .then(pl.col(W.BODY).str.slice(pl.col("_header").str.len_chars()))
+        pl.when(pl.col(W.SPACE).is_not_null())
+        .then(pl.col(W.BODY).str.slice(pl.col(W.HEADER).str.len_chars()))
         .otherwise(pl.lit(""))
-        .alias(_REST)
+        .alias(W.REST)
     )
-    rest = pl.col(_REST)
+    rest = pl.col(W.REST)
     items = rest.str.extract_all(ITEM_PATTERN).list.eval(
         pl.element().str.splitn("=", 2).struct.rename_fields([C.KEY, C.VALUE])
     )
@@ -86,7 +85,7 @@ def _parse_bodies(bodies: pl.DataFrame) -> pl.DataFrame:
         _int_list(rest.str.extract(r"\blayer_ids=\[([-\d, ]*)\]", 1)).alias(C.LAYER_IDS),
         rest.str.extract(r"\bnorm=([^\s,]+)", 1).cast(pl.Float64, strict=False).alias(C.NORM),
         sizes.alias(C.SHAPES),
-        (pl.col("_close").is_null() | unbalanced).alias(C.TRUNCATED),
+        (pl.col(W.CLOSE).is_null() | unbalanced).alias(C.TRUNCATED),
     )
     return out.select(
         W.BODY,

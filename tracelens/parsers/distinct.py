@@ -13,6 +13,8 @@ from functools import cache
 
 import polars as pl
 
+from tracelens.tables.schema import W
+
 
 def without_captures(pattern: str) -> str:
     """The same pattern with every named group made non-capturing."""
@@ -34,7 +36,7 @@ def with_groups(df: pl.DataFrame, column: str, pattern: str, key: str) -> pl.Dat
     df = df.with_columns(pl.col(column).str.extract(without_captures(pattern), 0).alias(key))
     distinct = (
         df.select(pl.col(key).unique())
-        .with_columns(groups_expr(key, pattern).alias("_groups"))
-        .unnest("_groups")
+        .with_columns(groups_expr(key, pattern).alias(W.GROUPS))
+        .unnest(W.GROUPS)
     )
     return df.join(distinct, on=key, how="left", maintain_order="left", nulls_equal=True)

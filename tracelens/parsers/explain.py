@@ -25,7 +25,7 @@ from tracelens.tables.frames import Tables
 from tracelens.tables.schema import KIND_TABLE, RANK_COLUMNS, C, Kind, T, W
 
 # Full-line patterns of the kinds a near-miss is most often meant to be; `body` = after the prefix.
-_BATCH_LINE = HEADER_PATTERN.split("(?P<_kv>")[0] + rf"(?:{PAIR_PATTERN}[,.]? ?)*$"
+_BATCH_LINE = HEADER_PATTERN + rf"(?:{PAIR_PATTERN}[,.]? ?)*$"
 _CANDIDATES: tuple[tuple[str, str, str], ...] = (
     (Kind.BATCH, _BATCH_LINE, "body"),
     (Kind.DEBUG, "^" + DEBUG_PATTERN + "$", "body"),

@@ -75,30 +75,30 @@ def join_tracebacks(faults: pl.DataFrame, parts: pl.DataFrame) -> pl.DataFrame:
         return faults
     joined = (
         parts.sort(C.SOURCE, C.LINE_NO)
-        .with_columns(groups_expr(C.TEXT, EXCEPTION_LINE_PATTERN, strip=True).alias("_e"))
+        .with_columns(groups_expr(C.TEXT, EXCEPTION_LINE_PATTERN, strip=True).alias(W.EXCEPTION_LINE))
         .group_by(C.SOURCE, C.RECORD)
         .agg(
-            pl.col(C.TEXT).str.join("\n").alias("_tb"),
-            pl.col(C.LINE_NO).max().alias("_last"),
-            pl.col("_e").struct.field("type").drop_nulls().last().alias("_type"),
+            pl.col(C.TEXT).str.join("\n").alias(W.TRACEBACK_TEXT),
+            pl.col(C.LINE_NO).max().alias(W.LAST_LINE),
+            pl.col(W.EXCEPTION_LINE).struct.field("type").drop_nulls().last().alias(W.EXCEPTION_TYPE),
             pl.col(C.TEXT)
-            .filter(pl.col("_e").struct.field("type").is_not_null())
+            .filter(pl.col(W.EXCEPTION_LINE).struct.field("type").is_not_null())
             .last()
             .str.strip_chars()
-            .alias("_msg"),
+            .alias(W.EXCEPTION_MESSAGE),
         )
         .rename({C.RECORD: C.LINE_NO})
     )
     out = faults.join(joined, on=[C.SOURCE, C.LINE_NO], how="left").with_columns(
-        pl.when(pl.col("_tb").is_not_null())
-        .then(pl.concat_str([pl.col(C.TRACEBACK), pl.col("_tb")], separator="\n"))
+        pl.when(pl.col(W.TRACEBACK_TEXT).is_not_null())
+        .then(pl.concat_str([pl.col(C.TRACEBACK), pl.col(W.TRACEBACK_TEXT)], separator="\n"))
         .otherwise(pl.col(C.TRACEBACK))
         .alias(C.TRACEBACK),
-        pl.coalesce(pl.col("_last"), pl.col(C.LAST_LINE)).alias(C.LAST_LINE),
-        pl.coalesce(pl.col("_type"), pl.col(C.EXCEPTION_TYPE)).alias(C.EXCEPTION_TYPE),
+        pl.coalesce(pl.col(W.LAST_LINE), pl.col(C.LAST_LINE)).alias(C.LAST_LINE),
+        pl.coalesce(pl.col(W.EXCEPTION_TYPE), pl.col(C.EXCEPTION_TYPE)).alias(C.EXCEPTION_TYPE),
         # The exception line says what went wrong better than a generic "hit an exception" head.
-        pl.when(pl.col("_msg").is_not_null() & pl.col(C.EXCEPTION_TYPE).is_null())
-        .then(pl.col("_msg"))
+        pl.when(pl.col(W.EXCEPTION_MESSAGE).is_not_null() & pl.col(C.EXCEPTION_TYPE).is_null())
+        .then(pl.col(W.EXCEPTION_MESSAGE))
         .otherwise(pl.col(C.MESSAGE))
         .alias(C.MESSAGE),
     )

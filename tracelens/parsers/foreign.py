@@ -46,6 +46,8 @@ FOREIGN_FORMATS: tuple[ForeignFormat, ...] = (
 )
 
 _GLOG_LEVELS = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "FATAL", "WARN": "WARNING"}
+# The groups a format may have, and the working column each is read into.
+_GROUP_COLUMNS = {"level": W.LEVEL, "msg": W.MESSAGE, "ts": W.TS_TEXT}
 
 
 def format_expr() -> pl.Expr:
@@ -63,15 +65,17 @@ def parse_foreign(df: pl.DataFrame) -> pl.DataFrame:
         if not sub.height:
             continue
         groups = groups_expr(W.CLEAN, fmt.pattern)
-        names = [g for g in ("level", "msg", "ts") if f"?P<{g}>" in fmt.pattern]
-        sub = sub.with_columns(*(groups.struct.field(g).alias(f"_{g}") for g in names))
-        level = pl.col("_level").replace(_GLOG_LEVELS) if "level" in names else pl.lit(None, pl.String)
+        names = [g for g in _GROUP_COLUMNS if f"?P<{g}>" in fmt.pattern]
+        sub = sub.with_columns(*(groups.struct.field(g).alias(_GROUP_COLUMNS[g]) for g in names))
+        level = pl.col(W.LEVEL).replace(_GLOG_LEVELS) if "level" in names else pl.lit(None, pl.String)
         ts = (
-            pl.col("_ts").str.to_datetime("%Y-%m-%d %H:%M:%S", time_unit="us", strict=False)
+            pl.col(W.TS_TEXT).str.to_datetime("%Y-%m-%d %H:%M:%S", time_unit="us", strict=False)
             if "ts" in names
             else pl.col(C.TS)
         )
-        parts.append(sub.with_columns(level.alias(C.LEVEL), pl.col("_msg").alias(C.MESSAGE), ts.alias(C.TS)))
+        parts.append(
+            sub.with_columns(level.alias(C.LEVEL), pl.col(W.MESSAGE).alias(C.MESSAGE), ts.alias(C.TS))
+        )
     if not parts:
         return conform(T.FOREIGN, df.select(*COMMON_COLUMNS))
     out = pl.concat(

@@ -34,7 +34,7 @@ def parse_http(df: pl.DataFrame, literal: bool = True) -> pl.DataFrame:
         parts.append(_uvicorn(df.filter(uvicorn)))
         df = df.filter(~uvicorn)
     if df.height or not parts:
-        out = df.with_columns(groups_expr(W.BODY, ACCESS_PATTERN).alias("_a")).unnest("_a")
+        out = df.with_columns(groups_expr(W.BODY, ACCESS_PATTERN).alias(W.GROUPS)).unnest(W.GROUPS)
         parts.append(out.filter(pl.col(C.STATUS).is_not_null()).select(W.ROW, *COMMON_COLUMNS, *_FIELDS))
     out = parts[0] if len(parts) == 1 else pl.concat(parts, how="vertical_relaxed").sort(W.ROW)
     return conform(T.HTTP, out)
@@ -43,16 +43,16 @@ def parse_http(df: pl.DataFrame, literal: bool = True) -> pl.DataFrame:
 def _uvicorn(df: pl.DataFrame) -> pl.DataFrame:
     """Lines of UVICORN_PATTERN: `client`, `-`, `"METHOD`, `path`, `HTTP/x"`, `status...`, cut at spaces
     (none of the first five holds one)."""
-    names = [f"_f{i}" for i in range(6)]
-    cut = df.with_columns(pl.col(W.BODY).str.splitn(" ", 6).struct.rename_fields(names).alias("_f")).unnest(
-        "_f"
-    )
+    names = [f"{W.FIELDS}{i}" for i in range(6)]
+    cut = df.with_columns(
+        pl.col(W.BODY).str.splitn(" ", 6).struct.rename_fields(names).alias(W.FIELDS)
+    ).unnest(W.FIELDS)
     return cut.select(
         W.ROW,
         *COMMON_COLUMNS,
-        pl.col("_f0").alias(C.CLIENT),
-        pl.col("_f2").str.slice(1).alias(C.METHOD),
-        pl.col("_f3").alias(C.PATH),
-        pl.col("_f4").str.strip_suffix('"').alias(C.PROTOCOL),
-        pl.col("_f5").str.slice(0, 3).alias(C.STATUS),
+        pl.col(names[0]).alias(C.CLIENT),
+        pl.col(names[2]).str.slice(1).alias(C.METHOD),
+        pl.col(names[3]).alias(C.PATH),
+        pl.col(names[4]).str.strip_suffix('"').alias(C.PROTOCOL),
+        pl.col(names[5]).str.slice(0, 3).alias(C.STATUS),
     )

@@ -197,25 +197,23 @@ def _roll_days(df: pl.DataFrame, state: ParseState, options: ParseOptions) -> tu
         + pl.col(W.TIME).str.slice(3, 2).cast(pl.Int64) * 60
         + pl.col(W.TIME).str.slice(6, 2).cast(pl.Int64)
     )
-    timed = df.with_columns(pl.when(only_time).then(secs).alias("_secs"))
-    prev = pl.col("_secs").forward_fill().shift(1, fill_value=state.last_secs)
-    timed = timed.with_columns(
-        ((pl.col("_secs") < prev - _HALF_DAY).fill_null(False)).cum_sum().alias("_days")
-    )
-    days = timed.get_column("_days")
+    timed = df.with_columns(pl.when(only_time).then(secs).alias(W.SECS))
+    prev = pl.col(W.SECS).forward_fill().shift(1, fill_value=state.last_secs)
+    timed = timed.with_columns(((pl.col(W.SECS) < prev - _HALF_DAY).fill_null(False)).cum_sum().alias(W.DAYS))
+    days = timed.get_column(W.DAYS)
     shifted = timed.with_columns(
         pl.when(only_time)
-        .then(pl.col(C.TS) + pl.duration(days=pl.col("_days") + state.day_offset))
+        .then(pl.col(C.TS) + pl.duration(days=pl.col(W.DAYS) + state.day_offset))
         .otherwise(pl.col(C.TS))
         .alias(C.TS)
     )
-    last = timed.get_column("_secs").drop_nulls()
+    last = timed.get_column(W.SECS).drop_nulls()
     new_state = replace(
         state,
         last_secs=int(last[-1]) if len(last) else state.last_secs,
         day_offset=state.day_offset + (int(days[-1]) if len(days) else 0),
     )
-    return shifted.drop("_secs", "_days"), new_state
+    return shifted.drop(W.SECS, W.DAYS), new_state
 
 
 def _join_tracebacks(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFrame, ParseState]:
@@ -223,11 +221,11 @@ def _join_tracebacks(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFrame,
     clean = pl.col(W.CLEAN)
     blank = pl.col(C.KIND) == Kind.BLANK
     is_frame = clean.str.contains(FRAME_PATTERN)
-    df = df.with_columns(is_frame.shift(1, fill_value=state.prev_frame).alias("_after_frame"))
+    df = df.with_columns(is_frame.shift(1, fill_value=state.prev_frame).alias(W.AFTER_FRAME))
     shape = (
         ~pl.col(W.PREFIXED)
         & (pl.col(C.FORMAT).is_null())
-        & (clean.str.contains(CONTINUATION_PATTERN) | pl.col("_after_frame"))
+        & (clean.str.contains(CONTINUATION_PATTERN) | pl.col(W.AFTER_FRAME))
     )
     df = df.with_columns(shape.alias(W.CONT))
     # Blank lines inside a traceback (chained exceptions, interleaved ranks) keep the record open when
@@ -239,10 +237,10 @@ def _join_tracebacks(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFrame,
     prev_cont = pl.col(W.CONT).shift(1, fill_value=state.prev_cont)
     starts_new = clean.str.strip_chars_start().str.starts_with(TRACEBACK_START) & ~prev_cont
     breaker = ~pl.col(W.CONT) | starts_new
-    df = df.with_columns(breaker.cum_sum().alias("_seg"))
-    head_kind = pl.col(C.KIND).first().over("_seg")
-    head_line = pl.col(C.LINE_NO).first().over("_seg")
-    first_breaker_seen = pl.col("_seg") > 0
+    df = df.with_columns(breaker.cum_sum().alias(W.SEGMENT))
+    head_kind = pl.col(C.KIND).first().over(W.SEGMENT)
+    head_line = pl.col(C.LINE_NO).first().over(W.SEGMENT)
+    first_breaker_seen = pl.col(W.SEGMENT) > 0
     # Lines before the block's first breaker continue whatever the previous block left open.
     record = (
         pl.when(first_breaker_seen & (head_kind == Kind.FAULT) & pl.col(W.CONT))
@@ -259,15 +257,15 @@ def _join_tracebacks(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFrame,
         .alias(C.KIND)
     )
     if df.height == 0:
-        return df.drop("_seg", "_after_frame"), state
+        return df.drop(W.SEGMENT, W.AFTER_FRAME), state
     last_frame = bool(df.select(is_frame.last()).item())
     last = df.row(-1, named=True)
-    if last["_seg"] == 0:  # the whole block continued the previous one
+    if last[W.SEGMENT] == 0:  # the whole block continued the previous one
         open_fault = state.open_fault
     else:
-        seg = df.filter(pl.col("_seg") == last["_seg"])
+        seg = df.filter(pl.col(W.SEGMENT) == last[W.SEGMENT])
         open_fault = seg.item(0, C.LINE_NO) if seg.item(0, C.KIND) == Kind.FAULT else None
-    return df.drop("_seg", "_after_frame"), replace(
+    return df.drop(W.SEGMENT, W.AFTER_FRAME), replace(
         state, open_fault=open_fault, prev_cont=bool(last[W.CONT]), prev_frame=last_frame
     )
 
@@ -276,7 +274,7 @@ def _frame_source_line_is_code() -> pl.Expr:
     """A frame's source line (`raise RuntimeError(f"NCCL error: ...")`) is code, never a fault of its
     own, even in a traceback whose head was not in the log."""
     return (
-        pl.when(pl.col("_after_frame") & ~pl.col(W.PREFIXED) & (pl.col(C.KIND) == Kind.FAULT))
+        pl.when(pl.col(W.AFTER_FRAME) & ~pl.col(W.PREFIXED) & (pl.col(C.KIND) == Kind.FAULT))
         .then(pl.lit(Kind.UNPARSED))
         .otherwise(pl.col(C.KIND))
         .alias(C.KIND)
@@ -290,10 +288,10 @@ def _no_continuations(
     record, and the segment bookkeeping (a window over every line) is skipped."""
     df = df.with_columns(pl.col(C.LINE_NO).alias(C.RECORD)).with_columns(_frame_source_line_is_code())
     if df.height == 0:
-        return df.drop("_after_frame"), state
+        return df.drop(W.AFTER_FRAME), state
     last_frame = bool(df.select(is_frame.last()).item())
     open_fault = int(df.item(-1, C.LINE_NO)) if df.item(-1, C.KIND) == Kind.FAULT else None
-    return df.drop("_after_frame"), replace(
+    return df.drop(W.AFTER_FRAME), replace(
         state, open_fault=open_fault, prev_cont=False, prev_frame=last_frame
     )
 
@@ -304,13 +302,13 @@ def _join_wrapped_args(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFram
     Python scan over those few heads is cheap."""
     is_args = (pl.col(C.KIND) == Kind.LIFECYCLE) & pl.col(W.BODY).str.starts_with("server_args=")
     heads = (
-        df.with_row_index("_i")
+        df.with_row_index(W.ROW)
         .filter(
             is_args
             & ~pl.col(W.BODY).str.strip_chars_end().str.ends_with(")")
             & ~pl.col(W.BODY).str.strip_chars_end().str.ends_with("}")
         )
-        .get_column("_i")
+        .get_column(W.ROW)
         .to_list()
     )
     starts: list[tuple[int, int | None]] = [(i + 1, None) for i in heads]
@@ -337,19 +335,19 @@ def _join_wrapped_args(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFram
             open_args = head
     if joined_rows:
         members = pl.DataFrame(
-            {"_i": joined_rows, "_head": joined_heads}, schema={"_i": pl.UInt32, "_head": pl.Int64}
+            {W.ROW: joined_rows, W.ARGS_HEAD: joined_heads}, schema={W.ROW: pl.UInt32, W.ARGS_HEAD: pl.Int64}
         )
         df = (
-            df.with_row_index("_i")
-            .join(members, on="_i", how="left")
+            df.with_row_index(W.ROW)
+            .join(members, on=W.ROW, how="left")
             .with_columns(
-                pl.coalesce(pl.col("_head"), pl.col(C.RECORD)).alias(C.RECORD),
-                pl.when(pl.col("_head").is_not_null())
+                pl.coalesce(pl.col(W.ARGS_HEAD), pl.col(C.RECORD)).alias(C.RECORD),
+                pl.when(pl.col(W.ARGS_HEAD).is_not_null())
                 .then(pl.lit(Kind.LIFECYCLE))
                 .otherwise(pl.col(C.KIND))
                 .alias(C.KIND),
             )
-            .drop("_i", "_head")
+            .drop(W.ROW, W.ARGS_HEAD)
         )
     return df, replace(state, open_args=open_args)
 

@@ -51,27 +51,22 @@ RANK_TAGS: dict[str, str] = {
 # Patterns capture the prefix only and the message is sliced off after it: capturing `(.*)$` to the
 # end of every line costs four times as much.
 _BRACKET = (
-    r"\[(?:(?P<_date>\d{4}-\d\d-\d\d) )?(?P<_time>\d\d:\d\d:\d\d)(?:[.,](?P<_frac>\d{1,6}))?"
-    r"(?P<_tags>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)\] ?"
+    rf"\[(?:(?P<{W.DATE}>\d{{4}}-\d\d-\d\d) )?(?P<{W.TIME}>\d\d:\d\d:\d\d)(?:[.,](?P<{W.FRAC}>\d{{1,6}}))?"
+    rf"(?P<{W.TAGS}>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)\] ?"
 )
-PREFIX_PATTERN = rf"^(?P<_prefix>{_BRACKET})"
+PREFIX_PATTERN = rf"^(?P<{W.PREFIX}>{_BRACKET})"
 # 2024 eras: `[gpu_id=N] `, `[gpu=N] `, `Rank N: `.
-_GPU = r"\[gpu(?:_id)?=(?P<_gpu>\d+)\] ?|Rank (?P<_rank>\d+): "
-GPU_PREFIX_PATTERN = rf"^(?P<_prefix>{_GPU})"
+_GPU = rf"\[gpu(?:_id)?=(?P<{W.GPU}>\d+)\] ?|Rank (?P<{W.RANK}>\d+): "
 # After the prefix: the 2026 logger form `INFO file.py:N: msg`, or uvicorn's `INFO:     msg`.
 _LEVEL = r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)(?:: +| (?P<logger>[\w.]+:\d+): )"
-LEVEL_PATTERN = rf"^(?P<_prefix>{_LEVEL})"
 # A line's whole lead, before its message: SGLang's prefix (the bracketed form first, else the gpu or
 # rank form), then the level. Both parts are optional: a line without them has an empty lead.
 _LEAD_FIELDS = rf"^(?:{_BRACKET}|{_GPU})?(?:{_LEVEL})?"
-_LEAD_COL = "_lead"
-_LEAD_WITH_TEXT = rf"^(?P<{_LEAD_COL}>{_LEAD_FIELDS[1:]})"
+_LEAD_WITH_TEXT = rf"^(?P<{W.LEAD}>{_LEAD_FIELDS[1:]})"
 _LEAD_TEXT = without_captures(_LEAD_WITH_TEXT)
 # The variable part of a bracketed lead, `[date time.frac`, and the stamp that stands in for it.
 _STAMP = r"^\[(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d(?:[.,]\d{1,6})?"
 _KEY_STAMP = "[2000-01-01 00:00:00"
-_STAMP_COL = "_stamp"
-_KEY_COL = "_lead_key"
 # Lines that `clean` would change, except spliced records (tested apart, on few lines): codes or
 # carriage returns anywhere, wrappers at the start. Two patterns: mixing anchored and unanchored
 # alternatives in one regex makes every alternative scan the whole line.
@@ -120,23 +115,23 @@ def add_prefix_columns(df: pl.DataFrame, base_date: dt.date | None) -> pl.DataFr
     lead = df.get_column(W.CLEAN).str.extract(_LEAD_TEXT, 0)
     stamp = lead.str.extract(_STAMP, 0)
     # The lead with its stamp replaced by one fixed stamp: same groups, few distinct values.
-    lead_col, stamp_col = pl.col(_LEAD_COL), pl.col(_STAMP_COL)
+    lead_col, stamp_col = pl.col(W.LEAD), pl.col(W.STAMP)
     key = (
         pl.when(stamp_col.is_not_null())
         .then(pl.lit(_KEY_STAMP) + lead_col.str.slice(stamp_col.str.len_chars()))
         .otherwise(lead_col)
     )
-    df = df.with_columns(lead.alias(_LEAD_COL), stamp.alias(_STAMP_COL)).with_columns(
-        key.alias(_KEY_COL), *_stamp_fields(pl.col(_STAMP_COL))
+    df = df.with_columns(lead.alias(W.LEAD), stamp.alias(W.STAMP)).with_columns(
+        key.alias(W.LEAD_KEY), *_stamp_fields(pl.col(W.STAMP))
     )
-    df = df.join(_lead_groups(df.get_column(_KEY_COL)), on=_KEY_COL, how="left", maintain_order="left")
+    df = df.join(_lead_groups(df.get_column(W.LEAD_KEY)), on=W.LEAD_KEY, how="left", maintain_order="left")
     df = df.with_columns(
         pl.coalesce(pl.col(C.TP), pl.col(W.GPU)).alias(C.TP),
         (pl.col(W.TIME).is_not_null() | pl.col(W.GPU).is_not_null()).alias(W.PREFIXED),
-        pl.col(W.CLEAN).str.slice(pl.col(_LEAD_COL).str.len_chars().fill_null(0)).alias(W.BODY),
+        pl.col(W.CLEAN).str.slice(pl.col(W.LEAD).str.len_chars().fill_null(0)).alias(W.BODY),
         timestamp_expr(base_date).alias(C.TS),
     )
-    return df.drop(_LEAD_COL, _STAMP_COL, _KEY_COL)
+    return df.drop(W.LEAD, W.STAMP, W.LEAD_KEY)
 
 
 def _stamp_fields(stamp: pl.Expr) -> list[pl.Expr]:
@@ -153,12 +148,12 @@ def _stamp_fields(stamp: pl.Expr) -> list[pl.Expr]:
 
 def _lead_groups(keys: pl.Series) -> pl.DataFrame:
     """Per distinct stamp-less lead: GPU, LEVEL, LOGGER and the six rank tags (null key: no lead)."""
-    distinct = keys.unique().to_frame(_KEY_COL)
-    groups = distinct.with_columns(groups_expr(_KEY_COL, _LEAD_WITH_TEXT).alias("_f")).unnest("_f")
+    distinct = keys.unique().to_frame(W.LEAD_KEY)
+    groups = distinct.with_columns(groups_expr(W.LEAD_KEY, _LEAD_WITH_TEXT).alias(W.GROUPS)).unnest(W.GROUPS)
     tags = pl.col(W.TAGS)
     return groups.select(
-        _KEY_COL,
-        pl.coalesce(pl.col(W.GPU), pl.col("_rank")).cast(pl.Int32).alias(W.GPU),
+        W.LEAD_KEY,
+        pl.coalesce(pl.col(W.GPU), pl.col(W.RANK)).cast(pl.Int32).alias(W.GPU),
         C.LEVEL,
         C.LOGGER,
         *(

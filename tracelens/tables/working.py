@@ -1,20 +1,99 @@
 """Working columns: the names of the temporary columns that parsers and the analysis add to a frame while
 they compute, and drop before a frame becomes a table (a table column never starts with ``_``). Named
-here like every other column, so that two steps cannot pick the same name by accident."""
+here like every other column, so that two steps cannot pick the same name by accident: every name is
+different (`tests/test_working_columns.py` checks it), and a regex group that becomes a working column
+is spelt with the constant (``rf"(?P<{W.DATE}>...)"``).
+
+A name that ends in ``_`` or is documented as a prefix is the start of numbered or per-column names
+(``f"{W.VALUE}{i}"``, ``f"{W.AT}{column}"``)."""
 
 from __future__ import annotations
 
 
 class W:
-    """Working columns the parsers add to a line frame while they read it; never part of a table."""
+    """Working column names (never part of a table)."""
 
+    # The line frame, while the pipeline reads it (parsers/prefix.py, parsers/pipeline.py).
     CLEAN = "_clean"  # line text without colour codes, tqdm carriage returns and wrappers
     BODY = "_body"  # the message after the prefix (the whole clean text when there is no prefix)
     PREFIXED = "_prefixed"  # SGLang's own prefix was found ([T TAGS], [gpu=N], Rank N:)
+    PREFIX = "_prefix"  # the prefix a prefix pattern matched (`explain`)
     DATE = "_date"
     TIME = "_time"
     FRAC = "_frac"
     TAGS = "_tags"
     GPU = "_gpu"
+    RANK = "_rank"  # N of a `Rank N: ` prefix
+    LEAD = "_lead"  # a line's prefix and level, before its message
+    STAMP = "_stamp"  # the date and time of a bracketed lead
+    LEAD_KEY = "_lead_key"  # the lead with its stamp replaced by a fixed one: few distinct values
     CONT = "_cont"  # could continue a multi-line record (traceback frame, wrapped server_args)
-    ROW = "_row"
+    AFTER_FRAME = "_after_frame"  # the line before is a traceback frame
+    SEGMENT = "_seg"  # which record a line belongs to: a head and the lines that continue it
+    ARGS_HEAD = "_args_head"  # the line number of the `server_args=` head a wrapped line continues
+    SECS = "_secs"  # seconds since midnight of a time-only prefix
+    DAYS = "_days"  # midnights passed since the block's first line
+    ROW = "_row"  # a row's position in its frame
+    GROUPS = "_groups"  # a pattern's named groups as one struct, unnested at once
+    HEADER = "_header"  # the header a pattern matched (batch and debug lines), read once per distinct one
+
+    # Batch lines (parsers/batch.py).
+    BATCH_HEAD = "_head"  # `Decode batch [N], ` with its separator: the body starts after it
+    BATCH_PHASE = "_phase"  # the phase as printed: Prefill | Decode | new fill
+    BATCH_ITER = "_iter"  # the forward iteration counter, as printed
+    KV = "_kv"  # the body of a batch line: its `key: value` items
+    COLUMN = "_column"  # the batch column a log key feeds
+    SHAPE = "_shape"  # the body with its values cut out
+    ITEMS = "_items"  # the body cut at `, `, a struct of ITEM fields
+    ITEM = "_it"  # prefix: the n-th item of the body
+    AT = "_i_"  # prefix: where a column's value sits among the body's values, per shape
+    VALUES = "_values"  # the body's values, in order
+    VALUE = "_v"  # prefix: the raw value of the n-th known log key
+    ODD = "_odd"  # the body has items no known key read (they go to `extra`)
+    PAIR = "_pair"  # one `key: value` item of a body
+    KEY_VALUE = "_kvs"  # a PAIR as a struct of key and value
+
+    # Debug lines (parsers/debug.py).
+    BEFORE_HEADER = "_pre"  # what comes before a debug header in the body, usually nothing
+    CLOSE = "_close"  # the header's `]` (null: the line was cut off inside the header)
+    SPACE = "_sp"  # the space after the header: items follow
+    REST = "_rest"  # the body after the header
+
+    # Access lines (parsers/http.py).
+    FIELDS = "_f"  # an access line cut at spaces; also the prefix of its fields (`_f0`, ...)
+
+    # Tracebacks (parsers/faults.py).
+    EXCEPTION_LINE = "_e"  # an exception line's groups (type, message)
+    TRACEBACK_TEXT = "_tb"  # a fault's continuation lines, joined
+    LAST_LINE = "_last"  # a fault's last continuation line
+    EXCEPTION_TYPE = "_type"
+    EXCEPTION_MESSAGE = "_exc_msg"
+
+    # Foreign formats (parsers/foreign.py): their `level`, `msg` and `ts` groups.
+    LEVEL = "_level"
+    MESSAGE = "_msg"
+    TS_TEXT = "_ts"
+
+    # The analysis (tracelens/analysis/).
+    N = "_n"  # rows per group (decode rounds, debug lines, earlier starts)
+    SUM = "_sum"  # a group's running sum (earlier starts' times to ready)
+    GROUP = "_group"  # which incident a fault belongs to
+    ROUND = "_round"  # the n-th decode round of a run (all ranks of one round share it)
+    READY = "_ready"  # when the run's server was ready
+    LOAD_PAIR = "_load_pair"  # 0 for the first weight load of a rank (target), 1 for the second (draft)
+    FROM = "_from"  # when the previous phase of a start began
+    ERROR = "_error"  # a finding is an error
+    VLLM_LEN = "_vllm_len"  # vLLM's mean acceptance length of a run
+    PRINTED = "_printed"  # the run printed the layer ids it captures
+    BUSY = "_busy"  # the run has decode rounds
+    SEEN = "_seen"  # the run's debug lines show an embedding capture
+    SITES = "_s"  # a run's debug sites, `tag/site/event`
+    WIDTH = "_w"  # the last dimension of a debug shape
+    NORM_Z = "_z"  # a norm's distance from its site's median, in robust standard deviations
+    KEPT = "_kept"  # a row's position in a run's series, before thinning
+    MINUTES = "_x"  # minutes since the run's start
+    BUCKET = "_bucket"  # which of a thinned series' buckets a row falls in
+    LOW = "_lo"  # a bucket's lowest row
+    HIGH = "_hi"  # a bucket's highest row
+    MIDDLE = "_mid"  # a bucket's middle row
+    BIN = "_bin"  # which bin of the TUI's sparkline a row falls in
