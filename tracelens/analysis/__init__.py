@@ -31,7 +31,7 @@ from tracelens.analysis.findings import Evidence, Finding, Severity, sort_findin
 from tracelens.analysis.runs import RUN_KEY, interesting_runs, label_expr, with_labels
 from tracelens.analysis.verdicts import Status, Verdict
 from tracelens.tables.frames import Tables
-from tracelens.tables.schema import A, C, T
+from tracelens.tables.schema import A, C, T, W
 
 __all__ = [
     "Analysis",
@@ -136,12 +136,12 @@ def analyze_tables(
             {
                 C.SOURCE: [f.source for f in findings],
                 C.RUN: [f.run for f in findings],
-                "_error": [f.severity == Severity.ERROR for f in findings],
+                W.ERROR: [f.severity == Severity.ERROR for f in findings],
             },
-            schema={C.SOURCE: pl.String, C.RUN: pl.Int32, "_error": pl.Boolean},
+            schema={C.SOURCE: pl.String, C.RUN: pl.Int32, W.ERROR: pl.Boolean},
         )
         .group_by(RUN_KEY)
-        .agg(pl.len().alias(A.FINDINGS), pl.col("_error").sum().alias(A.ERRORS))
+        .agg(pl.len().alias(A.FINDINGS), pl.col(W.ERROR).sum().alias(A.ERRORS))
     )
     status = pl.DataFrame(
         {
@@ -207,7 +207,7 @@ def _overview(
     vllm = (
         spec_metrics.filter(pl.col(C.MEAN_ACCEPTANCE_LENGTH).is_not_nan())
         .group_by(RUN_KEY)
-        .agg(pl.col(C.MEAN_ACCEPTANCE_LENGTH).mean().alias("_vllm_len"))
+        .agg(pl.col(C.MEAN_ACCEPTANCE_LENGTH).mean().alias(W.VLLM_LEN))
     )
     crashed = folded.filter(pl.col(C.FAULT_KIND).is_in(["exception", "oom", "nccl", "watchdog", "sigquit"]))
     crashed = crashed.select(RUN_KEY).unique().with_columns(pl.lit(False).alias(A.ENDED_CLEANLY))
@@ -215,8 +215,8 @@ def _overview(
     out = (
         runs.join(stats, on=RUN_KEY, how="left")
         .join(vllm, on=RUN_KEY, how="left")
-        .with_columns(pl.coalesce(A.MEAN_ACCEPT_LEN, "_vllm_len").alias(A.MEAN_ACCEPT_LEN))
-        .drop("_vllm_len")
+        .with_columns(pl.coalesce(A.MEAN_ACCEPT_LEN, W.VLLM_LEN).alias(A.MEAN_ACCEPT_LEN))
+        .drop(W.VLLM_LEN)
         .join(readiness, on=RUN_KEY, how="left")
         .join(
             speedups.select(*RUN_KEY, A.BASELINE, A.SPEEDUP, A.SPEEDUP_LOW, A.SPEEDUP_HIGH),
@@ -232,7 +232,7 @@ def _overview(
     )
     # Layer ids: what the run's debug lines printed (what the server did), else the draft config's, which
     # are then said to be the config's: they are what the draft was trained on, not proof of the capture.
-    printed = capture.run_layer_ids(tables.scan(T.DEBUG)).with_columns(pl.lit(True).alias("_printed"))
+    printed = capture.run_layer_ids(tables.scan(T.DEBUG)).with_columns(pl.lit(True).alias(W.PRINTED))
     out = out.join(printed, on=RUN_KEY, how="left")
     if expect.aux_layer_ids is not None:
         out = out.with_columns(
@@ -243,9 +243,9 @@ def _overview(
         + ("" if was_printed or ids is None else ", per the draft config (no debug line prints the ids)")
         if spec and (ids is not None or expect.num_layers is not None)
         else None
-        for spec, ids, was_printed in out.select(C.SPEC_ALGORITHM, C.LAYER_IDS, "_printed").iter_rows()
+        for spec, ids, was_printed in out.select(C.SPEC_ALGORITHM, C.LAYER_IDS, W.PRINTED).iter_rows()
     ]
-    out = out.drop("_printed")
+    out = out.drop(W.PRINTED)
     return out.with_columns(pl.Series(A.CAPTURED_LAYERS, words, dtype=pl.String))
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import polars as pl
 
 from tracelens.analysis.runs import RUN_KEY
-from tracelens.tables.schema import A, C
+from tracelens.tables.schema import A, C, W
 
 ROLLING_WINDOW = 21
 WARMUP_SECONDS = 60.0
@@ -42,13 +42,13 @@ def decode_series(batches: pl.DataFrame, runs: pl.DataFrame, ready: pl.DataFrame
     one_run = combined.select(pl.struct(RUN_KEY).n_unique()).item() <= 1
     config = runs.select(*RUN_KEY, C.START_TS, C.SPEC_NUM_STEPS, C.SPEC_NUM_DRAFT_TOKENS)
     out = combined.join(config, on=RUN_KEY, how="left").join(
-        ready.select(*RUN_KEY, pl.col(C.TS).alias("_ready")), on=RUN_KEY, how="left"
+        ready.select(*RUN_KEY, pl.col(C.TS).alias(W.READY)), on=RUN_KEY, how="left"
     )
     first_ts = pl.coalesce(pl.col(C.START_TS), pl.col(C.TS).min().over(RUN_KEY))
     index = pl.int_range(pl.len()).over(RUN_KEY)
     warm = (
-        pl.when(pl.col("_ready").is_not_null())
-        .then((pl.col(C.TS) - pl.col("_ready")).dt.total_seconds() < WARMUP_SECONDS)
+        pl.when(pl.col(W.READY).is_not_null())
+        .then((pl.col(C.TS) - pl.col(W.READY)).dt.total_seconds() < WARMUP_SECONDS)
         .otherwise(index < WARMUP_LINES)
     )
     out = out.with_columns(
@@ -59,7 +59,7 @@ def decode_series(batches: pl.DataFrame, runs: pl.DataFrame, ready: pl.DataFrame
         *_rolling(C.ACCEPT_LEN, {A.ROLLING_MEDIAN: 0.5, A.ROLLING_P10: 0.1, A.ROLLING_P90: 0.9}, one_run),
         *_rolling(C.GEN_THROUGHPUT, {A.TPUT_ROLLING_MEDIAN: 0.5}, one_run),
     )
-    return out.drop("_ready", C.START_TS)
+    return out.drop(W.READY, C.START_TS)
 
 
 def _dp_rounds(decode: pl.DataFrame) -> pl.DataFrame:
@@ -69,10 +69,10 @@ def _dp_rounds(decode: pl.DataFrame) -> pl.DataFrame:
     dp_run = pl.col(C.DP).is_not_null().any().over(RUN_KEY)
     nth = pl.int_range(pl.len()).over(*RUN_KEY, C.DP)
     rounds = decode.sort(*RUN_KEY, C.LINE_NO).with_columns(
-        pl.when(dp_run).then(nth).otherwise(pl.int_range(pl.len()).over(RUN_KEY)).alias("_round")
+        pl.when(dp_run).then(nth).otherwise(pl.int_range(pl.len()).over(RUN_KEY)).alias(W.ROUND)
     )
     combined = (
-        rounds.group_by(*RUN_KEY, "_round")
+        rounds.group_by(*RUN_KEY, W.ROUND)
         .agg(
             pl.col(C.TS).max(),
             pl.col(C.LINE_NO).min(),
@@ -84,13 +84,13 @@ def _dp_rounds(decode: pl.DataFrame) -> pl.DataFrame:
             _sum_or_null(C.QUEUE_REQ),
             pl.col(C.DP).n_unique().alias(A.DP_RANKS),
         )
-        .sort(*RUN_KEY, "_round")
+        .sort(*RUN_KEY, W.ROUND)
     )
     # A round at the end that not every DP rank has printed yet (a live log, or one cut off) would count
     # part of the ranks' throughput: the rounds after the last complete one are left out until whole.
     complete = pl.col(A.DP_RANKS) == pl.col(A.DP_RANKS).max().over(RUN_KEY)
-    last_complete = pl.col("_round").filter(complete).max().over(RUN_KEY)
-    return combined.filter(pl.col("_round") <= last_complete).drop("_round").sort(*RUN_KEY, C.LINE_NO)
+    last_complete = pl.col(W.ROUND).filter(complete).max().over(RUN_KEY)
+    return combined.filter(pl.col(W.ROUND) <= last_complete).drop(W.ROUND).sort(*RUN_KEY, C.LINE_NO)
 
 
 def _single_rounds(decode: pl.DataFrame) -> pl.DataFrame:

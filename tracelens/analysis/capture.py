@@ -12,7 +12,7 @@ import polars as pl
 from tracelens.analysis.expectations import Expectations
 from tracelens.analysis.runs import RUN_KEY
 from tracelens.tables.frames import Tables, collect
-from tracelens.tables.schema import A, C, T, empty
+from tracelens.tables.schema import A, C, T, W, empty
 
 SITE_KEY = [*RUN_KEY, C.TAG, C.SITE, C.EVENT]
 
@@ -82,20 +82,20 @@ def embed_states(
 ) -> pl.DataFrame:
     """source, run, embed_state for every speculative run: `seen` / `not seen` when nothing is expected,
     `as expected` / `missing` / `unexpected` against the expectation, `no debug lines` otherwise."""
-    stats = collect(debug.lazy().group_by(RUN_KEY).agg(pl.len().alias("_n"), is_embed().any().alias("_seen")))
+    stats = collect(debug.lazy().group_by(RUN_KEY).agg(pl.len().alias(W.N), is_embed().any().alias(W.SEEN)))
     out = (
         runs.filter(pl.col(C.SPEC_ALGORITHM).is_not_null())
         .select(RUN_KEY)
         .join(stats, on=RUN_KEY, how="left")
     )
-    seen = pl.col("_seen").fill_null(False)
+    seen = pl.col(W.SEEN).fill_null(False)
     if expect.embed_capture is None:
         state = pl.when(seen).then(pl.lit("seen")).otherwise(pl.lit("not seen"))
     elif expect.embed_capture:
         state = pl.when(seen).then(pl.lit("as expected")).otherwise(pl.lit("missing"))
     else:
         state = pl.when(seen).then(pl.lit("unexpected")).otherwise(pl.lit("as expected"))
-    no_lines = pl.col("_n").fill_null(0) == 0
+    no_lines = pl.col(W.N).fill_null(0) == 0
     return out.select(
         *RUN_KEY, pl.when(no_lines).then(pl.lit("no debug lines")).otherwise(state).alias(A.EMBED_STATE)
     )

@@ -15,7 +15,7 @@ import polars as pl
 from tracelens.analysis.acceptance import steady_rows
 from tracelens.analysis.runs import RUN_KEY
 from tracelens.errors import InputError
-from tracelens.tables.schema import A, C
+from tracelens.tables.schema import A, C, W
 
 BOOTSTRAP_ROUNDS = 500
 # Server args that differ between any two starts and say nothing about the configuration.
@@ -25,7 +25,7 @@ NOISY_ARGS = frozenset({"random_seed", "port", "nccl_port", "dist_init_addr", "h
 def pick_baselines(runs: pl.DataFrame, rounds: pl.DataFrame, named: str | None) -> pl.DataFrame:
     """source, run, baseline label (null when no baseline applies) for every run. ``rounds``: source,
     run, _n, the number of decode rounds of each run (`per_run.decode_rounds`)."""
-    counts = rounds.select(*RUN_KEY, "_n")
+    counts = rounds.select(*RUN_KEY, W.N)
     info = runs.select(*RUN_KEY, A.LABEL, C.MODEL, C.SPEC_ALGORITHM).join(counts, on=RUN_KEY, how="left")
     if named is not None:
         if named not in info.get_column(A.LABEL).to_list():
@@ -33,8 +33,8 @@ def pick_baselines(runs: pl.DataFrame, rounds: pl.DataFrame, named: str | None) 
             raise InputError(f"--baseline {named!r} is not a run here (runs: {known})")
         return info.select(*RUN_KEY, pl.when(pl.col(A.LABEL) != named).then(pl.lit(named)).alias(A.BASELINE))
     plain = (
-        info.filter(pl.col(C.SPEC_ALGORITHM).is_null() & (pl.col("_n").fill_null(0) > 0))
-        .sort("_n", descending=True)
+        info.filter(pl.col(C.SPEC_ALGORITHM).is_null() & (pl.col(W.N).fill_null(0) > 0))
+        .sort(W.N, descending=True)
         .group_by(C.MODEL, maintain_order=True)
         .first()
         .select(C.MODEL, pl.col(A.LABEL).alias(A.BASELINE))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import polars as pl
 
 from tracelens.analysis.runs import RUN_KEY
-from tracelens.tables.schema import A, C
+from tracelens.tables.schema import A, C, W
 
 WINDOW_S = 60.0
 _FRAME = r'File "([^"]+)", line (\d+), in (\S+)'
@@ -43,8 +43,8 @@ def fold(faults: pl.DataFrame) -> pl.DataFrame:
     ordered = faults.sort(*RUN_KEY, C.FIRST_LINE)
     gap = (pl.col(C.TS) - pl.col(C.TS).shift(1)).over(key).dt.total_microseconds() / 1e6
     new = gap.is_null() | (gap > WINDOW_S)
-    ordered = ordered.with_columns(new.cum_sum().over(key).alias("_group"))
-    folded = ordered.group_by(*key, "_group", maintain_order=True).agg(
+    ordered = ordered.with_columns(new.cum_sum().over(key).alias(W.GROUP))
+    folded = ordered.group_by(*key, W.GROUP, maintain_order=True).agg(
         pl.col(C.MESSAGE).first(),
         pl.coalesce(C.TP, C.DP).drop_nulls().unique().sort().alias(A.RANKS),
         pl.len().alias(A.COUNT),
@@ -61,5 +61,5 @@ def fold(faults: pl.DataFrame) -> pl.DataFrame:
         .with_columns(
             pl.int_range(pl.len()).over(RUN_KEY).cast(pl.Int64).alias(A.INCIDENT), frames.alias(A.LAST_FRAMES)
         )
-        .drop("_group")
+        .drop(W.GROUP)
     )

@@ -22,12 +22,10 @@ from tracelens.analysis import acceptance
 from tracelens.analysis.plotdata import decimate, keep_peaks, pair_counts, quantile_sample
 from tracelens.analysis.runs import RUN_KEY, with_labels
 from tracelens.tables.frames import Tables, collect
-from tracelens.tables.schema import A, C, T, empty
+from tracelens.tables.schema import A, C, T, W, empty
 
 # A run with more decode rounds than this keeps only the rows the plots draw (see the module's doc).
 SERIES_LIMIT = 50_000
-_KEPT = "_kept"
-_X = "_x"
 BATCH_COLUMNS = (
     C.SOURCE,
     C.RUN,
@@ -71,11 +69,11 @@ class RunSeries:
 def decode_rounds(tables: Tables) -> pl.DataFrame:
     """source, run, _n: how many decode rounds each run has (with attention DP, a round is the k-th line
     of every DP rank), counted in one streaming query without reading the values."""
-    per_rank = tables.scan(T.BATCHES).filter(DECODE).group_by(C.SOURCE, C.RUN, C.DP).agg(pl.len().alias("_n"))
+    per_rank = tables.scan(T.BATCHES).filter(DECODE).group_by(C.SOURCE, C.RUN, C.DP).agg(pl.len().alias(W.N))
     dp_run = pl.col(C.DP).is_not_null().any()
     return collect(
         per_rank.group_by(RUN_KEY).agg(
-            pl.when(dp_run).then(pl.col("_n").max()).otherwise(pl.col("_n").sum()).cast(pl.UInt32).alias("_n")
+            pl.when(dp_run).then(pl.col(W.N).max()).otherwise(pl.col(W.N).sum()).cast(pl.UInt32).alias(W.N)
         )
     )
 
@@ -96,7 +94,7 @@ def series_by_run(
             continue
         part = with_labels(acceptance.decode_series(rows, runs, ready), runs)
         _summarise(part, means, rates, definitions, len_changes, tput_changes)
-        rounds.append(part.group_by(RUN_KEY).agg(pl.len().cast(pl.UInt32).alias("_n")))
+        rounds.append(part.group_by(RUN_KEY).agg(pl.len().cast(pl.UInt32).alias(W.N)))
         if key in wanted:
             speed.append(acceptance.steady_rows(part))
         if part.height <= SERIES_LIMIT:
@@ -109,7 +107,7 @@ def series_by_run(
     if not series:  # the frames' columns and types, from the same code on no rows
         part = with_labels(acceptance.decode_series(empty(T.BATCHES), runs, ready), runs)
         _summarise(part, means, rates, definitions, len_changes, tput_changes)
-        rounds.append(part.group_by(RUN_KEY).agg(pl.len().cast(pl.UInt32).alias("_n")))
+        rounds.append(part.group_by(RUN_KEY).agg(pl.len().cast(pl.UInt32).alias(W.N)))
         series.append(part)
     return RunSeries(
         series=pl.concat(series),
@@ -175,16 +173,16 @@ def plot_rows(part: pl.DataFrame) -> pl.DataFrame:
     whole run: per value (accept len, tok/s) each time bucket's lowest and highest row, per rolling
     statistic each bucket's middle row; plus the run's first three and last rows (findings cite the
     first lines, the live screen shows the last)."""
-    data = part.with_row_index(_KEPT).with_columns((pl.col(A.T_SINCE_START) / 60.0).alias(_X))
+    data = part.with_row_index(W.KEPT).with_columns((pl.col(A.T_SINCE_START) / 60.0).alias(W.MINUTES))
     picks = [
-        keep_peaks(data, _X, C.ACCEPT_LEN),
-        keep_peaks(data, _X, C.GEN_THROUGHPUT),
-        decimate(data, _X, [A.ROLLING_P10, A.ROLLING_P90]),
-        decimate(data, _X, [A.ROLLING_MEDIAN]),
-        decimate(data, _X, [A.TPUT_ROLLING_MEDIAN]),
+        keep_peaks(data, W.MINUTES, C.ACCEPT_LEN),
+        keep_peaks(data, W.MINUTES, C.GEN_THROUGHPUT),
+        decimate(data, W.MINUTES, [A.ROLLING_P10, A.ROLLING_P90]),
+        decimate(data, W.MINUTES, [A.ROLLING_MEDIAN]),
+        decimate(data, W.MINUTES, [A.TPUT_ROLLING_MEDIAN]),
     ]
-    ends = pl.Series(_KEPT, [0, 1, 2, part.height - 1], dtype=pl.UInt32)
-    kept = pl.concat([ends, *(p.get_column(_KEPT) for p in picks)]).unique().sort()
+    ends = pl.Series(W.KEPT, [0, 1, 2, part.height - 1], dtype=pl.UInt32)
+    kept = pl.concat([ends, *(p.get_column(W.KEPT) for p in picks)]).unique().sort()
     return part[kept.to_list()]
 
 

@@ -26,12 +26,11 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from tracelens.tables.schema import W
+
 TIME_POINTS = 1200  # per time-series trace (a run's accept len, its rolling median, ...)
 DISTRIBUTION_POINTS = 800  # per run's distribution
 PAIR_POINTS = 600  # per run's (batch size, accept len) scatter
-
-_BUCKET = "_bucket"
-_ROW = "_row"
 
 
 def _finite(column: str, dtype: pl.DataType) -> pl.Expr:
@@ -42,7 +41,7 @@ def _finite(column: str, dtype: pl.DataType) -> pl.Expr:
 def _buckets(x: str, count: int) -> pl.Expr:
     lo, hi = pl.col(x).min(), pl.col(x).max()
     width = pl.when(hi > lo).then(hi - lo).otherwise(pl.lit(1.0))
-    return ((pl.col(x) - lo) / width * count).floor().clip(0, count - 1).cast(pl.Int64).alias(_BUCKET)
+    return ((pl.col(x) - lo) / width * count).floor().clip(0, count - 1).cast(pl.Int64).alias(W.BUCKET)
 
 
 def keep_peaks(frame: pl.DataFrame, x: str, y: str, limit: int = TIME_POINTS) -> pl.DataFrame:
@@ -51,12 +50,12 @@ def keep_peaks(frame: pl.DataFrame, x: str, y: str, limit: int = TIME_POINTS) ->
     data = frame.filter(_finite(y, frame.schema[y])).sort(x)
     if data.height <= limit:
         return data
-    data = data.with_row_index(_ROW).with_columns(_buckets(x, max(limit // 2, 1)))
-    picks = data.group_by(_BUCKET).agg(
-        pl.col(_ROW).sort_by(y).first().alias("_lo"), pl.col(_ROW).sort_by(y).last().alias("_hi")
+    data = data.with_row_index(W.ROW).with_columns(_buckets(x, max(limit // 2, 1)))
+    picks = data.group_by(W.BUCKET).agg(
+        pl.col(W.ROW).sort_by(y).first().alias(W.LOW), pl.col(W.ROW).sort_by(y).last().alias(W.HIGH)
     )
-    rows = pl.concat([picks.get_column("_lo"), picks.get_column("_hi")]).unique().sort()
-    return data[rows.to_list()].drop(_ROW, _BUCKET)
+    rows = pl.concat([picks.get_column(W.LOW), picks.get_column(W.HIGH)]).unique().sort()
+    return data[rows.to_list()].drop(W.ROW, W.BUCKET)
 
 
 def decimate(frame: pl.DataFrame, x: str, columns: list[str], limit: int = TIME_POINTS) -> pl.DataFrame:
@@ -68,10 +67,10 @@ def decimate(frame: pl.DataFrame, x: str, columns: list[str], limit: int = TIME_
     data = frame.filter(keep).sort(x)
     if data.height <= limit:
         return data
-    data = data.with_row_index(_ROW).with_columns(_buckets(x, limit))
+    data = data.with_row_index(W.ROW).with_columns(_buckets(x, limit))
     # rows of a bucket are consecutive (sorted by x), so its middle row is halfway between its ends
-    middle = data.group_by(_BUCKET).agg(((pl.col(_ROW).min() + pl.col(_ROW).max()) // 2).alias("_mid"))
-    return data[middle.get_column("_mid").sort().to_list()].drop(_ROW, _BUCKET)
+    middle = data.group_by(W.BUCKET).agg(((pl.col(W.ROW).min() + pl.col(W.ROW).max()) // 2).alias(W.MIDDLE))
+    return data[middle.get_column(W.MIDDLE).sort().to_list()].drop(W.ROW, W.BUCKET)
 
 
 def quantile_sample(values: pl.Series, limit: int = DISTRIBUTION_POINTS) -> np.ndarray:

@@ -7,7 +7,7 @@ from pathlib import PurePath
 import polars as pl
 
 from tracelens.tables.frames import collect
-from tracelens.tables.schema import A, C
+from tracelens.tables.schema import A, C, W
 
 RUN_KEY = [C.SOURCE, C.RUN]
 
@@ -31,6 +31,6 @@ def interesting_runs(runs: pl.DataFrame, lines: pl.DataFrame | pl.LazyFrame) -> 
         .filter(pl.col(C.KIND).is_in(["batch", "fault", "debug", "spec_metrics"]))
         .select(RUN_KEY)
         .unique()
-    ).with_columns(pl.lit(True).alias("_busy"))
+    ).with_columns(pl.lit(True).alias(W.BUSY))
     out = runs.join(busy, on=RUN_KEY, how="left")
-    return out.filter((pl.col(C.RUN) > 0) | pl.col("_busy").fill_null(False)).drop("_busy")
+    return out.filter((pl.col(C.RUN) > 0) | pl.col(W.BUSY).fill_null(False)).drop(W.BUSY)

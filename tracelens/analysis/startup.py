@@ -11,7 +11,7 @@ import polars as pl
 
 from tracelens.analysis.runs import RUN_KEY
 from tracelens.tables.frames import collect
-from tracelens.tables.schema import A, C, Kind
+from tracelens.tables.schema import A, C, Kind, W
 
 # Loading a large model takes 10-15 minutes with progress lines all along; a quarter hour of silence
 # while starting is worth a look.
@@ -43,10 +43,10 @@ def phases(lifecycle: pl.DataFrame) -> pl.DataFrame:
         parts.append(_span(lifecycle, phase, (ev == begin) & tgt, (ev == end) & tgt))
     # weight load: pair begins and ends per rank in order; pair 0 = target, pair 1 = draft
     loads = lifecycle.filter(ev.is_in(["weight_load_begin", "weight_load_end"])).with_columns(
-        pl.int_range(pl.len()).over(*RUN_KEY, C.TP, C.EVENT).alias("_pair")
+        pl.int_range(pl.len()).over(*RUN_KEY, C.TP, C.EVENT).alias(W.LOAD_PAIR)
     )
     for pair, phase in ((0, "weight load (target)"), (1, "weight load (draft)")):
-        one = loads.filter(pl.col("_pair") == pair)
+        one = loads.filter(pl.col(W.LOAD_PAIR) == pair)
         parts.append(_span(one, phase, ev == "weight_load_begin", ev == "weight_load_end"))
     first_end = (
         lifecycle.filter(ev == "weight_load_end").group_by(RUN_KEY).agg(pl.col(C.TS).min().alias(A.START))
@@ -82,12 +82,12 @@ def time_to_ready(runs: pl.DataFrame, lifecycle: pl.DataFrame) -> pl.DataFrame:
     # Expected: the mean of this model's earlier starts (in time order across sources).
     out = out.sort(C.START_TS, nulls_last=True).with_columns(
         (pl.col(A.TIME_TO_READY_S).cum_sum().over(C.MODEL) - pl.col(A.TIME_TO_READY_S).fill_null(0)).alias(
-            "_sum"
+            W.SUM
         ),
-        (pl.col(A.TIME_TO_READY_S).is_not_null().cast(pl.Int64).cum_sum().over(C.MODEL)).alias("_n"),
+        (pl.col(A.TIME_TO_READY_S).is_not_null().cast(pl.Int64).cum_sum().over(C.MODEL)).alias(W.N),
     )
-    earlier = pl.col("_n") - pl.col(A.TIME_TO_READY_S).is_not_null().cast(pl.Int64)
-    expected = pl.when(earlier > 0).then(pl.col("_sum") / earlier)
+    earlier = pl.col(W.N) - pl.col(A.TIME_TO_READY_S).is_not_null().cast(pl.Int64)
+    expected = pl.when(earlier > 0).then(pl.col(W.SUM) / earlier)
     return out.select(*RUN_KEY, A.TIME_TO_READY_S, expected.alias(A.EXPECTED_TIME_TO_READY_S))
 
 
@@ -96,7 +96,7 @@ def _maybe_loading(runs: pl.DataFrame, ready: pl.DataFrame) -> pl.Expr:
     the row groups of every run's serving time (the join with ``ready`` then keeps the exact rows):
     lines up to the latest ready time, and every line of a run number that some source never got ready
     in (``runs``: every source and run the lines hold)."""
-    latest = ready.get_column("_ready").max() if ready.height else None
+    latest = ready.get_column(W.READY).max() if ready.height else None
     if latest is None:
         return pl.lit(True)
     unready = runs.select(RUN_KEY).join(ready, on=RUN_KEY, how="anti").get_column(C.RUN).unique()
@@ -110,7 +110,7 @@ def stalls(
     start to ready, or to its last line when it never got ready): source, run, ts (gap start), line_no
     (first line after the gap), duration_s. ``runs``: every source and run of the lines (the runs
     table)."""
-    ready = ready_times(lifecycle).rename({C.TS: "_ready"})
+    ready = ready_times(lifecycle).rename({C.TS: W.READY})
     # Lines before ready only, chosen inside the query: a dataset's lines are never all in memory.
     timed = collect(
         lines.lazy()
@@ -118,11 +118,11 @@ def stalls(
         .filter(pl.col(C.TS).is_not_null() & (pl.col(C.KIND) != Kind.BLANK))
         .select(*RUN_KEY, C.LINE_NO, C.TS)
         .join(ready.lazy(), on=RUN_KEY, how="left")
-        .filter(pl.col("_ready").is_null() | (pl.col(C.TS) <= pl.col("_ready")))
+        .filter(pl.col(W.READY).is_null() | (pl.col(C.TS) <= pl.col(W.READY)))
     ).sort(*RUN_KEY, C.LINE_NO)
     gap = (pl.col(C.TS) - pl.col(C.TS).shift(1).over(RUN_KEY)).dt.total_microseconds() / 1e6
     return (
-        timed.with_columns(gap.alias(A.DURATION_S), pl.col(C.TS).shift(1).over(RUN_KEY).alias("_from"))
+        timed.with_columns(gap.alias(A.DURATION_S), pl.col(C.TS).shift(1).over(RUN_KEY).alias(W.FROM))
         .filter(pl.col(A.DURATION_S) > threshold_s)
-        .select(*RUN_KEY, pl.col("_from").alias(C.TS), C.LINE_NO, A.DURATION_S)
+        .select(*RUN_KEY, pl.col(W.FROM).alias(C.TS), C.LINE_NO, A.DURATION_S)
     )

@@ -85,7 +85,7 @@ class W:
     ERROR = "_error"  # a finding is an error
     VLLM_LEN = "_vllm_len"  # vLLM's mean acceptance length of a run
     PRINTED = "_printed"  # the run printed the layer ids it captures
-    BUSY = "_busy"  # the run has decode rounds
+    BUSY = "_busy"  # the run has batch, fault, debug or vLLM metrics lines
     SEEN = "_seen"  # the run's debug lines show an embedding capture
     SITES = "_s"  # a run's debug sites, `tag/site/event`
     WIDTH = "_w"  # the last dimension of a debug shape

@@ -12,7 +12,7 @@ from tracelens.analysis.expectations import capture_indices, default_layer_ids, 
 from tracelens.analysis.findings import Finding, Severity
 from tracelens.analysis.runs import RUN_KEY
 from tracelens.tables.frames import collect
-from tracelens.tables.schema import C, T
+from tracelens.tables.schema import C, T, W
 
 
 def embed_capture(ctx: Context) -> list[Finding]:
@@ -67,12 +67,14 @@ def missing_sites(ctx: Context) -> list[Finding]:
     # Embedding-capture sites are judged by `embed_capture`: their absence after a fix is the point.
     debug = ctx.tables.scan(T.DEBUG).filter(pl.col(C.EVENT).is_not_null() & ~is_embed())
     site_sets = collect(
-        debug.group_by(RUN_KEY).agg(pl.concat_str(C.TAG, C.SITE, C.EVENT, separator="/").unique().alias("_s"))
+        debug.group_by(RUN_KEY).agg(
+            pl.concat_str(C.TAG, C.SITE, C.EVENT, separator="/").unique().alias(W.SITES)
+        )
     )
     seen: dict[tuple[Any, Any], set[str]] = {}
     for run in spec.join(site_sets, on=RUN_KEY, how="left").to_dicts():
         key = (run[C.MODEL], run[C.SPEC_ALGORITHM])
-        now = set(run["_s"] or [])
+        now = set(run[W.SITES] or [])
         before = seen.get(key, set())
         gone = sorted(before - now)
         if now and gone:

@@ -10,7 +10,7 @@ from tracelens.analysis.detectors.context import Context, _fmt_ids, _spec_runs
 from tracelens.analysis.findings import Finding, Severity
 from tracelens.analysis.runs import RUN_KEY
 from tracelens.tables.frames import collect
-from tracelens.tables.schema import A, C, T
+from tracelens.tables.schema import A, C, T, W
 
 NORM_OUTLIER_Z = 8.0
 
@@ -68,11 +68,11 @@ def shapes(ctx: Context) -> list[Finding]:
         )
         if not debug.height:
             continue
-        widths = debug.with_columns(pl.col(C.SHAPES).list.eval(pl.element().list.last()).alias("_w"))
+        widths = debug.with_columns(pl.col(C.SHAPES).list.eval(pl.element().list.last()).alias(W.WIDTH))
         lists = widths.filter(pl.col(C.SHAPES).list.len() > 1)
         hidden = ctx.expect.hidden_size
         if hidden is None and lists.height:
-            hidden = lists.get_column("_w").explode().mode().sort().item(0)
+            hidden = lists.get_column(W.WIDTH).explode().mode().sort().item(0)
         # Sites are compared on their usual widths (the mode of the last dims): the batch dim changes
         # from one step to the next, so comparing each site's last shapes reads an analysis that saw
         # half of one decode step (live, between two sites' lines) as the sites disagreeing.
@@ -80,9 +80,9 @@ def shapes(ctx: Context) -> list[Finding]:
             pl.col(C.SHAPES).last(),
             pl.col(C.LINE_NO).last(),
             pl.col(C.TS).last(),
-            pl.col("_w").mode().sort().first(),
+            pl.col(W.WIDTH).mode().sort().first(),
         )
-        if per_site.get_column("_w").n_unique() > 1:
+        if per_site.get_column(W.WIDTH).n_unique() > 1:
             described = "; ".join(f"{s}/{e}: {sh}" for s, e, sh, _, _, _ in per_site.iter_rows())
             out.append(
                 ctx.finding(
@@ -99,13 +99,13 @@ def shapes(ctx: Context) -> list[Finding]:
             continue
         aux = ctx.expect.expect_aux or (lists.get_column(C.SHAPES).list.len().max() if lists.height else None)
         singles = widths.filter(pl.col(C.SHAPES).list.len() == 1).with_columns(
-            pl.col("_w").list.first().alias("_w")
+            pl.col(W.WIDTH).list.first().alias(W.WIDTH)
         )
-        wide = singles.filter(pl.col("_w") > hidden)
+        wide = singles.filter(pl.col(W.WIDTH) > hidden)
         if aux is not None:
-            bad = wide.filter(pl.col("_w") != aux * hidden)
+            bad = wide.filter(pl.col(W.WIDTH) != aux * hidden)
             if bad.height:
-                width = bad.item(0, "_w")
+                width = bad.item(0, W.WIDTH)
                 out.append(
                     ctx.finding(
                         Severity.ERROR,
@@ -119,7 +119,7 @@ def shapes(ctx: Context) -> list[Finding]:
                     )
                 )
         if ctx.expect.hidden_size is not None:
-            narrow = singles.filter((pl.col("_w") < hidden) | (pl.col("_w") % hidden != 0))
+            narrow = singles.filter((pl.col(W.WIDTH) < hidden) | (pl.col(W.WIDTH) % hidden != 0))
             if narrow.height:
                 out.append(
                     ctx.finding(
@@ -210,10 +210,10 @@ def norms(ctx: Context) -> list[Finding]:
         median = pl.col(C.NORM).median().over(group)
         mad = (pl.col(C.NORM) - median).abs().median().over(group)
         scored = good.with_columns(
-            ((pl.col(C.NORM) - median).abs() / (1.4826 * mad + 1e-9 * median.abs() + 1e-12)).alias("_z"),
-            pl.len().over(group).alias("_n"),
+            ((pl.col(C.NORM) - median).abs() / (1.4826 * mad + 1e-9 * median.abs() + 1e-12)).alias(W.NORM_Z),
+            pl.len().over(group).alias(W.N),
         )
-        outliers = scored.filter((pl.col("_n") >= 20) & (pl.col("_z") > NORM_OUTLIER_Z))
+        outliers = scored.filter((pl.col(W.N) >= 20) & (pl.col(W.NORM_Z) > NORM_OUTLIER_Z))
         if outliers.height:
             first = outliers.row(0, named=True)
             out.append(
