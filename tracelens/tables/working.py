@@ -96,4 +96,4 @@ class W:
     LOW = "_lo"  # a bucket's lowest row
     HIGH = "_hi"  # a bucket's highest row
     MIDDLE = "_mid"  # a bucket's middle row
-    BIN = "_bin"  # which bin of the TUI's sparkline a row falls in
+    BIN = "_bin"  # which time bin of the TUI's acceptance plot a decode round falls in

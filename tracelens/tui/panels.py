@@ -28,7 +28,7 @@ from tracelens.formatting import (
 from tracelens.live import LiveSession
 from tracelens.live.status import CRASHED, READY, Level, RunStatus, Snapshot
 from tracelens.sources import events as src
-from tracelens.tables.schema import A, C
+from tracelens.tables.schema import A, C, W
 from tracelens.tui.plot import braille_plot
 
 STATE_STYLE = {
@@ -222,10 +222,10 @@ def _binned(series: pl.DataFrame, columns: int) -> pl.DataFrame:
     span = (t.max() - t.min()).fill_null(0.0)
     bin_of = ((t - t.min()) / pl.when(span > 0).then(span).otherwise(1.0) * (columns - 1)).round()
     return (
-        series.with_columns(bin_of.alias("_bin"))
-        .group_by("_bin")
+        series.with_columns(bin_of.alias(W.BIN))
+        .group_by(W.BIN)
         .agg(pl.col(A.T_SINCE_START, C.ACCEPT_LEN, C.GEN_THROUGHPUT).mean())
-        .sort("_bin")
+        .sort(W.BIN)
     )
 
 
