@@ -6,7 +6,6 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 from rich.console import Console
 from rich.progress import (
@@ -17,8 +16,6 @@ from rich.progress import (
     TimeRemainingColumn,
     TransferSpeedColumn,
 )
-
-from tracelens.sources.files import compression_of
 
 
 def _bar() -> Progress:
@@ -31,21 +28,6 @@ def _bar() -> Progress:
         TimeRemainingColumn(),
     )
     return Progress(*columns, console=Console(stderr=True), transient=True)
-
-
-@contextmanager
-def byte_progress(files: list[Path], enabled: bool = True) -> Iterator[Callable[[str, int], None] | None]:
-    """Yield a callback(source, bytes) that advances a bar over all ``files``, or None when disabled or
-    when stderr is not a terminal. Compressed inputs make the total unknown (bytes are counted after
-    decompression), so the bar then shows progress without an ETA."""
-    if not enabled or not sys.stderr.isatty():
-        yield None
-        return
-    compressed = any(compression_of(f) for f in files)
-    total = None if compressed else sum(f.stat().st_size for f in files)
-    with _bar() as bar:
-        task = bar.add_task("parse", total=total)
-        yield lambda _source, nbytes: bar.advance(task, nbytes)
 
 
 @contextmanager

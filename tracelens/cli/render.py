@@ -27,8 +27,7 @@ from tracelens.formatting import (
     timestamp,
 )
 from tracelens.parsers.explain import Explanation
-from tracelens.tables.frames import Tables
-from tracelens.tables.schema import TABLES, A, C, T
+from tracelens.tables.schema import A, C
 
 WIDE = 150  # below this many columns, `summary` shows its compact table
 
@@ -108,20 +107,6 @@ def render_summary(console: Console, summary: dict[str, Any]) -> None:
             str(run["findings"]),
             str(run["unparsed"]),
         )
-    console.print(table)
-
-
-def render_written(console: Console, tables: Tables, written: dict[str, Path], seconds: float) -> None:
-    """What `parse` wrote: rows per table and where."""
-    lines = tables[T.LINES].height
-    sources = tables[T.RUNS].get_column("source").n_unique() if tables[T.RUNS].height else 0
-    console.print(f"parsed {lines:,} lines from {sources} source(s) in {seconds:.2f} s")
-    table = Table(show_header=True, header_style="bold")
-    table.add_column("table")
-    table.add_column("rows", justify="right")
-    table.add_column("file")
-    for name in TABLES:
-        table.add_row(name, f"{tables[name].height:,}", Text(str(written[name])))
     console.print(table)
 
 

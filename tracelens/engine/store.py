@@ -47,10 +47,6 @@ class Store:
     def path(self, rel: str) -> str:
         return posixpath.join(self.root, rel) if rel else self.root
 
-    def url_of(self, rel: str) -> str:
-        """A path or URL other tools can open."""
-        return self.path(rel) if self.local else self.fs.unstrip_protocol(self.path(rel))
-
     def exists(self, rel: str) -> bool:
         return bool(self.fs.exists(self.path(rel)))
 

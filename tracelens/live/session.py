@@ -212,15 +212,6 @@ class LiveSession:
             self._fetched = (count, analysis)
         return analysis if analysis is not None else fetched
 
-    def findings_newest_first(self) -> list[Finding]:
-        order = self.findings_seen
-        far = dt.datetime.min
-        return sorted(
-            self.findings,
-            key=lambda f: (order.get(finding_key(f), 0), f.ts or far),
-            reverse=True,
-        )
-
     # ----- threads -----
 
     def _spawn(self, name: str, target: Callable[..., None], *args: Any) -> None:

@@ -4,7 +4,7 @@ literal tests, join multi-line records, number the runs, then let each kind's pa
 `parse_lines` is pure apart from the `ParseState` it takes and returns, which carries what one block
 must know about the previous one (the current run, an open traceback or wrapped `server_args`, the
 clock for time-only prefixes). Blocks of a source parsed in order give the same tables as the whole
-source at once; `Tables.finalize` then joins what straddled blocks.
+source at once; `finalize` (parsers/finalize.py) then joins what straddled blocks.
 """
 
 from __future__ import annotations
@@ -402,7 +402,7 @@ def _fill_tables(df: pl.DataFrame) -> Tables:
         T.UNPARSED, df.filter(pl.col(C.KIND) == Kind.UNPARSED).select(C.SOURCE, C.LINE_NO, C.TEXT)
     )
     tables[T.LINES] = conform(T.LINES, df)
-    # Record pieces (server_args heads and every continuation line) are joined by `Tables.finalize`,
+    # Record pieces (server_args heads and every continuation line) are joined by `finalize.finalize`,
     # after all blocks are in, because a record can straddle blocks.
     is_args = heads & (pl.col(C.KIND) == Kind.LIFECYCLE) & pl.col(W.BODY).str.starts_with("server_args=")
     tables[PARTS] = df.filter(~heads | is_args).select(

@@ -348,22 +348,3 @@ def _decode(buf: bytes, pairs: pa.LargeBinaryArray) -> pl.Series:
 def lines_of_text(text: str, source: str = "<text>") -> pl.DataFrame:
     """Line frame of an in-memory string (for `explain --line`, tests and the live tail)."""
     return block_lines(Block(source, 1, 0, text.encode("utf-8")))
-
-
-def read_lines(path: Path, source: str | None = None) -> Iterator[pl.DataFrame]:
-    """Line frames of a whole file, block by block."""
-    for block in iter_blocks(path, source=source):
-        yield block_lines(block)
-
-
-def read_line_at(path: Path, byte_offset: int, byte_len: int) -> str:
-    """Lazy read of one line's text from its offsets (plain files only; compressed ones are streamed)."""
-    if compression_of(path) is None:
-        with path.open("rb") as fh:
-            fh.seek(byte_offset)
-            data = fh.read(byte_len)
-    else:
-        with open_source(path) as fh:
-            fh.read(byte_offset)
-            data = fh.read(byte_len)
-    return data.decode("utf-8", "replace").rstrip("\r")

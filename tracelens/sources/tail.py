@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import threading
-from pathlib import Path
 
 from tracelens.sources.events import (
     BackfillProgressed,
@@ -146,9 +145,3 @@ class FileFollower:
                 emit(FileRotated(self.label, f"{self.path} was replaced by a new file"))
                 continue
             stop.wait(self.poll)
-
-
-def local_exists_or_waitable(path: str) -> bool:
-    """A local source is usable when the file exists or its folder does (the file may appear)."""
-    p = Path(path)
-    return p.is_file() or p.parent.is_dir()

@@ -1,4 +1,5 @@
-"""A set of parsed tables: a name -> polars frame mapping that concatenates blocks and writes Parquet."""
+"""A set of parsed tables: a name -> polars frame mapping that concatenates blocks, in memory or read from a
+dataset (`DatasetTables`)."""
 
 from __future__ import annotations
 
@@ -60,15 +61,6 @@ class Tables:
     def read_dataset(path: Path) -> DatasetTables:
         """The tables of a dataset written by `tracelens parse -o`, read when asked (see `DatasetTables`)."""
         return DatasetTables({}, path)
-
-    def write_parquet(self, out_dir: Path) -> dict[str, Path]:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        written = {}
-        for name in TABLES:
-            path = out_dir / f"{name}.parquet"
-            self[name].write_parquet(path)
-            written[name] = path
-        return written
 
 
 def collect(frame: pl.LazyFrame) -> pl.DataFrame:
