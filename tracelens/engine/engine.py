@@ -44,7 +44,7 @@ from tracelens.engine.store import FAULTS_PRE, META, Store
 from tracelens.engine.task import SourceResult, TaskResult, run_task
 from tracelens.errors import InputError
 from tracelens.parsers.faults import share_within_groups
-from tracelens.parsers.finalize import _RUN_ARGS, runs_from_spans
+from tracelens.parsers.finalize import RUN_ARGS, runs_from_spans
 from tracelens.sources.inputs import Input, discover
 from tracelens.tables.schema import TABLES, C, Kind, T, conform, conform_parts, empty
 
@@ -269,7 +269,7 @@ def _runs(store: Store, tasks: dict[str, TaskRecord], locate: Callable[[str], st
         pl.col(C.LINE_COUNT).sum(),
     )
     args_files = [locate(f) for task in tasks.values() for f in task.files.get(T.SERVER_ARGS, [])]
-    wanted = pl.col(C.KEY).is_in(list(_RUN_ARGS))
+    wanted = pl.col(C.KEY).is_in(list(RUN_ARGS))
     server_args = conform_parts(T.SERVER_ARGS, [store.read_parquet(f).filter(wanted) for f in args_files])
     return runs_from_spans(merged.sort(C.SOURCE, C.RUN), server_args)
 

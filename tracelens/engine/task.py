@@ -28,11 +28,11 @@ from tracelens.parsers.faults import join_tracebacks
 from tracelens.parsers.finalize import merge_run_spans, run_spans, server_args_from_parts
 from tracelens.sources.files import (
     Block,
-    _looks_like_log,
     block_lines,
     blocks_from_stream,
     decompressing,
     is_read_error,
+    looks_like_log,
     open_source,
 )
 from tracelens.sources.inputs import FILE, TAR, Input
@@ -314,7 +314,7 @@ def _tar_unit(unit: Unit, writer: PartWriter, block_bytes: int) -> list[SourceRe
     try:
         with open_source(Path(item.path)) as raw, tarfile.open(fileobj=raw, mode="r|") as tar:
             for info in tar:
-                if not info.isfile() or not _looks_like_log(Path(info.name)):
+                if not info.isfile() or not looks_like_log(Path(info.name)):
                     continue
                 current = _member_result(item, info.name)
                 member = tar.extractfile(info)
@@ -347,7 +347,7 @@ def _zip_unit(unit: Unit, writer: PartWriter, block_bytes: int) -> list[SourceRe
         return [broken]
     with archive:
         for info in archive.infolist():
-            if info.is_dir() or not _looks_like_log(Path(info.filename)):
+            if info.is_dir() or not looks_like_log(Path(info.filename)):
                 continue
             result = _member_result(item, info.filename)
             mtime = dt.datetime(*info.date_time).timestamp()

@@ -10,8 +10,9 @@ from tracelens.parsers.server_args import server_args_table
 from tracelens.tables.frames import PARTS, Tables
 from tracelens.tables.schema import TABLES, C, Kind, T, conform, empty
 
-# Server args that become typed `runs` columns, by the name SGLang gives them.
-_RUN_ARGS: dict[str, str] = {
+# Server args that become typed `runs` columns, by the name SGLang gives them (the engine reads only
+# these rows of `server_args` when it builds `runs` at commit).
+RUN_ARGS: dict[str, str] = {
     "model_path": C.MODEL,
     "tp_size": C.TP_SIZE,
     "dp_size": C.DP_SIZE,
@@ -92,15 +93,15 @@ def build_runs(lines: pl.DataFrame, server_args: pl.DataFrame) -> pl.DataFrame:
 
 def runs_from_spans(spans: pl.DataFrame, server_args: pl.DataFrame) -> pl.DataFrame:
     """`runs` from run spans (`run_spans`) and the `server_args` table."""
-    wanted = server_args.filter(pl.col(C.KEY).is_in(list(_RUN_ARGS)))
+    wanted = server_args.filter(pl.col(C.KEY).is_in(list(RUN_ARGS)))
     if wanted.height:
-        wide = wanted.with_columns(pl.col(C.KEY).replace_strict(_RUN_ARGS).alias(C.KEY)).pivot(
+        wide = wanted.with_columns(pl.col(C.KEY).replace_strict(RUN_ARGS).alias(C.KEY)).pivot(
             on=C.KEY, index=[C.SOURCE, C.RUN], values=C.VALUE, aggregate_function="first"
         )
         spans = spans.join(wide, on=[C.SOURCE, C.RUN], how="left")
     text_null = {
         col: pl.when(pl.col(col) == "None").then(None).otherwise(pl.col(col)).alias(col)
-        for col in _RUN_ARGS.values()
+        for col in RUN_ARGS.values()
         if col in spans.columns
     }
     spans = spans.with_columns(*text_null.values())

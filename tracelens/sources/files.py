@@ -130,7 +130,8 @@ class ZstdStream(io.RawIOBase):
         super().close()
 
 
-def _looks_like_log(path: Path) -> bool:
+def looks_like_log(path: Path) -> bool:
+    """A file name a log has (`.log`, `.txt`, `.out`, `.err`, or a rotated `x.log.1`), compressed or not."""
     name = path.name.lower()
     for suffix in _COMPRESSED_SUFFIXES:
         name = name.removesuffix(suffix)
@@ -170,7 +171,7 @@ def expand_paths(paths: Iterable[str | os.PathLike[str]], unread: list[str] | No
             raise InputError(f"no such file or directory: {path}")
         if path.is_dir():
             problems: list[str] = []
-            logs = files_under(path, _looks_like_log, problems)
+            logs = files_under(path, looks_like_log, problems)
             if problems and (unread is None or not logs):
                 raise InputError(
                     problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else "")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tracelens.errors import InputError
-from tracelens.sources.files import _looks_like_log, compression_of, files_under, open_source
+from tracelens.sources.files import compression_of, files_under, looks_like_log, open_source
 
 FILE = "file"
 TAR = "tar"
@@ -58,7 +58,7 @@ def container_of(path: Path) -> str:
 
 def _wanted_in_directory(path: Path) -> bool:
     name = path.name.lower()
-    return _looks_like_log(path) or name.endswith(_ARCHIVE_SUFFIXES)
+    return looks_like_log(path) or name.endswith(_ARCHIVE_SUFFIXES)
 
 
 def _expand_one(raw: str, unread: list[str]) -> list[Path]:
