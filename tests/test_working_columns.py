@@ -11,7 +11,6 @@ from pathlib import Path
 
 import polars as pl
 import pyarrow.parquet as pq
-from conftest import SAMPLE_LOGS
 
 import tracelens.parsers
 from tracelens.analysis import Analysis, analyze_tables
@@ -19,6 +18,8 @@ from tracelens.engine import EngineOptions, parse_to_dataset
 from tracelens.engine.ingest import parse_paths
 from tracelens.tables.frames import Tables
 from tracelens.tables.schema import SCHEMAS, TABLES, W
+
+from conftest import SAMPLE_LOGS
 
 # Logs that between them reach every parser and every analysis step: batches of three eras, debug
 # lines, tracebacks and crash groups, wrapped lines, vLLM metrics, time-only prefixes, DP attention.
