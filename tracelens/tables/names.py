@@ -228,7 +228,6 @@ class A:
     BENCH_MEAN_TTFT_MS = "bench_mean_ttft_ms"
     BENCH_MEAN_TPOT_MS = "bench_mean_tpot_ms"
     BENCH_MEAN_ITL_MS = "bench_mean_itl_ms"
-    IS_BASELINE = "is_baseline"
     T_SINCE_START = "t_since_start_s"
     DP_RANKS = "dp_ranks"
     ACCEPTANCE_RATE = "acceptance_rate"  # recomputed, one definition across versions (README)
