@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 
@@ -26,7 +26,7 @@ def embed_capture(ctx: Context) -> list[Finding]:
         expected = ctx.expect.embed_capture
         if embeds.height and expected is not True:
             norm = embeds.get_column(C.NORM).drop_nulls()
-            norm_text = f", norm about {norm.median():.4g}" if norm.len() else ""
+            norm_text = f", norm about {cast(float, norm.median()):.4g}" if norm.len() else ""
             severity = Severity.ERROR if expected is False else Severity.WARNING
             why = (
                 "the draft was not trained with one"

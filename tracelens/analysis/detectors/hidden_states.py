@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import cast
 
 import polars as pl
 
@@ -97,7 +98,8 @@ def shapes(ctx: Context) -> list[Finding]:
             )
         if hidden is None:
             continue
-        aux = ctx.expect.expect_aux or (lists.get_column(C.SHAPES).list.len().max() if lists.height else None)
+        most = cast(int | None, lists.get_column(C.SHAPES).list.len().max()) if lists.height else None
+        aux = ctx.expect.expect_aux or most
         singles = widths.filter(pl.col(C.SHAPES).list.len() == 1).with_columns(
             pl.col(W.WIDTH).list.first().alias(W.WIDTH)
         )
