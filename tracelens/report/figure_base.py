@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 import polars as pl
 
 from tracelens.analysis import Analysis
-from tracelens.tables.schema import A, C
+from tracelens.tables.schema import A, C, W
 
 PALETTE = (
     # Tableau 10 and further hues, without the reds and greens: those say a run's status (broken,
@@ -39,7 +39,7 @@ PALETTE = (
     "#cab2d6",
 )
 
-X = "_x"  # minutes since the run's start
+X = W.MINUTES  # the x of a time figure: minutes since the run's start
 MINUTES = "minutes since run start"
 
 
