@@ -102,7 +102,7 @@ def recover(store: Store) -> None:
     store.delete(STAGING)
 
 
-def _commit(
+def commit_run(
     store: Store,
     staging: str,
     old: Manifest,
@@ -110,6 +110,8 @@ def _commit(
     new_tasks: dict[str, tuple[TaskSpec, TaskResult]],
     inputs: list[Input],
 ) -> Manifest:
+    """Commit a run: the ``kept`` tasks of the ``old`` manifest and the ``new_tasks`` (their part files
+    in ``staging``) become the dataset of ``inputs``; returns the new manifest, written."""
     input_records = {
         i.path: (
             old.inputs[i.path] if i.path in old.inputs and not _touched(i, new_tasks) else mf.input_record(i)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tracelens.engine import manifest as mf
-from tracelens.engine.commit import STAGING, _commit, recover
+from tracelens.engine.commit import STAGING, commit_run, recover
 from tracelens.engine.executors import LOCAL, Executor, make_executor
 from tracelens.engine.lock import DEFAULT_LOCK_TIMEOUT, Notify, reading, writing
 from tracelens.engine.manifest import Manifest, TaskRecord, UnitRecord
@@ -374,7 +374,7 @@ def _parse_locked(
         raise
     executor.close()
     report.bytes_read = sum(r.bytes_read for _, r in new_tasks.values())
-    manifest = _commit(store, staging, old, kept, new_tasks, inputs)
+    manifest = commit_run(store, staging, old, kept, new_tasks, inputs)
     report.rows = manifest.rows
     report.problems = [e for s in manifest.sources.values() for e in s.errors]
     return report
