@@ -124,6 +124,30 @@ def test_copytruncate_resumes_from_the_start(tmp_path: Path) -> None:
         session.stop()
 
 
+def test_a_truncation_rewritten_past_the_cursor_between_two_looks_is_seen(tmp_path: Path) -> None:
+    """logrotate's copytruncate while the writer keeps writing: by the follower's next look the file
+    may be longer than where it stopped, so its size does not show the truncation; the bytes before
+    the cursor do."""
+    path = tmp_path / "server.log"
+    path.write_text("")
+    session = _session(path, poll=0.5)
+    try:
+        with path.open("a") as fh:
+            for i in range(30):
+                fh.write(f"before {i}\n")
+            fh.flush()
+            assert wait_for(lambda: session.index.count() == 30)
+            os.truncate(path, 0)
+            for i in range(60):  # more bytes than before the truncation, written within one look
+                fh.write(f"after the truncation {i}\n")
+            fh.flush()
+        assert wait_for(lambda: session.index.count() == 90)
+        assert session.sources[0].truncations == 1
+        assert source_texts(session)[30:] == [f"after the truncation {i}" for i in range(60)]
+    finally:
+        session.stop()
+
+
 def test_a_large_file_shows_its_tail_first_then_reads_everything(tmp_path: Path) -> None:
     path = tmp_path / "big.log"
     lines = [_line(i) for i in range(3000)]

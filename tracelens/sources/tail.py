@@ -1,6 +1,7 @@
 """Follow a local file like `tail -F`: plain reads at a byte cursor (no mmap on a live file), across
 rename rotation (the old file is read to its end, then the new one from its start) and copytruncate
-(the file shrinks under the cursor: reading resumes from its start).
+(the file shrinks under the cursor, or is truncated and written past the cursor again between two
+looks: reading resumes from its start).
 
 A large existing file is first previewed (its last lines, so the screen has something at once), then
 read from its start in big blocks with progress, then followed.
@@ -32,6 +33,10 @@ PREVIEW_BYTES = 256 << 10
 # After the preview, the backfill waits this long: reading and parsing a large file takes every core,
 # and the screen should paint the tail before that starts.
 PREVIEW_GRACE = 0.3
+# Before reading bytes that arrived after an idle look, the last bytes read are read again: if they
+# changed, the file was truncated and rewritten past the cursor between two looks (a copytruncate that
+# the size alone does not show). One short read per idle-to-busy change, not per block.
+ANCHOR_BYTES = 4096
 
 
 class FileFollower:
@@ -96,9 +101,17 @@ class FileFollower:
         emit(SourceConnected(self.label, self.path))
         cutter = LineCutter()
         cursor = 0  # next byte to read from the current file
+        anchor = b""  # the last bytes read, up to the cursor
+        idle = False  # the last look found nothing new
         while not stop.is_set():
             data = os.pread(fd, self.block_bytes, cursor)
+            if data and idle and anchor and os.pread(fd, len(anchor), cursor - len(anchor)) != anchor:
+                generation = self._truncated(fd, generation, cutter, emit)
+                cursor, anchor = 0, b""
+                continue
+            idle = not data
             if data:
+                anchor = (anchor + data)[-ANCHOR_BYTES:]
                 line_start = cursor - len(cutter.pending)
                 cursor += len(data)
                 complete = cutter.feed(data)
@@ -114,13 +127,8 @@ class FileFollower:
                 backfill = 0
             fst = os.fstat(fd)
             if fst.st_size < cursor:  # copytruncate
-                tail = cutter.flush()
-                if tail:
-                    emit(LinesAppended(self.label, tail))
-                generation.gone = True
-                generation = FileGeneration.of(self.path, fd)
-                cursor = 0
-                emit(FileTruncated(self.label, fst.st_size))
+                generation = self._truncated(fd, generation, cutter, emit)
+                cursor, anchor = 0, b""
                 continue
             try:
                 st = os.stat(self.path)
@@ -141,7 +149,19 @@ class FileFollower:
                 self._fds = [new_fd]
                 fd = new_fd
                 generation = FileGeneration.of(self.path, fd)
-                cursor = 0
+                cursor, anchor = 0, b""
                 emit(FileRotated(self.label, f"{self.path} was replaced by a new file"))
                 continue
             stop.wait(self.poll)
+
+    def _truncated(
+        self, fd: int, generation: FileGeneration, cutter: LineCutter, emit: Emit
+    ) -> FileGeneration:
+        """The file was truncated under the cursor: the partial last line goes out as it is, the bytes
+        read so far are no longer in the file, and reading starts again from its start."""
+        tail = cutter.flush()
+        if tail:
+            emit(LinesAppended(self.label, tail))
+        generation.gone = True
+        emit(FileTruncated(self.label, os.fstat(fd).st_size))
+        return FileGeneration.of(self.path, fd)
