@@ -115,6 +115,8 @@ def test_compare_and_report_show_the_block(tmp_path: Path) -> None:
     page = written.path.read_text()
     section = page[page.index('<section id="benchmarks">') :]
     assert "2.83" in section[: section.index("</section>")]
+    nav = page[page.index('<nav class="toc">') :]
+    assert '<a href="#benchmarks">Benchmarks</a>' in nav[: nav.index("</nav>")]
 
 
 def test_batch_engine_writes_the_same_rows(tmp_path: Path) -> None:

@@ -104,8 +104,11 @@ def _header(analysis: Analysis, generated: dt.datetime) -> dict[str, Any]:
     }
 
 
-def _nav(analysis: Analysis, plots: list[Plot]) -> list[tuple[str, str]]:
-    extra = [("comparison", "Comparison"), ("findings", "Findings")]
+def _nav(analysis: Analysis, plots: list[Plot], benchmarks: dict[str, Any]) -> list[tuple[str, str]]:
+    extra = [("comparison", "Comparison")]
+    if benchmarks["rows"]:
+        extra.append(("benchmarks", "Benchmarks"))
+    extra.append(("findings", "Findings"))
     if analysis.incidents.height:
         extra.append(("faults", "Faults"))
     if analysis.capture.height:
@@ -333,6 +336,7 @@ def render_page(
         ]
     )
     colors = run_colors(analysis)
+    benchmarks = _benchmarks(analysis)
     return TEMPLATES.get_template("page.html.j2").render(
         title=title,
         version=version,
@@ -346,12 +350,12 @@ def render_page(
         time_points=TIME_POINTS,
         colors=colors,
         header=_header(analysis, generated),
-        nav=_nav(analysis, plots),
+        nav=_nav(analysis, plots, benchmarks),
         plots=plots,
         verdicts=analysis.verdicts,
         cards=_cards(analysis, colors),
         comparison=_comparison(analysis),
-        benchmarks=_benchmarks(analysis),
+        benchmarks=benchmarks,
         findings=_findings(analysis),
         incidents=_incidents(analysis),
         capture=_capture(analysis),
