@@ -5,6 +5,7 @@ written must have been received exactly once, in order."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -20,6 +21,15 @@ from tracelens.sources import events as src
 from tracelens.sources.ssh import Backoff
 
 LINE = "[2026-11-20 10:00:00 TP0] Decode batch, #running-req: 1, accept len: 2.50, soak {:09d}\n"
+
+
+def _tree_rss(process: psutil.Process) -> int:
+    """RSS of a process and its children; a child that ends while it is read counts as nothing."""
+    total = process.memory_info().rss
+    for child in process.children(recursive=True):
+        with contextlib.suppress(psutil.NoSuchProcess):
+            total += child.memory_info().rss
+    return total
 
 
 def _children(pid: int) -> list[int]:
@@ -80,14 +90,17 @@ def soak(sshd: dict, folder: Path, seconds: float, rate: int, rotate_every: floa
         me = psutil.Process()
         while writer.is_alive():
             elapsed = time.monotonic() - started
-            rss = me.memory_info().rss + sum(c.memory_info().rss for c in me.children(recursive=True))
-            memory.append((elapsed, rss / 2**20))
+            memory.append((elapsed, _tree_rss(me) / 2**20))
             if dropped < drops and elapsed >= seconds * (dropped + 1) / (drops + 1):
+                # A process may end between being found and being killed (a connection the
+                # follower is already replacing): the drop has happened either way.
                 if dropped % 2:
                     for pid in _children(sshd["pid"]):  # the server side drops
-                        os.kill(pid, signal.SIGKILL)
+                        with contextlib.suppress(ProcessLookupError):
+                            os.kill(pid, signal.SIGKILL)
                 elif follower.process is not None:
-                    os.kill(follower.process.pid, signal.SIGKILL)  # the client side drops
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(follower.process.pid, signal.SIGKILL)  # the client side drops
                 dropped += 1
             time.sleep(1.0)
         writer.join()
