@@ -220,12 +220,12 @@ def _join_tracebacks(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFrame,
     """Give traceback continuation lines the kind and record of the fault line they follow."""
     clean = pl.col(W.CLEAN)
     blank = pl.col(C.KIND) == Kind.BLANK
-    is_frame = clean.str.contains(FRAME_PATTERN)
+    is_frame = _on_unprefixed(df, FRAME_PATTERN)
     df = df.with_columns(is_frame.shift(1, fill_value=state.prev_frame).alias(W.AFTER_FRAME))
     shape = (
         ~pl.col(W.PREFIXED)
         & (pl.col(C.FORMAT).is_null())
-        & (clean.str.contains(CONTINUATION_PATTERN) | pl.col(W.AFTER_FRAME))
+        & (pl.lit(_on_unprefixed(df, CONTINUATION_PATTERN)) | pl.col(W.AFTER_FRAME))
     )
     df = df.with_columns(shape.alias(W.CONT))
     # Blank lines inside a traceback (chained exceptions, interleaved ranks) keep the record open when
@@ -258,7 +258,7 @@ def _join_tracebacks(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFrame,
     )
     if df.height == 0:
         return df.drop(W.SEGMENT, W.AFTER_FRAME), state
-    last_frame = bool(df.select(is_frame.last()).item())
+    last_frame = bool(is_frame[-1])
     last = df.row(-1, named=True)
     if last[W.SEGMENT] == 0:  # the whole block continued the previous one
         open_fault = state.open_fault
@@ -268,6 +268,18 @@ def _join_tracebacks(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFrame,
     return df.drop(W.SEGMENT, W.AFTER_FRAME), replace(
         state, open_fault=open_fault, prev_cont=bool(last[W.CONT]), prev_frame=last_frame
     )
+
+
+def _on_unprefixed(df: pl.DataFrame, pattern: str) -> pl.Series:
+    """Whether each line matches ``pattern``, tested on unprefixed lines only (False on the others).
+    Traceback patterns never match a prefixed line (its clean text starts with SGLang's lead, `[` or
+    `Rank `), and a busy block is nearly all prefixed lines: the regex runs on the few others."""
+    unprefixed = ~df.get_column(W.PREFIXED)
+    found = pl.repeat(False, df.height, dtype=pl.Boolean, eager=True).alias(W.CONT)
+    if unprefixed.any():
+        idx = unprefixed.arg_true()
+        found = found.scatter(idx, df.get_column(W.CLEAN).gather(idx).str.contains(pattern))
+    return found
 
 
 def _frame_source_line_is_code() -> pl.Expr:
@@ -282,14 +294,14 @@ def _frame_source_line_is_code() -> pl.Expr:
 
 
 def _no_continuations(
-    df: pl.DataFrame, state: ParseState, is_frame: pl.Expr
+    df: pl.DataFrame, state: ParseState, is_frame: pl.Series
 ) -> tuple[pl.DataFrame, ParseState]:
     """`_join_tracebacks` for the common block where no line continues a record: each line is its own
     record, and the segment bookkeeping (a window over every line) is skipped."""
     df = df.with_columns(pl.col(C.LINE_NO).alias(C.RECORD)).with_columns(_frame_source_line_is_code())
     if df.height == 0:
         return df.drop(W.AFTER_FRAME), state
-    last_frame = bool(df.select(is_frame.last()).item())
+    last_frame = bool(is_frame[-1])
     open_fault = int(df.item(-1, C.LINE_NO)) if df.item(-1, C.KIND) == Kind.FAULT else None
     return df.drop(W.AFTER_FRAME), replace(
         state, open_fault=open_fault, prev_cont=False, prev_frame=last_frame
@@ -303,9 +315,9 @@ def _join_wrapped_args(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFram
     is_args = (pl.col(C.KIND) == Kind.LIFECYCLE) & pl.col(W.BODY).str.starts_with("server_args=")
     heads = (
         df.with_row_index(W.ROW)
+        .filter(is_args)  # first: the end tests then run on the few server_args lines only
         .filter(
-            is_args
-            & ~pl.col(W.BODY).str.strip_chars_end().str.ends_with(")")
+            ~pl.col(W.BODY).str.strip_chars_end().str.ends_with(")")
             & ~pl.col(W.BODY).str.strip_chars_end().str.ends_with("}")
         )
         .get_column(W.ROW)

@@ -25,7 +25,12 @@ def vllm_timestamps(df: pl.DataFrame, base_date: dt.date | None, base_is_end: bo
     and day come before it is in the next year; given a date at or after the last line (the file's
     time), a line whose month and day come after it is in the year before. Read line by line, so a log
     must span less than a year."""
-    if df.get_column(C.TS).null_count() == 0:
+    missing = df.get_column(C.TS).is_null()
+    if not missing.any():
+        return df
+    # The stamp pattern runs on the lines without a time only, and the rest only when one of them has it:
+    # in an SGLang log those are its few unprefixed lines (debug prints, tracebacks), never vLLM's.
+    if not df.get_column(W.CLEAN).filter(missing).str.contains(_VLLM_STAMP).any():
         return df
     parts = pl.col(W.CLEAN).str.extract_groups(_VLLM_STAMP)
     month = parts.struct.field("1").cast(pl.Int32, strict=False)
