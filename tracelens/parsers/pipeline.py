@@ -220,12 +220,12 @@ def _join_tracebacks(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFrame,
     """Give traceback continuation lines the kind and record of the fault line they follow."""
     clean = pl.col(W.CLEAN)
     blank = pl.col(C.KIND) == Kind.BLANK
-    is_frame = _on_unprefixed(df, FRAME_PATTERN)
+    is_frame = df.get_column(W.CLEAN).str.contains(FRAME_PATTERN)
     df = df.with_columns(is_frame.shift(1, fill_value=state.prev_frame).alias(W.AFTER_FRAME))
     shape = (
         ~pl.col(W.PREFIXED)
         & (pl.col(C.FORMAT).is_null())
-        & (pl.lit(_on_unprefixed(df, CONTINUATION_PATTERN)) | pl.col(W.AFTER_FRAME))
+        & (clean.str.contains(CONTINUATION_PATTERN) | pl.col(W.AFTER_FRAME))
     )
     df = df.with_columns(shape.alias(W.CONT))
     # Blank lines inside a traceback (chained exceptions, interleaved ranks) keep the record open when
@@ -268,18 +268,6 @@ def _join_tracebacks(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFrame,
     return df.drop(W.SEGMENT, W.AFTER_FRAME), replace(
         state, open_fault=open_fault, prev_cont=bool(last[W.CONT]), prev_frame=last_frame
     )
-
-
-def _on_unprefixed(df: pl.DataFrame, pattern: str) -> pl.Series:
-    """Whether each line matches ``pattern``, tested on unprefixed lines only (False on the others).
-    Traceback patterns never match a prefixed line (its clean text starts with SGLang's lead, `[` or
-    `Rank `), and a busy block is nearly all prefixed lines: the regex runs on the few others."""
-    unprefixed = ~df.get_column(W.PREFIXED)
-    found = pl.repeat(False, df.height, dtype=pl.Boolean, eager=True).alias(W.CONT)
-    if unprefixed.any():
-        idx = unprefixed.arg_true()
-        found = found.scatter(idx, df.get_column(W.CLEAN).gather(idx).str.contains(pattern))
-    return found
 
 
 def _frame_source_line_is_code() -> pl.Expr:
