@@ -13,8 +13,10 @@ Literal path, before both (issue 11): the bulk of a block's batch lines share on
 `key: value, key: value, ...` with known keys and plain values. The layouts are learnt from the shapes
 of the block's first lines; a line is of a layout when one anchored regex without captures matches it
 (the keys in order, one plain value each), and its values are then read with no regex: split on `, `,
-slice each key off. Lines of no layout go on to the shape path (tests/test_literal_paths.py checks that
-the three paths give the same rows).
+slice each key off. All layouts are read in one pass (no filter, concatenation or sort when every line is
+of one of them), and a block whose lines all start `Decode batch, ` or `Prefill batch, ` has its header
+read by those literals instead of HEADER_PATTERN. Lines of no layout go on to the shape path
+(tests/test_literal_paths.py checks that the three paths give the same rows).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import re
 import polars as pl
 
 from tracelens.parsers.distinct import with_groups
+from tracelens.parsers.first_match import first_match
 from tracelens.tables.schema import BATCH_FIELDS, COMMON_COLUMNS, C, T, W, conform, polars_schema
 
 # `Prefill batch`, `Decode batch`, optional ` [N]` iteration counter, `.` or `,`; early 2024 `new fill batch.`
@@ -99,8 +102,43 @@ def read_shape(shape: str) -> dict[str, int] | None:
 def parse_batches(df: pl.DataFrame, literal: bool = True) -> pl.DataFrame:
     """Rows routed to `batch` -> the `batches` table (lines whose header does not match are dropped).
     ``literal=False`` skips the literal path (tests compare the paths)."""
+    base = _literal_base(df) if literal else None
+    if base is None:
+        base = _base(df)
+    base = base.with_row_index(W.ROW)
+    if not base.height:
+        return conform(T.BATCHES, base)
+    return conform(T.BATCHES, read_batches(base, literal))
+
+
+# The two headers of nearly every batch line since 2024, each with its phase.
+_LITERAL_HEADS = {"Decode batch, ": "decode", "Prefill batch, ": "prefill"}
+
+
+def _literal_base(df: pl.DataFrame) -> pl.DataFrame | None:
+    """`_base` by literal tests, when every line starts with one of `_LITERAL_HEADS` (what
+    HEADER_PATTERN reads of them: the phase, no iteration counter, the body after the header);
+    None when some line has another header (the pattern then reads the block)."""
+    body = pl.col(W.BODY)
+    phase = pl.lit(None, dtype=pl.String)
+    for head, name in reversed(_LITERAL_HEADS.items()):
+        phase = pl.when(body.str.starts_with(head)).then(pl.lit(name)).otherwise(phase)
+    base = df.select(*COMMON_COLUMNS, W.BODY, phase.alias(C.PHASE))
+    if base.get_column(C.PHASE).null_count():
+        return None
+    head_len = pl.col(C.PHASE).replace_strict({v: len(k) for k, v in _LITERAL_HEADS.items()})
+    return base.select(
+        *COMMON_COLUMNS,
+        C.PHASE,
+        pl.lit(None, dtype=pl.Int64).alias(C.FORWARD_ITER),
+        body.str.slice(head_len).alias(W.KV),
+    )
+
+
+def _base(df: pl.DataFrame) -> pl.DataFrame:
+    """Common columns, PHASE, FORWARD_ITER and the body after the header (`_kv`), by HEADER_PATTERN."""
     unlabelled = pl.col(W.BODY).str.starts_with("#running-req: ")
-    base = (
+    return (
         with_groups(df.select(*COMMON_COLUMNS, W.BODY), W.BODY, HEADER_PATTERN, W.HEADER)
         .with_columns(
             pl.when(unlabelled)
@@ -112,23 +150,17 @@ def parse_batches(df: pl.DataFrame, literal: bool = True) -> pl.DataFrame:
         )
         .filter(pl.col(C.PHASE).is_not_null())
         .select(*COMMON_COLUMNS, C.PHASE, C.FORWARD_ITER, W.KV)
-        .with_row_index(W.ROW)
     )
-    if not base.height:
-        return conform(T.BATCHES, base)
-    return conform(T.BATCHES, read_batches(base, literal))
 
 
 def read_batches(base: pl.DataFrame, literal: bool) -> pl.DataFrame:
     """The typed batch columns of ``base`` (ROW, common columns, PHASE, FORWARD_ITER, `_kv`): lines of
     the block's main layouts by the literal path (when ``literal``), the rest by shape or by key."""
     parts = []
-    if literal:
-        for keys, positions in _layouts(base):
-            read, base = _by_layout(base, keys, positions)
-            parts.append(read)
-            if not base.height:
-                break
+    layouts = _layouts(base) if literal else []
+    if layouts:
+        read, base = _by_layouts(base, layouts)
+        parts.append(read)
     if base.height:
         parts.append(_by_shape_or_key(base))
     out = parts[0] if len(parts) == 1 else pl.concat(parts, how="diagonal_relaxed").sort(W.ROW)
@@ -176,15 +208,30 @@ def layout_pattern(keys: list[str]) -> str:
     return "^" + ", ".join(f"{re.escape(key)}: {_PLAIN}" for key in keys) + "(?:, )?$"
 
 
-def _by_layout(
-    base: pl.DataFrame, keys: list[str], positions: dict[str, int]
+def _by_layouts(
+    base: pl.DataFrame, layouts: list[tuple[list[str], dict[str, int]]]
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(rows of this layout read, the other rows). A line of the layout is cut at `, ` and each value
-    is sliced off after its key: the test is one anchored match, the reads are literal."""
-    ok = base.get_column(W.KV).str.contains(layout_pattern(keys))
-    rows = base.filter(ok)
-    n = len(keys)
+    """(rows of a layout read, the other rows). A line is of the first layout whose anchored match
+    (no captures) holds; it is cut at `, ` and each value sliced off after its key. All layouts are
+    read in one pass, so a block whose lines are all of its layouts keeps its order: no filter,
+    concatenation or sort."""
+    which = first_match(
+        (pl.col(W.KV).str.contains(layout_pattern(keys)), pl.lit(i, dtype=pl.Int8))
+        for i, (keys, _) in enumerate(layouts)
+    )
+    base = base.with_columns(which.alias(W.LAYOUT))
+    n = max(len(keys) for keys, _ in layouts)
     names = [f"{W.ITEM}{i}" for i in range(n + 1)]
+    values: dict[str, pl.Expr] = {}
+    for i, (keys, positions) in reversed(list(enumerate(layouts))):
+        for column, at in positions.items():
+            value = pl.col(names[at]).str.slice(len(keys[at]) + 2)
+            values[column] = (
+                pl.when(pl.col(W.LAYOUT) == i).then(value).otherwise(values.get(column, pl.lit(None)))
+            )
+    matched = base.get_column(W.LAYOUT).is_not_null()
+    all_matched = bool(matched.all())
+    rows = base if all_matched else base.filter(matched)
     items = pl.col(W.KV).str.splitn(", ", n + 1).struct.rename_fields(names).alias(W.ITEMS)
     read = (
         rows.with_columns(items)
@@ -194,10 +241,14 @@ def _by_layout(
             *COMMON_COLUMNS,
             C.PHASE,
             C.FORWARD_ITER,
-            *(pl.col(names[i]).str.slice(len(keys[i]) + 2).alias(column) for column, i in positions.items()),
+            *(
+                expr.alias(column)
+                for column, expr in sorted(values.items(), key=lambda kv: _COLUMNS.index(kv[0]))
+            ),
         )
     )
-    return read, base.filter(~ok)
+    rest = base.clear() if all_matched else base.filter(~matched)
+    return read, rest.drop(W.LAYOUT)
 
 
 def _by_shape_or_key(base: pl.DataFrame) -> pl.DataFrame:

@@ -220,7 +220,7 @@ def _join_tracebacks(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFrame,
     """Give traceback continuation lines the kind and record of the fault line they follow."""
     clean = pl.col(W.CLEAN)
     blank = pl.col(C.KIND) == Kind.BLANK
-    is_frame = clean.str.contains(FRAME_PATTERN)
+    is_frame = df.get_column(W.CLEAN).str.contains(FRAME_PATTERN)
     df = df.with_columns(is_frame.shift(1, fill_value=state.prev_frame).alias(W.AFTER_FRAME))
     shape = (
         ~pl.col(W.PREFIXED)
@@ -258,7 +258,7 @@ def _join_tracebacks(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFrame,
     )
     if df.height == 0:
         return df.drop(W.SEGMENT, W.AFTER_FRAME), state
-    last_frame = bool(df.select(is_frame.last()).item())
+    last_frame = bool(is_frame[-1])
     last = df.row(-1, named=True)
     if last[W.SEGMENT] == 0:  # the whole block continued the previous one
         open_fault = state.open_fault
@@ -282,14 +282,14 @@ def _frame_source_line_is_code() -> pl.Expr:
 
 
 def _no_continuations(
-    df: pl.DataFrame, state: ParseState, is_frame: pl.Expr
+    df: pl.DataFrame, state: ParseState, is_frame: pl.Series
 ) -> tuple[pl.DataFrame, ParseState]:
     """`_join_tracebacks` for the common block where no line continues a record: each line is its own
     record, and the segment bookkeeping (a window over every line) is skipped."""
     df = df.with_columns(pl.col(C.LINE_NO).alias(C.RECORD)).with_columns(_frame_source_line_is_code())
     if df.height == 0:
         return df.drop(W.AFTER_FRAME), state
-    last_frame = bool(df.select(is_frame.last()).item())
+    last_frame = bool(is_frame[-1])
     open_fault = int(df.item(-1, C.LINE_NO)) if df.item(-1, C.KIND) == Kind.FAULT else None
     return df.drop(W.AFTER_FRAME), replace(
         state, open_fault=open_fault, prev_cont=False, prev_frame=last_frame
@@ -303,9 +303,9 @@ def _join_wrapped_args(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFram
     is_args = (pl.col(C.KIND) == Kind.LIFECYCLE) & pl.col(W.BODY).str.starts_with("server_args=")
     heads = (
         df.with_row_index(W.ROW)
+        .filter(is_args)  # first: the end tests then run on the few server_args lines only
         .filter(
-            is_args
-            & ~pl.col(W.BODY).str.strip_chars_end().str.ends_with(")")
+            ~pl.col(W.BODY).str.strip_chars_end().str.ends_with(")")
             & ~pl.col(W.BODY).str.strip_chars_end().str.ends_with("}")
         )
         .get_column(W.ROW)

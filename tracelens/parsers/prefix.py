@@ -114,13 +114,10 @@ def add_prefix_columns(df: pl.DataFrame, base_date: dt.date | None) -> pl.DataFr
     df = clean_frame(df)
     lead = df.get_column(W.CLEAN).str.extract(_LEAD_TEXT, 0)
     stamp = lead.str.extract(_STAMP, 0)
-    # The lead with its stamp replaced by one fixed stamp: same groups, few distinct values.
+    # The lead without its stamp: same groups but the stamp's, few distinct values. A stamped lead's rest
+    # starts with ` ` (tags) or `]`, which no lead without a stamp does, so keys of the two never meet.
     lead_col, stamp_col = pl.col(W.LEAD), pl.col(W.STAMP)
-    key = (
-        pl.when(stamp_col.is_not_null())
-        .then(pl.lit(_KEY_STAMP) + lead_col.str.slice(stamp_col.str.len_chars()))
-        .otherwise(lead_col)
-    )
+    key = lead_col.str.slice(stamp_col.str.len_chars().fill_null(0))
     df = df.with_columns(lead.alias(W.LEAD), stamp.alias(W.STAMP)).with_columns(
         key.alias(W.LEAD_KEY), *_stamp_fields(pl.col(W.STAMP))
     )
@@ -147,9 +144,17 @@ def _stamp_fields(stamp: pl.Expr) -> list[pl.Expr]:
 
 
 def _lead_groups(keys: pl.Series) -> pl.DataFrame:
-    """Per distinct stamp-less lead: GPU, LEVEL, LOGGER and the six rank tags (null key: no lead)."""
+    """Per distinct stamp-less lead: GPU, LEVEL, LOGGER and the six rank tags (null key: no lead). A key
+    that lost its stamp gets a fixed one back, for the pattern to read it."""
     distinct = keys.unique().to_frame(W.LEAD_KEY)
-    groups = distinct.with_columns(groups_expr(W.LEAD_KEY, _LEAD_WITH_TEXT).alias(W.GROUPS)).unnest(W.GROUPS)
+    key = pl.col(W.LEAD_KEY)
+    stamped = key.str.starts_with(" ") | key.str.starts_with("]")
+    lead = pl.when(stamped).then(pl.lit(_KEY_STAMP) + key).otherwise(key)
+    groups = (
+        distinct.with_columns(lead.alias(W.KEY_LEAD))
+        .with_columns(groups_expr(W.KEY_LEAD, _LEAD_WITH_TEXT).alias(W.GROUPS))
+        .unnest(W.GROUPS)
+    )
     tags = pl.col(W.TAGS)
     return groups.select(
         W.LEAD_KEY,

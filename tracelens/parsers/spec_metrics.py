@@ -25,13 +25,29 @@ def vllm_timestamps(df: pl.DataFrame, base_date: dt.date | None, base_is_end: bo
     and day come before it is in the next year; given a date at or after the last line (the file's
     time), a line whose month and day come after it is in the year before. Read line by line, so a log
     must span less than a year."""
-    if df.get_column(C.TS).null_count() == 0:
+    missing = df.get_column(C.TS).is_null()
+    if not missing.any():
         return df
+    # Only lines without a time can carry vLLM's stamp, and it is read on the lines that have it: in an
+    # SGLang log a handful (vLLM-style warnings) or none, never the bulk.
+    untimed = missing.arg_true()
+    has_stamp = df.get_column(W.CLEAN).gather(untimed).str.contains(_VLLM_STAMP)
+    if not has_stamp.any():
+        return df
+    rows = untimed.filter(has_stamp)
+    # The nearest dated line before (else after): an SGLang log that also prints vLLM-style lines.
+    near = df.get_column(C.TS).fill_null(strategy="forward").fill_null(strategy="backward").gather(rows)
+    stamped = pl.DataFrame([df.get_column(W.CLEAN).gather(rows), near])
+    read = stamped.select(_stamp_expr(base_date, base_is_end)).to_series()
+    return df.with_columns(df.get_column(C.TS).scatter(rows, read))
+
+
+def _stamp_expr(base_date: dt.date | None, base_is_end: bool) -> pl.Expr:
+    """The time of a line with vLLM's stamp, in a frame whose TS is the nearest dated line's."""
     parts = pl.col(W.CLEAN).str.extract_groups(_VLLM_STAMP)
     month = parts.struct.field("1").cast(pl.Int32, strict=False)
     day = parts.struct.field("2").cast(pl.Int32, strict=False)
-    # The nearest dated line before (else after): an SGLang log that also prints vLLM-style lines.
-    near = pl.col(C.TS).forward_fill().backward_fill()
+    near = pl.col(C.TS)
     near_month = near.dt.month().cast(pl.Int32)
     from_near = (
         near.dt.year().cast(pl.Int32)
@@ -50,14 +66,11 @@ def vllm_timestamps(df: pl.DataFrame, base_date: dt.date | None, base_is_end: bo
             else pl.lit(base_date.year) + before_base.cast(pl.Int32)
         )
         year = pl.coalesce(from_near, from_base)
-    stamp = pl.format(
-        "{}-{}-{} {}", year, parts.struct.field("1"), parts.struct.field("2"), parts.struct.field("3")
-    ).str.to_datetime("%Y-%m-%d %H:%M:%S%.f", time_unit="us", strict=False)
-    # Only lines without a time need the regex; most blocks (SGLang's own lines) have none.
-    return df.with_columns(
-        pl.when(pl.col(C.TS).is_null() & pl.col(W.CLEAN).str.contains(_VLLM_STAMP))
-        .then(stamp)
-        .otherwise(pl.col(C.TS))
+    return (
+        pl.format(
+            "{}-{}-{} {}", year, parts.struct.field("1"), parts.struct.field("2"), parts.struct.field("3")
+        )
+        .str.to_datetime("%Y-%m-%d %H:%M:%S%.f", time_unit="us", strict=False)
         .alias(C.TS)
     )
 

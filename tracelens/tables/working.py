@@ -26,7 +26,8 @@ class W:
     RANK = "_rank"  # N of a `Rank N: ` prefix
     LEAD = "_lead"  # a line's prefix and level, before its message
     STAMP = "_stamp"  # the date and time of a bracketed lead
-    LEAD_KEY = "_lead_key"  # the lead with its stamp replaced by a fixed one: few distinct values
+    LEAD_KEY = "_lead_key"  # the lead without its stamp: few distinct values
+    KEY_LEAD = "_key_lead"  # a distinct LEAD_KEY with a fixed stamp put back, for the lead pattern
     CONT = "_cont"  # could continue a multi-line record (traceback frame, wrapped server_args)
     AFTER_FRAME = "_after_frame"  # the line before is a traceback frame
     SEGMENT = "_seg"  # which record a line belongs to: a head and the lines that continue it
@@ -46,6 +47,7 @@ class W:
     SHAPE = "_shape"  # the body with its values cut out
     ITEMS = "_items"  # the body cut at `, `, a struct of ITEM fields
     ITEM = "_it"  # prefix: the n-th item of the body
+    LAYOUT = "_layout"  # which of the block's literal batch layouts a line is of (null: none)
     AT = "_i_"  # prefix: where a column's value sits among the body's values, per shape
     VALUES = "_values"  # the body's values, in order
     VALUE = "_v"  # prefix: the raw value of the n-th known log key
