@@ -39,6 +39,7 @@ from tracelens.live.messages import Analysed, FromWorker, NotAnalysed, ParseFail
 from tracelens.live.spec import FILE, SourceSpec
 from tracelens.live.status import Snapshot
 from tracelens.live.store import TextStore
+from tracelens.live.window import WINDOW_LINES
 from tracelens.live.worker import WorkerClient, WorkerGone
 from tracelens.parsers import ParseOptions, ParseState, parse_lines
 from tracelens.sources import events as src
@@ -91,6 +92,7 @@ class LiveSession:
         stall_seconds: float = DEFAULT_STALL_SECONDS,
         base_date: dt.date | None = None,
         interval: float = ANALYSIS_INTERVAL,
+        window_lines: int = WINDOW_LINES,
         follower_options: dict[str, dict[str, Any]] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -101,6 +103,7 @@ class LiveSession:
         self.baseline = baseline
         self.stall_seconds = stall_seconds
         self.interval = interval
+        self.window_lines = window_lines
         self.clock = clock
         self.index = LogIndex()
         self.sources = [SourceState(s.label, s, options=_options(s, base_date)) for s in specs]
@@ -146,6 +149,7 @@ class LiveSession:
             baseline=self.baseline,
             stall_seconds=self.stall_seconds,
             interval=self.interval,
+            window_lines=self.window_lines,
         )
         try:
             self._worker = WorkerClient(config, self._from_worker, self._worker_ended)

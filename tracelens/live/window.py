@@ -1,0 +1,130 @@
+"""The live worker's parsed rows, held in bounded memory: per source a window of its newest lines for the
+periodic analysis, the rest spilled to disk for the full analysis a view asks for.
+
+Why: re-analysing every row seen so far at every interval makes an update cost, and the worker's
+memory, grow with the session. An update reads instead:
+
+- the *bulk* tables (`BULK`: lines, decode and prefill batches, debug, access lines, ...), whose rows
+  grow with the lines, over each source's newest `window` lines only;
+- the small tables (lifecycle, faults and the multi-line records' pieces, which grow with server starts
+  and crashes, not with traffic) whole;
+- `runs` from run spans merged as rows arrive (`finalize.merge_run_spans`), so a run's start, end and
+  line count are those of the whole run, not of the window.
+
+Rows that leave the window are appended to Arrow IPC files in a private temporary folder (a chunk at a
+time: the window is cut back to `window` lines when it holds twice that many), so `everything()` can
+still give the whole session's tables when a view asks for them (the TUI's report, `follow`'s last
+word): that one analysis reads the whole session, as `tracelens check` would, and is paid only when
+asked for.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import polars as pl
+
+from tracelens.parsers.finalize import finalize, merge_run_spans, run_spans, runs_from_spans
+from tracelens.tables.frames import Tables
+from tracelens.tables.schema import C, T
+
+# Tables whose rows grow with the lines: windowed. Every other table is kept whole.
+BULK = (T.LINES, T.BATCHES, T.DEBUG, T.HTTP, T.SPEC_METRICS, T.FOREIGN, T.MESSAGES, T.UNPARSED)
+WINDOW_LINES = 20_000  # per source: lines an update analyses (bench/live.py measures the cost)
+
+
+class LiveTables:
+    """Every parsed row of a session: the window in memory, older bulk rows on disk."""
+
+    def __init__(self, window: int = WINDOW_LINES) -> None:
+        self.window = window
+        self.lines = 0  # every line parsed, windowed or not
+        self._parts: list[Tables] = []  # parsed since the last `view`
+        self._held: Tables | None = None  # the window (bulk) and the small tables (whole)
+        self._spans: pl.DataFrame | None = None
+        self._spill: tempfile.TemporaryDirectory[str] | None = None
+        self._spilled = 0  # chunks written
+        self._newest: dict[str, int] = {}  # per source, its newest line number
+        self._oldest: dict[str, int] = {}  # per source, the first line number still in the window
+
+    @property
+    def spilled(self) -> bool:
+        return self._spilled > 0
+
+    def add(self, tables: Tables) -> None:
+        """New rows of a parse (in each source's order)."""
+        lines = tables[T.LINES]
+        self.lines += lines.height
+        spans = run_spans(lines)
+        both = spans if self._spans is None else pl.concat([self._spans, spans], how="vertical_relaxed")
+        self._spans = merge_run_spans(both)
+        for source, newest in lines.group_by(C.SOURCE).agg(pl.col(C.LINE_NO).max()).iter_rows():
+            self._newest[source] = max(newest, self._newest.get(source, 0))
+        self._parts.append(tables)
+
+    def window_start(self, source: str) -> int:
+        """The first line number of ``source`` an update still reads (1 before anything was cut)."""
+        return self._oldest.get(source, 1)
+
+    def view(self) -> Tables:
+        """The tables an update analyses, finalized: the window, the small tables, whole-run `runs`."""
+        if self._parts:
+            held = [self._held] if self._held is not None else []
+            self._held = Tables.concat([*held, *self._parts])
+            self._parts = []
+            self._cut()
+        if self._held is None:
+            return finalize(Tables({}))
+        made = finalize(self._held)
+        if self._spans is not None:
+            made.frames[T.RUNS] = runs_from_spans(self._spans, made[T.SERVER_ARGS])
+        return made
+
+    def everything(self) -> Tables:
+        """Every row of the session (spilled chunks read back), finalized as a batch parse would be."""
+        held = Tables.concat([*([self._held] if self._held is not None else []), *self._parts])
+        if self._spill is None:
+            return finalize(held)
+        folder = Path(self._spill.name)
+        chunks = []
+        for name in BULK:
+            files = sorted(folder.glob(f"{name}.*.arrow"))
+            if files:
+                chunks.append(
+                    Tables({name: pl.concat([pl.read_ipc(f) for f in files], how="vertical_relaxed")})
+                )
+        # per source, the spilled chunks hold its older lines in order, the window its newest
+        return finalize(Tables.concat([*chunks, held]))
+
+    def close(self) -> None:
+        if self._spill is not None:
+            self._spill.cleanup()
+            self._spill = None
+
+    def _cut(self) -> None:
+        """Spill each source's bulk rows before its newest `window` lines once it holds twice that."""
+        assert self._held is not None
+        cut: dict[str, int] = {}
+        for source, newest in self._newest.items():
+            if newest - self.window_start(source) + 1 > 2 * self.window:
+                cut[source] = newest - self.window + 1
+        if not cut:
+            return
+        limits = pl.DataFrame({C.SOURCE: list(cut), "_cut": list(cut.values())})
+        frames = dict(self._held.frames)
+        if self._spill is None:
+            self._spill = tempfile.TemporaryDirectory(prefix="tracelens-live-")
+        self._spilled += 1
+        for name in BULK:
+            frame = frames.get(name)
+            if frame is None or not frame.height:
+                continue
+            marked = frame.join(limits, on=C.SOURCE, how="left")
+            old = marked.get_column(C.LINE_NO) < marked.get_column("_cut").fill_null(0)
+            gone = frame.filter(old)
+            if gone.height:
+                gone.write_ipc(Path(self._spill.name) / f"{name}.{self._spilled:08d}.arrow")
+            frames[name] = frame.filter(~old)
+        self._held = Tables(frames)
+        self._oldest.update(cut)
