@@ -61,7 +61,10 @@ class LiveTables:
         self._spans = merge_run_spans(both)
         for source, newest in lines.group_by(C.SOURCE).agg(pl.col(C.LINE_NO).max()).iter_rows():
             self._newest[source] = max(newest, self._newest.get(source, 0))
-        self._parts.append(tables)
+        # the small tables' rows stay for the whole session: in buffers of their own (`_compact`)
+        self._parts.append(
+            Tables({n: _compact(f) if n not in BULK and f.height else f for n, f in tables.frames.items()})
+        )
 
     def window_start(self, source: str) -> int:
         """The first line number of ``source`` an update still reads (1 before anything was cut)."""
@@ -74,6 +77,7 @@ class LiveTables:
             self._held = Tables.concat([*held, *self._parts])
             self._parts = []
             self._cut()
+            self._held = Tables({name: frame.rechunk() for name, frame in self._held.frames.items()})
         if self._held is None:
             return finalize(Tables({}))
         made = finalize(self._held)
@@ -125,6 +129,20 @@ class LiveTables:
             gone = frame.filter(old)
             if gone.height:
                 gone.write_ipc(Path(self._spill.name) / f"{name}.{self._spilled:08d}.arrow")
-            frames[name] = frame.filter(~old)
+            frames[name] = _compact(frame.filter(~old))
         self._held = Tables(frames)
         self._oldest.update(cut)
+
+
+def _compact(frame: pl.DataFrame) -> pl.DataFrame:
+    """The frame in buffers of its own. polars' strings are views into shared buffers, and a filtered,
+    sliced or concatenated frame keeps every buffer its rows came from: without this, the few rows of
+    each parse the window keeps (a fault, the tail of a block) would keep that parse's whole text
+    buffers, and the worker would grow by megabytes a block (measured with bench/live.py memory).
+    Arrow's plain strings hold only the bytes the rows use; polars copies them back into views. Done
+    to the small tables' new rows as they come and to the window when it is cut, so the buffers held
+    are those of the window's newest lines (at most twice `window`) and of the small tables' rows."""
+    back = pl.from_arrow(frame.to_arrow())
+    if isinstance(back, pl.DataFrame) and back.schema == frame.schema:
+        return back
+    return frame.rechunk()

@@ -45,6 +45,7 @@ from typing import IO, BinaryIO
 import polars as pl
 
 from tracelens.analysis import Analysis, analyze_tables
+from tracelens.engine.executors import WORKER_ENV
 from tracelens.engine.stream import SourceParser
 from tracelens.live.index import parsed_columns
 from tracelens.live.kept import KeptFindings
@@ -309,6 +310,9 @@ class WorkerClient:
         # the child imports this same tracelens, wherever it was imported from
         root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        # freed memory goes back to the system soon, as the batch engine's workers do: the window is
+        # rebuilt at every update, and without it the allocators keep what earlier updates freed
+        env.update({key: WORKER_ENV[key] for key in ("_RJEM_MALLOC_CONF", "ARROW_DEFAULT_MEMORY_POOL")})
         self.process = subprocess.Popen(
             [sys.executable, "-m", "tracelens.live.worker"],
             stdin=subprocess.PIPE,
