@@ -7,6 +7,7 @@ import itertools
 import os
 from pathlib import Path
 
+import polars as pl
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -150,7 +151,10 @@ def test_an_update_reads_a_bounded_window_of_rows_and_every_run_whole() -> None:
     assert live.window_start(label) > 4000
     view = live.view()
     assert view[T.RUNS].equals(batch[T.RUNS])  # whole runs, although the window holds their end only
-    assert view[T.LIFECYCLE].equals(batch[T.LIFECYCLE]) and view[T.FAULTS].equals(batch[T.FAULTS])
+    assert view[T.LIFECYCLE].equals(batch[T.LIFECYCLE]) and view[T.SERVER_ARGS].equals(batch[T.SERVER_ARGS])
+    # faults are windowed too, each one whole (its traceback's pieces go with its first line)
+    recent = batch[T.FAULTS].filter(pl.col(C.LINE_NO) >= live.window_start(label))
+    assert recent.height and view[T.FAULTS].equals(recent)
     whole = live.everything()
     for name in (T.LINES, T.BATCHES, T.DEBUG, T.FAULTS, T.LIFECYCLE, T.RUNS, T.SERVER_ARGS):
         assert whole[name].equals(batch[name]), name

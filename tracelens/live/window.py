@@ -6,8 +6,7 @@ memory, grow with the session. An update reads instead:
 
 - the *bulk* tables (`BULK`: lines, decode and prefill batches, debug, access lines, ...), whose rows
   grow with the lines, over each source's newest `window` lines only;
-- the small tables (lifecycle, faults and the multi-line records' pieces, which grow with server starts
-  and crashes, not with traffic) whole;
+- the small tables (lifecycle, server args: they grow with server starts, not with traffic) whole;
 - `runs` from run spans merged as rows arrive (`finalize.merge_run_spans`), so a run's start, end and
   line count are those of the whole run, not of the window.
 
@@ -26,11 +25,14 @@ from pathlib import Path
 import polars as pl
 
 from tracelens.parsers.finalize import finalize, merge_run_spans, run_spans, runs_from_spans
-from tracelens.tables.frames import Tables
-from tracelens.tables.schema import C, T
+from tracelens.tables.frames import PARTS, Tables
+from tracelens.tables.schema import C, Kind, T
 
-# Tables whose rows grow with the lines: windowed. Every other table is kept whole.
-BULK = (T.LINES, T.BATCHES, T.DEBUG, T.HTTP, T.SPEC_METRICS, T.FOREIGN, T.MESSAGES, T.UNPARSED)
+# Tables whose rows grow with the lines: windowed. Faults are among them (a busy server logs an
+# out-of-memory retraction every few hundred lines), and so are the pieces of their multi-line records
+# (`PARTS` of kind fault, cut by record so a traceback stays whole). Every other table is kept whole.
+BULK = (T.LINES, T.BATCHES, T.DEBUG, T.HTTP, T.SPEC_METRICS, T.FOREIGN, T.MESSAGES, T.UNPARSED, T.FAULTS)
+SPILLED = (*BULK, PARTS)
 WINDOW_LINES = 20_000  # per source: lines an update analyses (bench/live.py measures the cost)
 
 
@@ -63,7 +65,7 @@ class LiveTables:
             self._newest[source] = max(newest, self._newest.get(source, 0))
         # the small tables' rows stay for the whole session: in buffers of their own (`_compact`)
         self._parts.append(
-            Tables({n: _compact(f) if n not in BULK and f.height else f for n, f in tables.frames.items()})
+            Tables({n: _compact(f) if n not in SPILLED and f.height else f for n, f in tables.frames.items()})
         )
 
     def window_start(self, source: str) -> int:
@@ -92,7 +94,7 @@ class LiveTables:
             return finalize(held)
         folder = Path(self._spill.name)
         chunks = []
-        for name in BULK:
+        for name in SPILLED:
             files = sorted(folder.glob(f"{name}.*.arrow"))
             if files:
                 chunks.append(
@@ -120,12 +122,17 @@ class LiveTables:
         if self._spill is None:
             self._spill = tempfile.TemporaryDirectory(prefix="tracelens-live-")
         self._spilled += 1
-        for name in BULK:
+        for name in SPILLED:
             frame = frames.get(name)
             if frame is None or not frame.height:
                 continue
             marked = frame.join(limits, on=C.SOURCE, how="left")
-            old = marked.get_column(C.LINE_NO) < marked.get_column("_cut").fill_null(0)
+            if name == PARTS:  # a fault's pieces go with its first line; server args stay
+                old = (marked.get_column(C.RECORD) < marked.get_column("_cut").fill_null(0)) & (
+                    marked.get_column(C.KIND) == Kind.FAULT
+                )
+            else:
+                old = marked.get_column(C.LINE_NO) < marked.get_column("_cut").fill_null(0)
             gone = frame.filter(old)
             if gone.height:
                 gone.write_ipc(Path(self._spill.name) / f"{name}.{self._spilled:08d}.arrow")
