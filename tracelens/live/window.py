@@ -117,7 +117,7 @@ class LiveTables:
                 cut[source] = newest - self.window + 1
         if not cut:
             return
-        limits = pl.DataFrame({C.SOURCE: list(cut), "_cut": list(cut.values())})
+        limit = pl.col(C.SOURCE).replace_strict(cut, default=0, return_dtype=pl.Int64)
         frames = dict(self._held.frames)
         if self._spill is None:
             self._spill = tempfile.TemporaryDirectory(prefix="tracelens-live-")
@@ -126,13 +126,10 @@ class LiveTables:
             frame = frames.get(name)
             if frame is None or not frame.height:
                 continue
-            marked = frame.join(limits, on=C.SOURCE, how="left")
             if name == PARTS:  # a fault's pieces go with its first line; server args stay
-                old = (marked.get_column(C.RECORD) < marked.get_column("_cut").fill_null(0)) & (
-                    marked.get_column(C.KIND) == Kind.FAULT
-                )
+                old = (pl.col(C.RECORD) < limit) & (pl.col(C.KIND) == Kind.FAULT)
             else:
-                old = marked.get_column(C.LINE_NO) < marked.get_column("_cut").fill_null(0)
+                old = pl.col(C.LINE_NO) < limit
             gone = frame.filter(old)
             if gone.height:
                 gone.write_ipc(Path(self._spill.name) / f"{name}.{self._spilled:08d}.arrow")
