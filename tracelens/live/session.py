@@ -1,5 +1,5 @@
 """A live session: followers feed lines in, the same parser reads them block by block as they arrive,
-and the same analysis re-runs on everything seen so far, at a bounded rate.
+and the same analysis re-runs on a bounded window of them (`window.LiveTables`), at a bounded rate.
 
 In this process, threads that never parse:
 
@@ -10,9 +10,10 @@ In this process, threads that never parse:
 
 In a worker process (`tracelens.live.worker`, at a lower priority): `parse_lines` on each source's new
 lines with that source's carried `ParseState`, exactly as a batch parse reads blocks, and at most every
-`interval` seconds (longer when an analysis takes long) `finalize` and `analyze_tables` on everything
-parsed. Its replies (the new rows' tables; findings and the `Snapshot`) arrive on the worker client's
-reader thread, which fills in the index's kinds and ranks and reports what is new.
+`interval` seconds (longer when an analysis takes long) `finalize` and `analyze_tables` on each
+source's newest lines and the small tables whole (findings made earlier are kept, `kept.KeptFindings`).
+Its replies (the new rows' tables; findings and the `Snapshot`) arrive on the worker client's reader
+thread, which fills in the index's kinds and ranks and reports what is new.
 
 Listeners (`subscribe`) are called on those threads with the events of `tracelens.live.events`.
 """
@@ -197,9 +198,10 @@ class LiveSession:
 
     @property
     def analysis(self) -> Analysis | None:
-        """The newest full analysis of everything seen (every table), None before the first. The worker
-        holds it: reading this asks the worker for it (when newer than the one read last) and waits,
-        so read it off the screen's thread (the panels use `snapshot` and `findings`)."""
+        """The full analysis of everything seen (every table), None before the first. The worker makes
+        it (from its window and the rows it spilled to disk, or its newest update's analysis while
+        nothing was spilled): reading this asks the worker for it (when newer than the one read last)
+        and waits, so read it off the screen's thread (the panels use `snapshot` and `findings`)."""
         if self.analyses == 0:
             return None
         fetched_at, fetched = self._fetched
