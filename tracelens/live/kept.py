@@ -25,6 +25,9 @@ class KeptFindings:
         self._kept: dict[tuple[str, int, str, str], Finding] = {}
         self._frozen: set[RunKey] = set()
 
+    def is_frozen(self, run: RunKey) -> bool:
+        return run in self._frozen
+
     def update(
         self, found: list[Finding], ended: set[RunKey], window_start: Callable[[str], int]
     ) -> list[Finding]:

@@ -103,6 +103,32 @@ class LiveTables:
         # per source, the spilled chunks hold its older lines in order, the window its newest
         return finalize(Tables.concat([*chunks, held]))
 
+    def with_whole_run(self, source: str, run: int) -> Tables:
+        """The tables of `view` (call it first) with every row of one run: its spilled rows read back.
+        An ended run is judged once on them (the worker's `_judge_ended`)."""
+        held = self._held if self._held is not None else Tables({})
+        chunks = []
+        if self._spill is not None:
+            folder = Path(self._spill.name)
+            mine = (pl.col(C.SOURCE) == source) & (pl.col(C.RUN) == run)
+            for name in SPILLED:
+                files = sorted(folder.glob(f"{name}.*.arrow"))
+                if files:
+                    chunks.append(Tables({name: pl.concat([pl.read_ipc(f).filter(mine) for f in files])}))
+        made = finalize(Tables.concat([*chunks, held]))
+        if self._spans is not None:
+            made.frames[T.RUNS] = runs_from_spans(self._spans, made[T.SERVER_ARGS])
+        return made
+
+    def run_lines(self, source: str, run: int) -> tuple[int, int]:
+        """(first line, line count) of a run, from the merged spans ((0, 0) when unknown)."""
+        if self._spans is None:
+            return 0, 0
+        row = self._spans.filter((pl.col(C.SOURCE) == source) & (pl.col(C.RUN) == run))
+        if not row.height:
+            return 0, 0
+        return int(row.item(0, C.START_LINE)), int(row.item(0, C.LINE_COUNT))
+
     def close(self) -> None:
         if self._spill is not None:
             self._spill.cleanup()

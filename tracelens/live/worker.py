@@ -44,7 +44,7 @@ from typing import IO, BinaryIO
 
 import polars as pl
 
-from tracelens.analysis import Analysis, analyze_tables
+from tracelens.analysis import Analysis, Finding, analyze_tables
 from tracelens.engine.executors import WORKER_ENV
 from tracelens.engine.stream import SourceParser
 from tracelens.live.index import parsed_columns
@@ -70,6 +70,7 @@ from tracelens.sources.protocol import Block
 from tracelens.tables.frames import Tables
 from tracelens.tables.schema import C, T
 
+WHOLE_RUN_LINES = 500_000  # an ended run up to this long is judged once on all its rows (read back)
 NICE = 10  # how much lower the child's scheduling priority is than its parent's (a nice increment)
 _HEADER = struct.Struct("<Q")
 _PARSE_BATCH = 64  # parse messages read ahead and parsed as one block per source
@@ -231,13 +232,31 @@ class _Worker:
             tables = self._tables.view()
             lines = self._tables.lines
         analysis = self._analyse(tables)
-        findings = self._kept.update(analysis.findings, _ended_runs(tables), self._tables.window_start)
+        ended = _ended_runs(tables)
+        found = self._judge_ended(analysis.findings, ended)
+        findings = self._kept.update(found, ended, self._tables.window_start)
         snap = snapshot(analysis, self.config.labels, lines)
         with self._lock:
             self._analysis = analysis
             self._analyses += 1
             count = self._analyses
         self.reply(Analysed(through, count, findings, snap, time.monotonic() - started))
+
+    def _judge_ended(self, found: list[Finding], ended: set[tuple[str, int]]) -> list[Finding]:
+        """A run that has just ended and no longer fits the window is judged once on all its rows
+        (read back from disk; up to `WHOLE_RUN_LINES`): its findings replace the window's."""
+        for source, run in ended:
+            if self._kept.is_frozen((source, run)):
+                continue
+            first, count = self._tables.run_lines(source, run)
+            if first >= self._tables.window_start(source) or count > WHOLE_RUN_LINES:
+                continue  # whole in the window already, or too long to read back
+            with self._lock:
+                tables = self._tables.with_whole_run(source, run)
+            whole = self._analyse(tables).findings
+            found = [f for f in found if (f.source, f.run) != (source, run)]
+            found += [f for f in whole if (f.source, f.run) == (source, run)]
+        return found
 
     def _analyse(self, tables: Tables) -> Analysis:
         return analyze_tables(
