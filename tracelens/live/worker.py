@@ -70,7 +70,7 @@ from tracelens.sources.protocol import Block
 from tracelens.tables.frames import Tables
 from tracelens.tables.schema import C, T
 
-WHOLE_RUN_LINES = 500_000  # an ended run up to this long is judged once on all its rows (read back)
+WHOLE_RUN_LINES = 200_000  # an ended run up to this long is judged once on all its rows (read back)
 NICE = 10  # how much lower the child's scheduling priority is than its parent's (a nice increment)
 _HEADER = struct.Struct("<Q")
 _PARSE_BATCH = 64  # parse messages read ahead and parsed as one block per source
