@@ -3,9 +3,11 @@ never depends on it: when it dies, lines are still indexed and shown, and the fa
 
 from __future__ import annotations
 
+import itertools
 import os
 from pathlib import Path
 
+import polars as pl
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -117,3 +119,87 @@ def test_the_pump_cuts_lines_where_the_parser_does(pieces: list[bytes]) -> None:
     frame = block_lines(Block("x", 1, 0, data))
     assert starts.tolist() == frame.get_column(C.BYTE_OFFSET).to_list()
     assert lengths.tolist() == frame.get_column(C.BYTE_LEN).to_list()
+
+
+def test_an_update_reads_a_bounded_window_of_rows_and_every_run_whole() -> None:
+    """`LiveTables` holds each source's newest lines (at most twice the window) and the small tables
+    whole; `runs` covers every line, and `everything()` gives back the batch parse's tables."""
+    from tracelens.engine.ingest import parse_paths
+    from tracelens.engine.stream import SourceParser
+    from tracelens.live.window import LiveTables
+    from tracelens.parsers import ParseOptions
+
+    from conftest import SAMPLE_LOGS
+
+    path = SAMPLE_LOGS / "sweep_and_crash.log"
+    data = path.read_bytes()
+    batch = parse_paths([path])
+    label = batch[T.LINES].item(0, C.SOURCE)
+    parser = SourceParser(ParseOptions())
+    live = LiveTables(window=300)
+    cuts = [0, *sorted({data.index(b"\n", at) + 1 for at in range(4096, len(data), 4096)}), len(data)]
+    line = 1
+    for start, end in itertools.pairwise(cuts):
+        frame = block_lines(Block(label, line, start, data[start:end]))
+        line += frame.height
+        tables, _, parsed = parser.feed(frame, end == len(data))
+        if parsed:
+            live.add(tables)
+        view = live.view()
+        assert view[T.LINES].height <= 2 * 300
+    assert live.lines == batch[T.LINES].height == 4540 and live.spilled
+    assert live.window_start(label) > 4000
+    view = live.view()
+    assert view[T.RUNS].equals(batch[T.RUNS])  # whole runs, although the window holds their end only
+    assert view[T.LIFECYCLE].equals(batch[T.LIFECYCLE]) and view[T.SERVER_ARGS].equals(batch[T.SERVER_ARGS])
+    # faults are windowed too, each one whole (its traceback's pieces go with its first line)
+    recent = batch[T.FAULTS].filter(pl.col(C.LINE_NO) >= live.window_start(label))
+    assert recent.height and view[T.FAULTS].equals(recent)
+    whole = live.everything()
+    for name in (T.LINES, T.BATCHES, T.DEBUG, T.FAULTS, T.LIFECYCLE, T.RUNS, T.SERVER_ARGS):
+        assert whole[name].equals(batch[name]), name
+    live.close()
+
+
+def test_findings_outlive_the_window_and_the_full_analysis_reads_every_row(tmp_path: Path) -> None:
+    """With a window of 300 lines, an update judges the newest 300-600 lines of a 4540-line log: what it
+    found earlier is kept, `session.analysis` (the report's) is still the batch analysis of every row,
+    and the open run's means are those of the window (README: what the live view computes)."""
+    import shutil
+
+    from tracelens.analysis import Severity
+    from tracelens.engine.ingest import analyze
+
+    from conftest import SAMPLE_LOGS
+
+    path = tmp_path / "sweep_and_crash.log"
+    shutil.copy(SAMPLE_LOGS / "sweep_and_crash.log", path)
+    batch = analyze([path])
+    spec = parse_spec(str(path))
+    session = LiveSession(
+        [spec], interval=0.1, window_lines=300, follower_options={spec.label: {"poll": 0.01}}
+    )
+    session.start()
+    try:
+        assert wait_for(lambda: session.analyses >= 1) and session.wait_idle(timeout=60)
+        assert session.snapshot.lines == 4540
+        full = session.analysis
+        assert full is not None
+        keep = [C.RUN, C.LINE_COUNT, "mean_accept_len", "mean_gen_throughput", "status"]
+        assert full.runs.select(keep).equals(batch.runs.select(keep))
+        found = lambda findings: {(f.run, f.code, f.severity) for f in findings}  # noqa: E731
+        assert found(full.findings) == found(batch.findings)
+        live = found(session.findings)
+        assert live <= found(batch.findings)
+        # Every run keeps all its findings: the first left the window long ago (kept, and frozen when
+        # it ended), the second was judged once on all its rows (read back from disk) when it ended.
+        # Only a comparison across runs is missing: the first run's debug lines are on disk.
+        missing = found(batch.findings) - live
+        assert missing == {(2, "debug-sites-missing", Severity.WARNING)}
+        newest = session.snapshot.runs[0]
+        last = batch.runs.row(-1, named=True)
+        assert newest.run == 3 and newest.status == last["status"]
+        assert newest.mean_accept_len is not None
+        assert newest.mean_accept_len != last["mean_accept_len"]  # the window's steady mean
+    finally:
+        session.stop()

@@ -220,3 +220,32 @@ async def test_scrolling_up_pauses_follow(tmp_path: Path) -> None:
         await pilot.press("end")
         assert view.follow and view.cursor == 206
         np.testing.assert_array_equal(view.view, np.arange(207))
+
+
+async def test_the_screen_keeps_a_bounded_history(tmp_path: Path) -> None:
+    """A session runs for days: the event names kept, the plot's points and the toasts on screen are
+    capped, the newest kept."""
+    from tui_support import START
+
+    from tracelens.live import events as ev
+    from tracelens.live.status import SNAPSHOT_POINTS
+    from tracelens.tui.app import EVENTS_KEPT, TOASTS_KEPT, SessionReported
+
+    log = tmp_path / "server.log"
+    lines = START + [decode(i // 8, 2.5 + 0.01 * (i % 5)) for i in range(SNAPSHOT_POINTS + 500)]
+    log.write_text("\n".join(lines) + "\n")
+    app = _app(log)
+    async with app.run_test(size=SIZE) as pilot:
+        assert await until(
+            lambda: app.session.snapshot.lines == len(lines) and app.acceptance.run is not None
+        )
+        assert app.acceptance.run is not None
+        assert 0 < app.acceptance.run.series.height <= SNAPSHOT_POINTS + 1  # the plot's points
+        for i in range(EVENTS_KEPT + 200):
+            app.post_message(SessionReported(ev.SessionFailed(f"failure {i}")))
+        last = f"failure {EVENTS_KEPT + 199}"
+        assert await until(lambda: any(n.message == last for n in app._notifications))
+        await pilot.pause()
+        assert len(app.events_seen) == EVENTS_KEPT and app.events_seen[-1] == "SessionFailed"
+        toasts = [n.message for n in app._notifications]
+        assert len(toasts) <= TOASTS_KEPT and toasts[-1] == last

@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from tracelens.live.window import WINDOW_LINES
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -37,6 +39,7 @@ class WorkerConfig:
     baseline: str | None
     stall_seconds: float
     interval: float
+    window_lines: int = WINDOW_LINES  # per source, the newest lines an update analyses (`window.LiveTables`)
 
 
 @dataclass(frozen=True)

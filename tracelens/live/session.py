@@ -1,5 +1,5 @@
 """A live session: followers feed lines in, the same parser reads them block by block as they arrive,
-and the same analysis re-runs on everything seen so far, at a bounded rate.
+and the same analysis re-runs on a bounded window of them (`window.LiveTables`), at a bounded rate.
 
 In this process, threads that never parse:
 
@@ -10,9 +10,10 @@ In this process, threads that never parse:
 
 In a worker process (`tracelens.live.worker`, at a lower priority): `parse_lines` on each source's new
 lines with that source's carried `ParseState`, exactly as a batch parse reads blocks, and at most every
-`interval` seconds (longer when an analysis takes long) `finalize` and `analyze_tables` on everything
-parsed. Its replies (the new rows' tables; findings and the `Snapshot`) arrive on the worker client's
-reader thread, which fills in the index's kinds and ranks and reports what is new.
+`interval` seconds (longer when an analysis takes long) `finalize` and `analyze_tables` on each
+source's newest lines and the small tables whole (findings made earlier are kept, `kept.KeptFindings`).
+Its replies (the new rows' tables; findings and the `Snapshot`) arrive on the worker client's reader
+thread, which fills in the index's kinds and ranks and reports what is new.
 
 Listeners (`subscribe`) are called on those threads with the events of `tracelens.live.events`.
 """
@@ -39,6 +40,7 @@ from tracelens.live.messages import Analysed, FromWorker, NotAnalysed, ParseFail
 from tracelens.live.spec import FILE, SourceSpec
 from tracelens.live.status import Snapshot
 from tracelens.live.store import TextStore
+from tracelens.live.window import WINDOW_LINES
 from tracelens.live.worker import WorkerClient, WorkerGone
 from tracelens.parsers import ParseOptions, ParseState, parse_lines
 from tracelens.sources import events as src
@@ -91,6 +93,7 @@ class LiveSession:
         stall_seconds: float = DEFAULT_STALL_SECONDS,
         base_date: dt.date | None = None,
         interval: float = ANALYSIS_INTERVAL,
+        window_lines: int = WINDOW_LINES,
         follower_options: dict[str, dict[str, Any]] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -101,6 +104,7 @@ class LiveSession:
         self.baseline = baseline
         self.stall_seconds = stall_seconds
         self.interval = interval
+        self.window_lines = window_lines
         self.clock = clock
         self.index = LogIndex()
         self.sources = [SourceState(s.label, s, options=_options(s, base_date)) for s in specs]
@@ -146,6 +150,7 @@ class LiveSession:
             baseline=self.baseline,
             stall_seconds=self.stall_seconds,
             interval=self.interval,
+            window_lines=self.window_lines,
         )
         try:
             self._worker = WorkerClient(config, self._from_worker, self._worker_ended)
@@ -193,9 +198,10 @@ class LiveSession:
 
     @property
     def analysis(self) -> Analysis | None:
-        """The newest full analysis of everything seen (every table), None before the first. The worker
-        holds it: reading this asks the worker for it (when newer than the one read last) and waits,
-        so read it off the screen's thread (the panels use `snapshot` and `findings`)."""
+        """The full analysis of everything seen (every table), None before the first. The worker makes
+        it (from its window and the rows it spilled to disk, or its newest update's analysis while
+        nothing was spilled): reading this asks the worker for it (when newer than the one read last)
+        and waits, so read it off the screen's thread (the panels use `snapshot` and `findings`)."""
         if self.analyses == 0:
             return None
         fetched_at, fetched = self._fetched

@@ -247,8 +247,9 @@ def newest_decode(tables: Tables) -> tuple[float | None, float | None] | None:
     return last.get(C.ACCEPT_LEN), last.get(C.GEN_THROUGHPUT)
 
 
-def snapshot(analysis: Analysis, sources: list[str]) -> Snapshot:
+def snapshot(analysis: Analysis, sources: list[str], lines: int | None = None) -> Snapshot:
+    """Each source's newest run; ``lines`` parsed in all (default: those of the analysis' tables)."""
     return Snapshot(
         runs=tuple(run_status(analysis, s) for s in sources),
-        lines=analysis.tables[T.LINES].height,
+        lines=analysis.tables[T.LINES].height if lines is None else lines,
     )

@@ -11,8 +11,12 @@ the CPU while the screen has work: the screen's process only reads, indexes and 
     WorkerClient reader <------------- stdout --- RowsParsed (the new rows' tables, the index's columns)
                                                   analyser: finalize + analyze_tables at most every
                                                   `interval` s -> Analysed (findings, snapshot)
-    LiveSession.analysis -- AnalysisRequested --> the newest full `Analysis` (every table), on request
+    LiveSession.analysis -- AnalysisRequested --> the full `Analysis` of every row seen, on request
                                                   (AnalysisSent)
+
+The analyser reads each source's newest lines only, plus the small tables whole (`window.LiveTables`;
+older rows are spilled to disk), so an update costs the same after ten thousand lines as after ten
+million; findings whose rows have left the window are kept (`kept.KeptFindings`).
 
 Messages are the records of `tracelens.live.messages`, pickled (polars frames pickle as Arrow IPC),
 each framed by its length. The child is started with `sys.executable -m`, not `multiprocessing`: its
@@ -40,9 +44,11 @@ from typing import IO, BinaryIO
 
 import polars as pl
 
-from tracelens.analysis import Analysis, analyze_tables
+from tracelens.analysis import Analysis, Finding, analyze_tables
+from tracelens.engine.executors import WORKER_ENV
 from tracelens.engine.stream import SourceParser
 from tracelens.live.index import parsed_columns
+from tracelens.live.kept import KeptFindings
 from tracelens.live.messages import (
     Analysed,
     AnalysisRequested,
@@ -58,12 +64,13 @@ from tracelens.live.messages import (
     WorkerEnded,
 )
 from tracelens.live.status import newest_decode, snapshot
-from tracelens.parsers.finalize import finalize
+from tracelens.live.window import LiveTables
 from tracelens.sources.files import block_lines
 from tracelens.sources.protocol import Block
 from tracelens.tables.frames import Tables
-from tracelens.tables.schema import T
+from tracelens.tables.schema import C, T
 
+WHOLE_RUN_LINES = 200_000  # an ended run up to this long is judged once on all its rows (read back)
 NICE = 10  # how much lower the child's scheduling priority is than its parent's (a nice increment)
 _HEADER = struct.Struct("<Q")
 _PARSE_BATCH = 64  # parse messages read ahead and parsed as one block per source
@@ -96,8 +103,7 @@ def receive(stream: IO[bytes]) -> object:
 
 
 class _Worker:
-    """Parses each source's new lines in order and analyses everything parsed, as `LiveSession` did in
-    threads of its own process before."""
+    """Parses each source's new lines in order and analyses a bounded window of them (`LiveTables`)."""
 
     def __init__(self, config: WorkerConfig, out: BinaryIO) -> None:
         self.config = config
@@ -106,9 +112,9 @@ class _Worker:
         self._inbox: queue.Queue[ParseRequested | None] = queue.Queue(maxsize=_READ_AHEAD)
         self._parsers = [SourceParser(options) for options in config.options]
         self._lock = threading.Lock()
-        self._pending: list[Tables] = []
-        self._pending_seq = 0  # the last parse message whose rows are in `_pending`
-        self._accumulated: Tables | None = None
+        self._tables = LiveTables(config.window_lines)
+        self._pending_seq = 0  # the last parse message whose rows are in `_tables`
+        self._kept = KeptFindings()
         self._analysis: Analysis | None = None
         self._analyses = 0
         self._dirty = threading.Event()
@@ -121,7 +127,11 @@ class _Worker:
     def run(self, inp: BinaryIO) -> None:
         threading.Thread(target=self._read, args=(inp,), name="worker read", daemon=True).start()
         threading.Thread(target=self._analyse_loop, name="worker analyse", daemon=True).start()
-        self._parse_loop()
+        try:
+            self._parse_loop()
+        finally:
+            with self._lock:
+                self._tables.close()  # the spilled rows' folder
 
     def _read(self, inp: BinaryIO) -> None:
         try:
@@ -190,7 +200,7 @@ class _Worker:
         columns = parsed_columns(tables[T.LINES])
         self.reply(RowsParsed(seq, source, first, parsed, tables, columns, newest_decode(tables)))
         with self._lock:
-            self._pending.append(tables)
+            self._tables.add(tables)
             self._pending_seq = seq
         self._dirty.set()
 
@@ -206,39 +216,73 @@ class _Worker:
             self._dirty.clear()
             last = time.monotonic()
             with self._lock:
-                parts, self._pending = self._pending, []
                 through = self._pending_seq
             try:
-                self._analyse_once(parts, through, last)
+                self._analyse_once(through, last)
             except Exception as exc:
                 self.reply(NotAnalysed(through, f"analysis failed: {type(exc).__name__}: {exc}"))
             took = time.monotonic() - last
             wait = max(self.config.interval, 2 * took)  # a long analysis leaves time for parsing
 
-    def _analyse_once(self, parts: list[Tables], through: int, started: float) -> None:
-        if self._accumulated is not None:
-            parts = [self._accumulated, *parts]
-        if not parts:
-            self.reply(NotAnalysed(through, None))
-            return
-        self._accumulated = Tables.concat(parts) if len(parts) > 1 else parts[0]
-        analysis = analyze_tables(
-            finalize(self._accumulated),
-            self.config.expectations,
-            baseline=self.config.baseline,
-            stall_seconds=self.config.stall_seconds,
-        )
-        snap = snapshot(analysis, self.config.labels)
+    def _analyse_once(self, through: int, started: float) -> None:
+        with self._lock:
+            if not self._tables.lines:
+                self.reply(NotAnalysed(through, None))
+                return
+            tables = self._tables.view()
+            lines = self._tables.lines
+        analysis = self._analyse(tables)
+        ended = _ended_runs(tables)
+        found = self._judge_ended(analysis.findings, ended)
+        findings = self._kept.update(found, ended, self._tables.window_start)
+        snap = snapshot(analysis, self.config.labels, lines)
         with self._lock:
             self._analysis = analysis
             self._analyses += 1
             count = self._analyses
-        self.reply(Analysed(through, count, analysis.findings, snap, time.monotonic() - started))
+        self.reply(Analysed(through, count, findings, snap, time.monotonic() - started))
+
+    def _judge_ended(self, found: list[Finding], ended: set[tuple[str, int]]) -> list[Finding]:
+        """A run that has just ended and no longer fits the window is judged once on all its rows
+        (read back from disk; up to `WHOLE_RUN_LINES`): its findings replace the window's."""
+        for source, run in ended:
+            if self._kept.is_frozen((source, run)):
+                continue
+            first, count = self._tables.run_lines(source, run)
+            if first >= self._tables.window_start(source) or count > WHOLE_RUN_LINES:
+                continue  # whole in the window already, or too long to read back
+            with self._lock:
+                tables = self._tables.with_whole_run(source, run)
+            whole = self._analyse(tables).findings
+            found = [f for f in found if (f.source, f.run) != (source, run)]
+            found += [f for f in whole if (f.source, f.run) == (source, run)]
+        return found
+
+    def _analyse(self, tables: Tables) -> Analysis:
+        return analyze_tables(
+            tables,
+            self.config.expectations,
+            baseline=self.config.baseline,
+            stall_seconds=self.config.stall_seconds,
+        )
 
     def _send_analysis(self, request: int) -> None:
+        """The newest update's analysis while it read every row; else one of every row, made now."""
         with self._lock:
             analysis, count = self._analysis, self._analyses
+            whole = self._tables.everything() if self._tables.spilled else None
+        if whole is not None:
+            with contextlib.suppress(Exception):  # the newest update's analysis is still an answer
+                analysis = self._analyse(whole)
         self.reply(AnalysisSent(request, count, analysis))
+
+
+def _ended_runs(tables: Tables) -> set[tuple[str, int]]:
+    """The runs a later server start of their source has ended."""
+    runs = tables[T.RUNS].select(C.SOURCE, C.RUN)
+    last = runs.group_by(C.SOURCE).agg(pl.col(C.RUN).max().alias("_last"))
+    ended = runs.join(last, on=C.SOURCE).filter(pl.col(C.RUN) < pl.col("_last"))
+    return {(source, int(run)) for source, run in ended.select(C.SOURCE, C.RUN).iter_rows()}
 
 
 def main() -> None:
@@ -285,6 +329,9 @@ class WorkerClient:
         # the child imports this same tracelens, wherever it was imported from
         root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        # freed memory goes back to the system soon, as the batch engine's workers do: the window is
+        # rebuilt at every update, and without it the allocators keep what earlier updates freed
+        env.update({key: WORKER_ENV[key] for key in ("_RJEM_MALLOC_CONF", "ARROW_DEFAULT_MEMORY_POOL")})
         self.process = subprocess.Popen(
             [sys.executable, "-m", "tracelens.live.worker"],
             stdin=subprocess.PIPE,

@@ -19,6 +19,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.message import Message
+from textual.notifications import Notify
 from textual.widgets import Footer, Input
 
 from tracelens.analysis import Severity
@@ -33,6 +34,7 @@ from tracelens.tui.screens import FilterScreen, HelpScreen
 
 DEFAULT_REPORT = Path("tracelens-live-report.html")
 EVENTS_KEPT = 1000  # session event names kept for inspection (tests, debugging)
+TOASTS_KEPT = 5  # toasts on screen at once: a burst of failures shows the newest, not a wall of them
 
 
 class SessionReported(Message):
@@ -85,6 +87,15 @@ class TraceLensApp(App[None]):
         self.current_source: str | None = None
         self.chosen_source: str | None = None  # picked with `s`; None: the newest speculative run
         self.toasted_errors = False  # at most one error toast per analysis, none for the first
+
+    def on_notify(self, message: Notify) -> None:
+        """A new toast: drop the oldest ones so that at most `TOASTS_KEPT` show with it (Textual keeps each
+        one until it expires, so a burst of failures would fill the screen)."""
+        older = [n for n in self._notifications if n is not message.notification]
+        for old in older[: max(len(older) - (TOASTS_KEPT - 1), 0)]:
+            self._unnotify(old, refresh=False)
+        if len(older) >= TOASTS_KEPT:
+            self._refresh_notifications()
 
     def compose(self) -> ComposeResult:
         yield HeaderBar(self.session, self.clock, id="header")

@@ -1,0 +1,178 @@
+"""The live worker's parsed rows, held in bounded memory: per source a window of its newest lines for the
+periodic analysis, the rest spilled to disk for the full analysis a view asks for.
+
+Why: re-analysing every row seen so far at every interval makes an update cost, and the worker's
+memory, grow with the session. An update reads instead:
+
+- the *bulk* tables (`BULK`: lines, decode and prefill batches, debug, access lines, ...), whose rows
+  grow with the lines, over each source's newest `window` lines only;
+- the small tables (lifecycle, server args: they grow with server starts, not with traffic) whole;
+- `runs` from run spans merged as rows arrive (`finalize.merge_run_spans`), so a run's start, end and
+  line count are those of the whole run, not of the window.
+
+Rows that leave the window are appended to Arrow IPC files in a private temporary folder (a chunk at a
+time: the window is cut back to `window` lines when it holds twice that many), so `everything()` can
+still give the whole session's tables when a view asks for them (the TUI's report, `follow`'s last
+word): that one analysis reads the whole session, as `tracelens check` would, and is paid only when
+asked for.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import polars as pl
+
+from tracelens.parsers.finalize import finalize, merge_run_spans, run_spans, runs_from_spans
+from tracelens.tables.frames import PARTS, Tables
+from tracelens.tables.schema import C, Kind, T
+
+# Tables whose rows grow with the lines: windowed. Faults are among them (a busy server logs an
+# out-of-memory retraction every few hundred lines), and so are the pieces of their multi-line records
+# (`PARTS` of kind fault, cut by record so a traceback stays whole). Every other table is kept whole.
+BULK = (T.LINES, T.BATCHES, T.DEBUG, T.HTTP, T.SPEC_METRICS, T.FOREIGN, T.MESSAGES, T.UNPARSED, T.FAULTS)
+SPILLED = (*BULK, PARTS)
+WINDOW_LINES = 20_000  # per source: lines an update analyses (bench/live.py measures the cost)
+
+
+class LiveTables:
+    """Every parsed row of a session: the window in memory, older bulk rows on disk."""
+
+    def __init__(self, window: int = WINDOW_LINES) -> None:
+        self.window = window
+        self.lines = 0  # every line parsed, windowed or not
+        self._parts: list[Tables] = []  # parsed since the last `view`
+        self._held: Tables | None = None  # the window (bulk) and the small tables (whole)
+        self._spans: pl.DataFrame | None = None
+        self._spill: tempfile.TemporaryDirectory[str] | None = None
+        self._spilled = 0  # chunks written
+        self._newest: dict[str, int] = {}  # per source, its newest line number
+        self._oldest: dict[str, int] = {}  # per source, the first line number still in the window
+
+    @property
+    def spilled(self) -> bool:
+        return self._spilled > 0
+
+    def add(self, tables: Tables) -> None:
+        """New rows of a parse (in each source's order)."""
+        lines = tables[T.LINES]
+        self.lines += lines.height
+        spans = run_spans(lines)
+        both = spans if self._spans is None else pl.concat([self._spans, spans], how="vertical_relaxed")
+        self._spans = merge_run_spans(both)
+        for source, newest in lines.group_by(C.SOURCE).agg(pl.col(C.LINE_NO).max()).iter_rows():
+            self._newest[source] = max(newest, self._newest.get(source, 0))
+        # the small tables' rows stay for the whole session: in buffers of their own (`_compact`)
+        self._parts.append(
+            Tables({n: _compact(f) if n not in SPILLED and f.height else f for n, f in tables.frames.items()})
+        )
+
+    def window_start(self, source: str) -> int:
+        """The first line number of ``source`` an update still reads (1 before anything was cut)."""
+        return self._oldest.get(source, 1)
+
+    def view(self) -> Tables:
+        """The tables an update analyses, finalized: the window, the small tables, whole-run `runs`."""
+        if self._parts:
+            held = [self._held] if self._held is not None else []
+            self._held = Tables.concat([*held, *self._parts])
+            self._parts = []
+            self._cut()
+            self._held = Tables({name: frame.rechunk() for name, frame in self._held.frames.items()})
+        if self._held is None:
+            return finalize(Tables({}))
+        made = finalize(self._held)
+        if self._spans is not None:
+            made.frames[T.RUNS] = runs_from_spans(self._spans, made[T.SERVER_ARGS])
+        return made
+
+    def everything(self) -> Tables:
+        """Every row of the session (spilled chunks read back), finalized as a batch parse would be."""
+        held = Tables.concat([*([self._held] if self._held is not None else []), *self._parts])
+        if self._spill is None:
+            return finalize(held)
+        folder = Path(self._spill.name)
+        chunks = []
+        for name in SPILLED:
+            files = sorted(folder.glob(f"{name}.*.arrow"))
+            if files:
+                chunks.append(
+                    Tables({name: pl.concat([pl.read_ipc(f) for f in files], how="vertical_relaxed")})
+                )
+        # per source, the spilled chunks hold its older lines in order, the window its newest
+        return finalize(Tables.concat([*chunks, held]))
+
+    def with_whole_run(self, source: str, run: int) -> Tables:
+        """The tables of `view` (call it first) with every row of one run: its spilled rows read back.
+        An ended run is judged once on them (the worker's `_judge_ended`)."""
+        held = self._held if self._held is not None else Tables({})
+        chunks = []
+        if self._spill is not None:
+            folder = Path(self._spill.name)
+            mine = (pl.col(C.SOURCE) == source) & (pl.col(C.RUN) == run)
+            for name in SPILLED:
+                files = sorted(folder.glob(f"{name}.*.arrow"))
+                if files:
+                    chunks.append(Tables({name: pl.concat([pl.read_ipc(f).filter(mine) for f in files])}))
+        made = finalize(Tables.concat([*chunks, held]))
+        if self._spans is not None:
+            made.frames[T.RUNS] = runs_from_spans(self._spans, made[T.SERVER_ARGS])
+        return made
+
+    def run_lines(self, source: str, run: int) -> tuple[int, int]:
+        """(first line, line count) of a run, from the merged spans ((0, 0) when unknown)."""
+        if self._spans is None:
+            return 0, 0
+        row = self._spans.filter((pl.col(C.SOURCE) == source) & (pl.col(C.RUN) == run))
+        if not row.height:
+            return 0, 0
+        return int(row.item(0, C.START_LINE)), int(row.item(0, C.LINE_COUNT))
+
+    def close(self) -> None:
+        if self._spill is not None:
+            self._spill.cleanup()
+            self._spill = None
+
+    def _cut(self) -> None:
+        """Spill each source's bulk rows before its newest `window` lines once it holds twice that."""
+        assert self._held is not None
+        cut: dict[str, int] = {}
+        for source, newest in self._newest.items():
+            if newest - self.window_start(source) + 1 > 2 * self.window:
+                cut[source] = newest - self.window + 1
+        if not cut:
+            return
+        limit = pl.col(C.SOURCE).replace_strict(cut, default=0, return_dtype=pl.Int64)
+        frames = dict(self._held.frames)
+        if self._spill is None:
+            self._spill = tempfile.TemporaryDirectory(prefix="tracelens-live-")
+        self._spilled += 1
+        for name in SPILLED:
+            frame = frames.get(name)
+            if frame is None or not frame.height:
+                continue
+            if name == PARTS:  # a fault's pieces go with its first line; server args stay
+                old = (pl.col(C.RECORD) < limit) & (pl.col(C.KIND) == Kind.FAULT)
+            else:
+                old = pl.col(C.LINE_NO) < limit
+            gone = frame.filter(old)
+            if gone.height:
+                gone.write_ipc(Path(self._spill.name) / f"{name}.{self._spilled:08d}.arrow")
+            frames[name] = _compact(frame.filter(~old))
+        self._held = Tables(frames)
+        self._oldest.update(cut)
+
+
+def _compact(frame: pl.DataFrame) -> pl.DataFrame:
+    """The frame in buffers of its own. polars' strings are views into shared buffers, and a filtered,
+    sliced or concatenated frame keeps every buffer its rows came from: without this, the few rows of
+    each parse the window keeps (a fault, the tail of a block) would keep that parse's whole text
+    buffers, and the worker would grow by megabytes a block (measured with bench/live.py memory).
+    Arrow's plain strings hold only the bytes the rows use; polars copies them back into views. Done
+    to the small tables' new rows as they come and to the window when it is cut, so the buffers held
+    are those of the window's newest lines (at most twice `window`) and of the small tables' rows."""
+    back = pl.from_arrow(frame.to_arrow())
+    if isinstance(back, pl.DataFrame) and back.schema == frame.schema:
+        return back
+    return frame.rechunk()
