@@ -274,6 +274,21 @@ def test_a_damaged_manifest_is_one_line_and_exit_2_and_nothing_is_lost(damage: s
         assert snapshot(out) == before, args
 
 
+def test_a_manifest_that_does_not_name_its_writer_still_reads(tmp_path: Path) -> None:
+    """Manifests of this format written before the writer's version was recorded (no `tracelens`
+    key) are datasets like any other, not damaged ones."""
+    out = tmp_path / "ds"
+    assert run("parse", str(FIXED), "-o", str(out), "-q").returncode == 0
+    manifest = out / ".tracelens" / "manifest.json"
+    data = json.loads(manifest.read_text())
+    del data["tracelens"]
+    manifest.write_text(json.dumps(data))
+    result = run("summary", str(out), "-q")
+    assert result.returncode == 0, result.stderr
+    again = run("parse", str(FIXED), "-o", str(out), "-q")
+    assert again.returncode == 0, again.stderr
+
+
 @pytest.mark.parametrize("version", [1, 99])
 def test_a_damaged_or_foreign_commit_journal_is_one_line_and_exit_2_and_nothing_is_lost(
     version: int, tmp_path: Path

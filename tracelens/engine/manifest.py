@@ -22,6 +22,7 @@ from tracelens.sources.inputs import Input
 
 MANIFEST = ".tracelens/manifest.json"
 JOURNAL = ".tracelens/journal.json"
+UNRECORDED = "before 0.1"  # the writer of a manifest that does not say
 # The dataset format: a dataset of another format is refused (exit 2), never rewritten in place.
 VERSION = 1
 _SAMPLE = 64 << 10
@@ -92,7 +93,8 @@ class SourceSummary:
 @dataclass(frozen=True)
 class Manifest:
     version: int
-    tracelens: str  # the version that wrote it
+    # the version that wrote it; manifests of the same format written before it was recorded lack it
+    tracelens: str = UNRECORDED
     inputs: dict[str, InputRecord] = field(default_factory=dict)  # by path
     tasks: dict[str, TaskRecord] = field(default_factory=dict)  # by task id
     faults: dict[str, str] = field(default_factory=dict)  # source -> its `faults` file
@@ -125,7 +127,7 @@ def load_manifest(data: object, where: str = "manifest") -> Manifest:
     if not isinstance(data, dict):
         raise RecordError(f"{where} should be an object")
     if data.get("version") != VERSION:
-        raise IncompatibleVersion(data.get("version"), data.get("tracelens", "before 0.1"))
+        raise IncompatibleVersion(data.get("version"), data.get("tracelens", UNRECORDED))
     return from_json(Manifest, data, where)
 
 
