@@ -9,8 +9,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,6 +20,7 @@ from typing import Annotated
 
 import typer
 
+from tracelens.cli.dataset import DatasetOpt, LockTimeoutOpt, NoCacheOpt, report_problems
 from tracelens.cli.options import (
     DEFAULT_STALL,
     BaselineOpt,
@@ -31,6 +34,7 @@ from tracelens.cli.options import (
     date_option,
     expectations_from,
 )
+from tracelens.engine.lock import DEFAULT_LOCK_TIMEOUT
 from tracelens.errors import InputError
 
 Sources = Annotated[
@@ -98,7 +102,69 @@ def _exit_on(signum: int) -> None:
     raise SystemExit(128 + signum)
 
 
-def _session(specs, expect, baseline, stall_seconds, date, interval, stdin_fd: int | None = None):
+@contextlib.contextmanager
+def _loaded(specs, date: str | None, dataset: Path | None, no_cache: bool, lock_timeout: float):
+    """Read the large local files among ``specs`` through the batch engine into a dataset first (the
+    cache's, as every command that takes log paths does; ``dataset``; or a temporary one with
+    ``no_cache``), and yield where the live session takes each over (`live.seed`). With ``dataset``
+    every existing local file is read into it, whatever its size. Compressed files and archives are
+    not followed: one line, exit 2."""
+    from rich.console import Console
+
+    from tracelens.cli.progress import engine_progress
+    from tracelens.engine import EngineOptions
+    from tracelens.engine.cache import dataset_for, mark_used, resolve_args
+    from tracelens.live.seed import LOAD_BYTES, load_files
+    from tracelens.sources.files import compression_of
+    from tracelens.sources.inputs import FILE, container_of
+
+    if dataset is not None and no_cache:
+        raise InputError("--dataset and --no-cache exclude each other")
+    files: dict[str, str] = {}
+    for spec in specs:
+        if spec.kind != "file" or not spec.path or not os.path.isfile(spec.path):
+            continue
+        path = Path(spec.path)
+        try:
+            compression, container = compression_of(path), container_of(path)
+        except OSError as exc:
+            raise InputError(f"cannot read {spec.path}: {exc.strerror or exc}") from exc
+        if compression or container != FILE:
+            what = f"compressed ({compression})" if compression else f"a {container} archive"
+            raise InputError(
+                f"{spec.path} is {what}: tui and follow read a plain log as it grows; "
+                f"`tracelens check` or `report` read it"
+            )
+        if dataset is not None or path.stat().st_size > LOAD_BYTES:
+            files[spec.label] = spec.path
+    if not files:
+        yield {}
+        return
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    temporary = Path(tempfile.mkdtemp(prefix="tracelens-")) if no_cache else None
+    try:
+        base_date = date_option(date)
+        target = temporary or dataset or dataset_for(resolve_args(list(files.values())), base_date)
+        options = EngineOptions(base_date=base_date, lock_timeout=lock_timeout)
+        # `kill` while the engine reads ends it as Ctrl-C does: its workers stop, its staging is removed
+        with _ending_signals(_exit_on), engine_progress(not sys.stderr.isatty()) as progress:
+            report, cuts = load_files(
+                files,
+                str(target),
+                options,
+                progress,
+                lambda text: err.print(f"tracelens: {text}", markup=False),
+            )
+        if temporary is None and dataset is None:
+            mark_used(target)
+        report_problems(err, report)
+        yield cuts
+    finally:
+        if temporary is not None:  # after the session: its full analysis reads the dataset
+            shutil.rmtree(temporary, ignore_errors=True)
+
+
+def _session(specs, expect, baseline, stall_seconds, date, interval, stdin_fd: int | None = None, cuts=None):
     from tracelens.live import LiveSession
 
     options = {s.label: {"fd": stdin_fd} for s in specs if s.kind == "stdin" and stdin_fd is not None}
@@ -110,6 +176,7 @@ def _session(specs, expect, baseline, stall_seconds, date, interval, stdin_fd: i
         base_date=date_option(date),
         interval=interval,
         follower_options=options,
+        cuts=cuts,
     )
 
 
@@ -130,12 +197,14 @@ def follow(
     stall_seconds: StallOpt = DEFAULT_STALL,
     interval: IntervalOpt = 1.0,
     date: LiveDateOpt = None,
+    dataset: DatasetOpt = None,
+    no_cache: NoCacheOpt = False,
+    lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT,
 ) -> None:
     """Follow logs as they grow and print new findings, source states and each run's stats (phase,
     accept len, tok/s) as they arrive. Ends when every source has ended (stdin closed, the command
-    exited, the replay finished); files and ssh sources are followed until Ctrl-C."""
-    from tracelens.cli.printer import FollowPrinter
-
+    exited, the replay finished); files and ssh sources are followed until Ctrl-C. A local file over
+    32 MiB is first read through the engine into the cache dataset, as `check` reads it."""
     expect = expectations_from(
         draft_config, target_config, expectations_file, expect_aux, hidden_size, embed_capture
     )
@@ -146,7 +215,13 @@ def follow(
         if spec.kind == "file" and spec.path and not os.path.exists(spec.path):
             sys.stderr.write(f"tracelens: waiting for {spec.path} to appear (it does not exist yet)\n")
             sys.stderr.flush()
-    session = _session(specs, expect, baseline, stall_seconds, date, interval, stdin_fd=0)
+    with _loaded(specs, date, dataset, no_cache, lock_timeout) as cuts:
+        session = _session(specs, expect, baseline, stall_seconds, date, interval, stdin_fd=0, cuts=cuts)
+        _follow(session, as_json, stats_every)
+
+
+def _follow(session, as_json: bool, stats_every: float) -> None:
+    from tracelens.cli.printer import FollowPrinter
 
     def write(text: str) -> None:
         sys.stdout.write(text)
@@ -179,16 +254,26 @@ def tui(
     interval: IntervalOpt = 0.75,
     report: Annotated[Path | None, typer.Option("--report", help="Where `r` writes the HTML report.")] = None,
     date: LiveDateOpt = None,
+    dataset: DatasetOpt = None,
+    no_cache: NoCacheOpt = False,
+    lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT,
 ) -> None:
     """The live screen: header (sources, connection, run, server phase, speculative config),
     acceptance and throughput over time, EAGLE-3 capture per debug site, live findings and the log with
-    filters and search. Keys: / search, f filter, p pause, e next fault, r HTML report, ? help, q quit."""
+    filters and search. Keys: / search, f filter, p pause, e next fault, r HTML report, ? help, q quit.
+    A local file over 32 MiB is first read through the engine into the cache dataset, as `check` reads
+    it: a second `tui` on it starts from the engine's second look."""
     expect = expectations_from(
         draft_config, target_config, expectations_file, expect_aux, hidden_size, embed_capture
     )
     specs = _specs(sources, cmd)
-    stdin_fd = _stdin_for_tui() if any(s.kind == "stdin" for s in specs) else None
-    session = _session(specs, expect, baseline, stall_seconds, date, interval, stdin_fd)
+    with _loaded(specs, date, dataset, no_cache, lock_timeout) as cuts:
+        stdin_fd = _stdin_for_tui() if any(s.kind == "stdin" for s in specs) else None
+        session = _session(specs, expect, baseline, stall_seconds, date, interval, stdin_fd, cuts)
+        _screen(session, report)
+
+
+def _screen(session, report: Path | None) -> None:
     from tracelens.tui.app import TraceLensApp
 
     app = TraceLensApp(session, report_path=report)

@@ -11,7 +11,7 @@ for an answer when the worker is gone.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from tracelens.live.window import WINDOW_LINES
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
     from tracelens.analysis import Analysis, Finding
     from tracelens.analysis.expectations import Expectations
+    from tracelens.live.seed import Cut
     from tracelens.live.status import Snapshot
     from tracelens.parsers import ParseOptions
     from tracelens.tables.frames import Tables
@@ -40,6 +41,8 @@ class WorkerConfig:
     stall_seconds: float
     interval: float
     window_lines: int = WINDOW_LINES  # per source, the newest lines an update analyses (`window.LiveTables`)
+    # by label, sources a dataset holds up to a cut: parsed from there, the rest read from it (`live.seed`)
+    cuts: dict[str, Cut] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from tracelens.analysis.startup import DEFAULT_STALL_SECONDS
 from tracelens.live import events as ev
 from tracelens.live.index import LogIndex
 from tracelens.live.messages import Analysed, FromWorker, NotAnalysed, ParseFailed, RowsParsed, WorkerConfig
+from tracelens.live.seed import Cut, index_lines, opened
 from tracelens.live.spec import FILE, SourceSpec
 from tracelens.live.status import Snapshot
 from tracelens.live.store import TextStore
@@ -45,6 +46,7 @@ from tracelens.live.worker import WorkerClient, WorkerGone
 from tracelens.parsers import ParseOptions, ParseState, parse_lines
 from tracelens.sources import events as src
 from tracelens.sources.files import block_lines, line_spans
+from tracelens.sources.generation import FileGeneration
 from tracelens.sources.protocol import Block
 from tracelens.tables.schema import T
 
@@ -96,6 +98,7 @@ class LiveSession:
         window_lines: int = WINDOW_LINES,
         follower_options: dict[str, dict[str, Any]] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        cuts: dict[str, Cut] | None = None,
     ) -> None:
         labels = [s.label for s in specs]
         if len(set(labels)) != len(labels):
@@ -115,6 +118,9 @@ class LiveSession:
         self.analyses = 0
         self.findings_seen: dict[tuple[str, str, str, int], int] = {}  # key -> order first seen
         self._follower_options = follower_options or {}
+        # local files the batch engine read into a dataset: taken over at a cut (`live.seed`)
+        self.cuts: dict[str, Cut] = dict(cuts or {})
+        self._opened: dict[str, FileGeneration] = {}
         self.followers: list[Any] = []
         self._queue: queue.Queue[src.SourceEvent] = queue.Queue(maxsize=_QUEUE_ITEMS)
         self._listeners: list[Listener] = []
@@ -139,8 +145,19 @@ class LiveSession:
         self._listeners.append(listener)
 
     def start(self) -> None:
+        for label, cut in list(self.cuts.items()):
+            spec = self.sources[self.index.source_of(label)].spec
+            generation = opened(spec.path, cut) if spec.kind == FILE and spec.path else None
+            if generation is None:  # changed since the engine read it: read from its start
+                del self.cuts[label]
+                continue
+            self._opened[label] = generation
+            self._next_line[self.index.source_of(label)] = cut.first_line
         for state in self.sources:
-            follower = state.spec.follower(**self._follower_options.get(state.label, {}))
+            options = dict(self._follower_options.get(state.label, {}))
+            if state.label in self.cuts:
+                options["start"] = (self.cuts[state.label].offset, self._opened[state.label])
+            follower = state.spec.follower(**options)
             self.followers.append(follower)
             self._spawn(f"follow {state.label}", self._run_follower, follower, state.label)
         config = WorkerConfig(
@@ -151,6 +168,7 @@ class LiveSession:
             stall_seconds=self.stall_seconds,
             interval=self.interval,
             window_lines=self.window_lines,
+            cuts=self.cuts,
         )
         try:
             self._worker = WorkerClient(config, self._from_worker, self._worker_ended)
@@ -167,6 +185,8 @@ class LiveSession:
         if self._worker is not None:
             self._worker.close()
         self.index.close()
+        for generation in self._opened.values():  # those never handed to the index's store
+            generation.close()
 
     @property
     def stopped(self) -> bool:
@@ -241,9 +261,24 @@ class LiveSession:
 
     def _run_follower(self, follower: Any, label: str) -> None:
         try:
+            if label in self.cuts:
+                self._index_before_cut(label)
             follower.run(self._emit, self._stop)
         except Exception as exc:
             self._emit(src.SourceEnded(label, f"{type(exc).__name__}: {exc}", failed=True))
+
+    def _index_before_cut(self, label: str) -> None:
+        """The lines before a cut, from the dataset, before the follower reads on from it (on the
+        follower's thread: the pump sees this source's lines only after)."""
+        source = self.index.source_of(label)
+        count = index_lines(self.index, source, self.cuts[label], self._opened[label])
+        self.sources[source].lines += count
+        if count:
+            self._notify(ev.LinesIndexed(label, count))
+        else:
+            self._notify(
+                ev.SessionFailed(f"{label}: the lines before the cut could not be read from the dataset")
+            )
 
     def _pump(self) -> None:
         while not self._stop.is_set():

@@ -21,12 +21,16 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
 
 from tracelens.parsers.finalize import finalize, merge_run_spans, run_spans, runs_from_spans
 from tracelens.tables.frames import PARTS, Tables
 from tracelens.tables.schema import C, Kind, T
+
+if TYPE_CHECKING:
+    from tracelens.live.seed import Seed
 
 # Tables whose rows grow with the lines: windowed. Faults are among them (a busy server logs an
 # out-of-memory retraction every few hundred lines), and so are the pieces of their multi-line records
@@ -49,10 +53,23 @@ class LiveTables:
         self._spilled = 0  # chunks written
         self._newest: dict[str, int] = {}  # per source, its newest line number
         self._oldest: dict[str, int] = {}  # per source, the first line number still in the window
+        self._seed: Seed | None = None  # what lies before the cuts of sources a dataset holds
+
+    def seed(self, seed: Seed) -> None:
+        """Start from a dataset's rows before each cut (`live.seed`): the window starts at the cut, the
+        small tables and run spans hold what came before, the bulk rows are read back from the dataset
+        when every row is asked for (`everything`, `with_whole_run`). Call before the first `add`."""
+        self._seed = seed
+        self.lines += seed.lines
+        self._spans = merge_run_spans(seed.spans) if seed.spans.height else None
+        for source, first in seed.starts.items():
+            self._oldest[source] = first
+            self._newest[source] = first - 1
 
     @property
     def spilled(self) -> bool:
-        return self._spilled > 0
+        """Some rows are outside the window: on disk, or in a dataset the tables were seeded from."""
+        return self._spilled > 0 or self._seed is not None
 
     def add(self, tables: Tables) -> None:
         """New rows of a parse (in each source's order)."""
@@ -80,9 +97,7 @@ class LiveTables:
             self._parts = []
             self._cut()
             self._held = Tables({name: frame.rechunk() for name, frame in self._held.frames.items()})
-        if self._held is None:
-            return finalize(Tables({}))
-        made = finalize(self._held)
+        made = self._with_seed(finalize(self._held if self._held is not None else Tables({})))
         if self._spans is not None:
             made.frames[T.RUNS] = runs_from_spans(self._spans, made[T.SERVER_ARGS])
         return made
@@ -90,34 +105,47 @@ class LiveTables:
     def everything(self) -> Tables:
         """Every row of the session (spilled chunks read back), finalized as a batch parse would be."""
         held = Tables.concat([*([self._held] if self._held is not None else []), *self._parts])
-        if self._spill is None:
+        if self._spill is None and self._seed is None:
             return finalize(held)
-        folder = Path(self._spill.name)
-        chunks = []
-        for name in SPILLED:
-            files = sorted(folder.glob(f"{name}.*.arrow"))
-            if files:
-                chunks.append(
-                    Tables({name: pl.concat([pl.read_ipc(f) for f in files], how="vertical_relaxed")})
-                )
-        # per source, the spilled chunks hold its older lines in order, the window its newest
-        return finalize(Tables.concat([*chunks, held]))
+        chunks = [self._seed.older(list(BULK), None)] if self._seed is not None else []
+        if self._spill is not None:
+            folder = Path(self._spill.name)
+            for name in SPILLED:
+                files = sorted(folder.glob(f"{name}.*.arrow"))
+                if files:
+                    chunks.append(
+                        Tables({name: pl.concat([pl.read_ipc(f) for f in files], how="vertical_relaxed")})
+                    )
+        # per source, the dataset's rows come first, the spilled chunks hold its older lines in order,
+        # the window its newest
+        made = self._with_seed(finalize(Tables.concat([*chunks, held])))
+        if self._seed is not None and self._spans is not None:
+            made.frames[T.RUNS] = runs_from_spans(self._spans, made[T.SERVER_ARGS])
+        return made
 
     def with_whole_run(self, source: str, run: int) -> Tables:
         """The tables of `view` (call it first) with every row of one run: its spilled rows read back.
         An ended run is judged once on them (the worker's `_judge_ended`)."""
         held = self._held if self._held is not None else Tables({})
-        chunks = []
+        mine = (pl.col(C.SOURCE) == source) & (pl.col(C.RUN) == run)
+        chunks = [self._seed.older(list(BULK), mine)] if self._seed is not None else []
         if self._spill is not None:
             folder = Path(self._spill.name)
-            mine = (pl.col(C.SOURCE) == source) & (pl.col(C.RUN) == run)
             for name in SPILLED:
                 files = sorted(folder.glob(f"{name}.*.arrow"))
                 if files:
                     chunks.append(Tables({name: pl.concat([pl.read_ipc(f).filter(mine) for f in files])}))
-        made = finalize(Tables.concat([*chunks, held]))
+        made = self._with_seed(finalize(Tables.concat([*chunks, held])))
         if self._spans is not None:
             made.frames[T.RUNS] = runs_from_spans(self._spans, made[T.SERVER_ARGS])
+        return made
+
+    def _with_seed(self, made: Tables) -> Tables:
+        """Finished tables with the seed's small-table rows (finished by the engine) in front."""
+        if self._seed is None:
+            return made
+        for name, rows in self._seed.small.frames.items():
+            made.frames[name] = pl.concat([rows, made[name]], how="diagonal_relaxed")
         return made
 
     def run_lines(self, source: str, run: int) -> tuple[int, int]:

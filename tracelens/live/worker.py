@@ -63,8 +63,10 @@ from tracelens.live.messages import (
     WorkerConfig,
     WorkerEnded,
 )
+from tracelens.live.seed import read_seed, seed_findings
 from tracelens.live.status import newest_decode, snapshot
 from tracelens.live.window import LiveTables
+from tracelens.parsers import ParseState
 from tracelens.sources.files import block_lines
 from tracelens.sources.protocol import Block
 from tracelens.tables.frames import Tables
@@ -110,7 +112,11 @@ class _Worker:
         self._out = out
         self._out_lock = threading.Lock()
         self._inbox: queue.Queue[ParseRequested | None] = queue.Queue(maxsize=_READ_AHEAD)
-        self._parsers = [SourceParser(options) for options in config.options]
+        # a source a dataset holds up to a cut is parsed from the cut's line and run (`live.seed`)
+        self._parsers = [
+            SourceParser(options, ParseState(run=config.cuts[label].run) if label in config.cuts else None)
+            for label, options in zip(config.labels, config.options, strict=True)
+        ]
         self._lock = threading.Lock()
         self._tables = LiveTables(config.window_lines)
         self._pending_seq = 0  # the last parse message whose rows are in `_tables`
@@ -125,6 +131,8 @@ class _Worker:
             send(self._out, message)
 
     def run(self, inp: BinaryIO) -> None:
+        if self.config.cuts:
+            self._start_from_datasets()
         threading.Thread(target=self._read, args=(inp,), name="worker read", daemon=True).start()
         threading.Thread(target=self._analyse_loop, name="worker analyse", daemon=True).start()
         try:
@@ -132,6 +140,17 @@ class _Worker:
         finally:
             with self._lock:
                 self._tables.close()  # the spilled rows' folder
+
+    def _start_from_datasets(self) -> None:
+        """The tables start from the datasets' rows before each cut, the findings from their analysis
+        (`live.seed`); the parse messages wait meanwhile. Should the datasets be unreadable, updates
+        analyse what is parsed from the cuts, and the screen says so."""
+        try:
+            self._tables.seed(read_seed(self.config.cuts))
+            found, ended = seed_findings(self.config.cuts, lambda tables: self._analyse(tables).findings)
+            self._kept.update(found, ended, self._tables.window_start)
+        except Exception as exc:
+            self.reply(ParseFailed(f"reading the lines before the cut from the dataset failed: {exc}"))
 
     def _read(self, inp: BinaryIO) -> None:
         try:

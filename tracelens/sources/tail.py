@@ -4,7 +4,9 @@ rename rotation (the old file is read to its end, then the new one from its star
 looks: reading resumes from its start).
 
 A large existing file is first previewed (its last lines, so the screen has something at once), then
-read from its start in big blocks with progress, then followed.
+read from its start in big blocks with progress, then followed. A file whose start was read another way
+(the batch engine's dataset, `live.seed`) is followed from a given byte of a given open file instead
+(``start``): no preview, no backfill.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ class FileFollower:
         preview_threshold: int = PREVIEW_THRESHOLD,
         preview_bytes: int = PREVIEW_BYTES,
         preview_grace: float = PREVIEW_GRACE,
+        start: tuple[int, FileGeneration] | None = None,
     ) -> None:
         self.path = str(path)
         self.label = label
@@ -58,6 +61,7 @@ class FileFollower:
         self.preview_threshold = preview_threshold
         self.preview_bytes = preview_bytes
         self.preview_grace = preview_grace
+        self.start = start  # (byte, the open file): where reading begins, its bytes before read already
 
     def close(self) -> None:
         """Nothing to end: `run` closes its files when its stop event is set."""
@@ -71,7 +75,7 @@ class FileFollower:
         return None
 
     def run(self, emit: Emit, stop: threading.Event) -> None:
-        fd = self._open(stop)
+        fd = os.dup(self.start[1].fd) if self.start is not None else self._open(stop)
         if fd is None:
             return
         self._fds = [fd]
@@ -92,17 +96,24 @@ class FileFollower:
             emit(TailPreviewed(self.label, data, generation, start))
 
     def _follow(self, fd: int, emit: Emit, stop: threading.Event) -> None:
-        generation = FileGeneration.of(self.path, fd)
-        size = os.fstat(fd).st_size
-        backfill = size if size > self.preview_threshold else 0
-        if backfill:
-            self._preview(fd, generation, size, emit)
-            stop.wait(self.preview_grace)
-        emit(SourceConnected(self.label, self.path))
-        cutter = LineCutter()
         cursor = 0  # next byte to read from the current file
         anchor = b""  # the last bytes read, up to the cursor
         idle = False  # the last look found nothing new
+        if self.start is not None:
+            # the bytes before `cursor` were read elsewhere: the first new bytes are checked against
+            # the last of them, as after an idle look (a truncation rewritten past the cursor)
+            cursor, generation = self.start
+            anchor = os.pread(fd, min(ANCHOR_BYTES, cursor), cursor - min(ANCHOR_BYTES, cursor))
+            idle, backfill = True, 0
+        else:
+            generation = FileGeneration.of(self.path, fd)
+            size = os.fstat(fd).st_size
+            backfill = size if size > self.preview_threshold else 0
+            if backfill:
+                self._preview(fd, generation, size, emit)
+                stop.wait(self.preview_grace)
+        emit(SourceConnected(self.label, self.path))
+        cutter = LineCutter()
         while not stop.is_set():
             data = os.pread(fd, self.block_bytes, cursor)
             if data and idle and anchor and os.pread(fd, len(anchor), cursor - len(anchor)) != anchor:
