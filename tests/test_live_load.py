@@ -63,6 +63,7 @@ def _seen(path: Path, cuts: dict[str, Cut], recorder: Recorder | None = None) ->
             "texts": source_texts(session),
             "kinds": lines.kind.view().tolist(),
             "times": lines.ts.view().tolist(),
+            "ranks": list(zip(lines.tp.view().tolist(), lines.dp.view().tolist(), strict=True)),
             "findings": sorted(
                 (f.severity, f.code, f.source, f.run, f.message, tuple(e.where for e in f.evidence))
                 for f in session.findings
@@ -89,7 +90,7 @@ def _same_tables(got: dict[str, pl.DataFrame], want: dict[str, pl.DataFrame]) ->
 
 
 def _same_view(got: dict, want: dict) -> None:
-    for key in ("texts", "kinds", "times", "findings", "evidence", "runs", "report_findings"):
+    for key in ("texts", "kinds", "times", "ranks", "findings", "evidence", "runs", "report_findings"):
         assert got[key] == want[key], key
     _same_tables(got["tables"], want["tables"])
 

@@ -146,16 +146,22 @@ def _loaded(specs, date: str | None, dataset: Path | None, no_cache: bool, lock_
         base_date = date_option(date)
         target = temporary or dataset or dataset_for(resolve_args(list(files.values())), base_date)
         options = EngineOptions(base_date=base_date, lock_timeout=lock_timeout)
+        cached = temporary is None and dataset is None
         # `kill` while the engine reads ends it as Ctrl-C does: its workers stop, its staging is removed
         with _ending_signals(_exit_on), engine_progress(not sys.stderr.isatty()) as progress:
-            report, cuts = load_files(
-                files,
-                str(target),
-                options,
-                progress,
-                lambda text: err.print(f"tracelens: {text}", markup=False),
-            )
-        if temporary is None and dataset is None:
+            try:
+                report, cuts = load_files(
+                    files,
+                    str(target),
+                    options,
+                    progress,
+                    lambda text: err.print(f"tracelens: {text}", markup=False),
+                )
+            except InputError as exc:
+                if cached and str(target) in str(exc):
+                    raise InputError(f"{exc} (the cache; --no-cache or --dataset DIR avoid it)") from exc
+                raise
+        if cached:
             mark_used(target)
         report_problems(err, report)
         yield cuts

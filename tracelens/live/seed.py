@@ -45,11 +45,16 @@ from tracelens.errors import InputError
 from tracelens.live.index import LogIndex, parsed_columns
 from tracelens.sources.generation import FileGeneration
 from tracelens.tables.frames import DatasetTables, Tables
-from tracelens.tables.schema import C, T
+from tracelens.tables.schema import TABLES, C, T, polars_schema
 
 LOAD_BYTES = DEFAULT_RANGE_BYTES  # a plain file larger than this is read through the engine first
 SMALL = (T.LIFECYCLE, T.SERVER_ARGS, T.BENCHMARKS)  # kept whole by the window: seeded in memory
-_FINGERPRINT = 64 << 10  # as the manifest's (`manifest.input_record`)
+# the tables whose rows carry their line's ranks (`lines` in a dataset does not: `schema.STORED_LINES`)
+RANKED = tuple(
+    name for name in TABLES if name != T.LINES and {C.TP, C.DP} <= set(polars_schema(name).names())
+)
+_FINGERPRINT = 64 << 10
+_INDEX_SLICE = 1_000_000  # lines read from the dataset at a time for the log index  # as the manifest's (`manifest.input_record`)
 
 
 @dataclass(frozen=True)
@@ -157,28 +162,46 @@ def opened(path: str, cut: Cut) -> FileGeneration | None:
 def index_lines(index: LogIndex, source: int, cut: Cut, generation: FileGeneration) -> int:
     """Put the lines before the cut into the log index, from the dataset's `lines` table (byte offsets,
     kinds, times: the file is not read); their text is read from ``generation`` at those offsets. Ranks
-    are not stored in `lines`: the rank filter sees these lines as unknown. Returns the lines indexed
-    (0, with nothing indexed, when the dataset no longer holds every line before the cut)."""
+    are not stored in `lines`: they come from the table of each line's kind (a traceback's continuation
+    lines have none). Returns the lines indexed (0, with nothing indexed, when the dataset no longer
+    holds every line before the cut)."""
     label = index.labels[source]
     with reading_dataset(cut.dataset) as manifest:
         if not _still_there(manifest, cut):
             return 0
-        lines = (
-            _rows(Tables.read_dataset(Path(cut.dataset)), T.LINES, cut, label)
-            .select(C.LINE_NO, C.BYTE_OFFSET, C.BYTE_LEN, C.KIND, C.TS, C.TP, C.DP)
-            .collect()
-            .sort(C.LINE_NO)
+        data = Tables.read_dataset(Path(cut.dataset))
+        numbers = _rows(data, T.LINES, cut, label).select(
+            pl.len().alias("n"), pl.col(C.LINE_NO).min().alias("lo"), pl.col(C.LINE_NO).max().alias("hi")
         )
-    if lines.height != cut.first_line - 1 or (lines.height and lines.item(-1, C.LINE_NO) != lines.height):
-        return 0
-    # the store needs only the bytes' length to map them to the file (`TextStore.append`): a map of
-    # the file gives it without reading them
-    with mmap.mmap(generation.fd, cut.offset, access=mmap.ACCESS_READ) as mapped:
-        index.store(source).append(cast(bytes, memoryview(mapped)), generation, 0)
-    offsets = lines.get_column(C.BYTE_OFFSET).to_numpy()
-    index.append(source, offsets, lines.get_column(C.BYTE_LEN).to_numpy())
-    index.fill_parsed(source, parsed_columns(lines))
-    return lines.height
+        n, lo, hi = numbers.collect().row(0)
+        if n != cut.first_line - 1 or (n and (lo, hi) != (1, n)):  # line numbers are unique per source
+            return 0
+        # the store needs only the bytes' length to map them to the file (`TextStore.append`): a map
+        # of the file gives it without reading them
+        with mmap.mmap(generation.fd, cut.offset, access=mmap.ACCESS_READ) as mapped:
+            index.store(source).append(cast(bytes, memoryview(mapped)), generation, 0)
+        # in slices of line numbers (row groups are pruned by them): the index's columns are what
+        # stays, about 30 bytes a line
+        for first in range(1, cut.first_line, _INDEX_SLICE):
+            last = min(first + _INDEX_SLICE, cut.first_line)
+            part = pl.col(C.LINE_NO).is_between(first, last, closed="left")
+            ranks = pl.concat(
+                [_rows(data, name, cut, label).filter(part).select(C.LINE_NO, C.TP, C.DP) for name in RANKED],
+                how="vertical_relaxed",
+            ).unique(C.LINE_NO, keep="first")
+            lines = (
+                _rows(data, T.LINES, cut, label)
+                .filter(part)
+                .select(C.LINE_NO, C.BYTE_OFFSET, C.BYTE_LEN, C.KIND, C.TS)
+                .join(ranks, on=C.LINE_NO, how="left")
+                .collect()
+                .sort(C.LINE_NO)
+            )
+            index.append(
+                source, lines.get_column(C.BYTE_OFFSET).to_numpy(), lines.get_column(C.BYTE_LEN).to_numpy()
+            )
+            index.fill_parsed(source, parsed_columns(lines))
+    return n
 
 
 @dataclass

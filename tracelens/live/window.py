@@ -15,6 +15,10 @@ time: the window is cut back to `window` lines when it holds twice that many), s
 still give the whole session's tables when a view asks for them (the TUI's report, `follow`'s last
 word): that one analysis reads the whole session, as `tracelens check` would, and is paid only when
 asked for.
+
+A source the batch engine read into a dataset first (`live.seed`) starts at a cut: its rows before the
+cut stay in the dataset (`seed`), the small tables' and the run spans' in memory, the bulk rows read
+back with the spilled ones.
 """
 
 from __future__ import annotations
