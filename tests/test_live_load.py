@@ -138,6 +138,33 @@ def test_a_second_session_reads_nothing_the_engine_already_parsed(tmp_path: Path
     assert recorder.of(ev.LinesIndexed)[0].count == cut.first_line - 1
 
 
+def test_a_run_across_the_cut_that_ends_later_is_judged_on_all_its_rows(tmp_path: Path) -> None:
+    """Run 3 starts before the cut and ends when a new server start is written during the session: it
+    is judged once on every row, those before the cut read back from the dataset."""
+    log = tmp_path / "server.log"
+    shutil.copy(SAMPLE_LOGS / "sweep_and_crash.log", log)
+    _, cuts = load_files({str(log): str(log)}, str(tmp_path / "dataset"), OPTIONS)
+    assert cuts[str(log)].run == 3
+    restart = b"".join((SAMPLE_LOGS / "eagle3_fixed.log").read_bytes().splitlines(keepends=True)[:300])
+    session = LiveSession([parse_spec(str(log))], interval=0.1, cuts=cuts)
+    recorder = Recorder()
+    session.subscribe(recorder)
+    session.start()
+    try:
+        _settled(session, len(log.read_bytes().splitlines()))
+        with log.open("ab") as fh:
+            fh.write(restart)
+        _settled(session, len(log.read_bytes().splitlines()))
+        loaded = sorted((f.code, f.run, f.message) for f in session.findings)
+        assert 4 in {r.run for r in session.snapshot.runs}
+    finally:
+        session.stop()
+    assert not recorder.of(ev.SessionFailed)
+    read = _seen(log, {})
+    assert loaded == sorted((code, run, message) for _, code, _, run, message, _ in read["findings"])
+    assert any(run == 3 for _, run, _ in loaded)
+
+
 def _line(i: int) -> str:
     return (
         f"[2026-11-20 10:{i // 60 % 60:02d}:{i % 60:02d} TP0] Decode batch, #running-req: 1, "

@@ -263,7 +263,11 @@ def older_rows(cuts: dict[str, Cut], names: list[str], where: pl.Expr | None) ->
             frames = {}
             for name in names:
                 rows = _rows(data, name, cut, label)
-                frames[name] = (rows.filter(where) if where is not None else rows).collect()
+                if where is not None:
+                    # a table without the columns ``where`` reads (`unparsed` has no run) gives no rows
+                    known = set(rows.collect_schema().names())
+                    rows = rows.filter(where) if set(where.meta.root_names()) <= known else rows.head(0)
+                frames[name] = rows.collect()
             out.append(Tables(frames))
     return Tables.concat(out)
 
