@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from tracelens.analysis import Analysis, Evidence, Finding
 from tracelens.analysis.expectations import Expectations
 from tracelens.analysis.startup import DEFAULT_STALL_SECONDS
@@ -271,14 +273,21 @@ class LiveSession:
         """The lines before a cut, from the dataset, before the follower reads on from it (on the
         follower's thread: the pump sees this source's lines only after)."""
         source = self.index.source_of(label)
-        count = index_lines(self.index, source, self.cuts[label], self._opened[label])
-        self.sources[source].lines += count
-        if count:
-            self._notify(ev.LinesIndexed(label, count))
-        else:
+        want = self.cuts[label].first_line - 1
+        try:
+            index_lines(self.index, source, self.cuts[label], self._opened[label])
+        except Exception as exc:  # the dataset went away meanwhile: said below
             self._notify(
-                ev.SessionFailed(f"{label}: the lines before the cut could not be read from the dataset")
+                ev.SessionFailed(f"{label}: reading the dataset failed: {type(exc).__name__}: {exc}")
             )
+        have = self.index.lines[source].count
+        if have < want:  # numbered but blank, so the lines after the cut keep their numbers
+            self.index.append(source, np.zeros(want - have, dtype=np.int64), np.zeros(want - have, np.int32))
+            self._notify(
+                ev.SessionFailed(f"{label}: lines {have + 1:,}-{want:,} could not be read from the dataset")
+            )
+        self.sources[source].lines += want
+        self._notify(ev.LinesIndexed(label, want))
 
     def _pump(self) -> None:
         while not self._stop.is_set():
