@@ -21,8 +21,8 @@ import tracelens.sources.archives as archives
 from conftest import SAMPLE_LOGS
 
 TRACELENS = [sys.executable, "-m", "tracelens.cli"]
-# Two logs whose findings cite debug, batch and fault lines.
-LOGS = ("eagle3_embed_capture.log", "sweep_and_crash.log")
+# Logs whose findings cite debug, batch, fault and run-start lines (vLLM starts are `foreign` lines).
+LOGS = ("eagle3_embed_capture.log", "sweep_and_crash.log", "vllm_spec_decode.log")
 
 
 def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
