@@ -21,8 +21,8 @@ import tracelens.sources.archives as archives
 from conftest import SAMPLE_LOGS
 
 TRACELENS = [sys.executable, "-m", "tracelens.cli"]
-# Two logs whose findings cite debug, batch and fault lines.
-LOGS = ("eagle3_embed_capture.log", "sweep_and_crash.log")
+# Logs whose findings cite debug, batch, fault and run-start lines (vLLM starts are `foreign` lines).
+LOGS = ("eagle3_embed_capture.log", "sweep_and_crash.log", "vllm_spec_decode.log")
 
 
 def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -125,3 +125,29 @@ def test_a_gz_source_is_read_once_for_all_its_cited_lines(tmp_path: Path, monkey
 def test_a_missing_source_gives_no_text_rather_than_an_error(tmp_path: Path) -> None:
     assert archives.read_source_lines(str(tmp_path / "gone.log"), [(1, 0, 10)]) == {}
     assert archives.read_source_lines(f"{tmp_path / 'gone.zip'}:a.log", [(1, 0, 10)]) == {}
+
+
+def test_a_batch_line_of_a_gone_source_is_rebuilt_from_its_fields(tmp_path: Path) -> None:
+    from tracelens.analysis.evidence import REBUILT, texts
+    from tracelens.engine.ingest import parse_paths
+    from tracelens.tables.schema import T
+
+    log = tmp_path / "run.log"
+    shutil.copy(SAMPLE_LOGS / "eagle3_embed_capture.log", log)
+    original = log.read_text().splitlines()[411]  # line 412: a decode line mid-run
+    tables = parse_paths([log])
+    key = (str(log), 412)
+    kept_nothing = tables.scan(T.EVIDENCE).filter(False)
+    assert texts({key}, tables.scan(T.LINES), kept_nothing, tables.scan(T.BATCHES))[key] == original
+    log.unlink()
+    assert texts({key}, tables.scan(T.LINES), kept_nothing) == {}
+    rebuilt = texts({key}, tables.scan(T.LINES), kept_nothing, tables.scan(T.BATCHES))[key]
+    assert rebuilt.startswith("[2026-11-20 10:53:26] Decode batch, ") and rebuilt.endswith(REBUILT)
+    for field in (
+        "#running-req: 1",
+        "#token: 1538",
+        "accept len: 1.79",
+        "accept rate: 0.20",
+        "cuda graph: True",
+    ):
+        assert field in original and field in rebuilt

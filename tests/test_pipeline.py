@@ -189,6 +189,38 @@ def test_cache_lists_and_clears(cache: Path, good_zip: Path) -> None:
     assert list((cache / "tracelens" / "datasets").iterdir()) == []
 
 
+def test_the_cache_evicts_the_least_recently_used_datasets_above_its_limit(
+    cache: Path, good_zip: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    datasets = cache / "tracelens" / "datasets"
+    summary_json(str(FIXED), cache=cache)
+    (first,) = datasets.iterdir()
+    summary_json(str(BASELINE), cache=cache)
+    (second,) = set(datasets.iterdir()) - {first}
+    os.utime(first / ".tracelens" / "used", (1, 1))  # FIXED's dataset: the least recently used
+    # Below one dataset's size: every dataset but the one the command reads goes, oldest first.
+    monkeypatch.setenv("TRACELENS_CACHE_LIMIT", "1K")
+    result = run("summary", "--json", str(good_zip), cache=cache)
+    assert result.returncode == 0, result.stderr
+    (line,) = [s for s in result.stderr.splitlines() if "cache:" in s]
+    assert line.startswith("tracelens: cache: deleted 2 least recently used dataset(s)")
+    assert "TRACELENS_CACHE_LIMIT=1K" in line
+    assert not first.exists() and not second.exists()
+    assert len(list(datasets.iterdir())) == 1, "the dataset just read is kept, even above the limit"
+    # 0: no limit; a size it cannot read is one line and exit 2.
+    monkeypatch.setenv("TRACELENS_CACHE_LIMIT", "0")
+    summary_json(str(FIXED), cache=cache)
+    assert len(list(datasets.iterdir())) == 2
+    monkeypatch.setenv("TRACELENS_CACHE_LIMIT", "lots")
+    bad = run("summary", str(FIXED), cache=cache)
+    assert bad.returncode == 2
+    assert bad.stderr.strip().splitlines() == [
+        "tracelens: error: TRACELENS_CACHE_LIMIT wants a size such as 4M or 65536, got 'lots'"
+    ]
+    listed = run("cache", cache=cache)
+    assert "(limit lots, $TRACELENS_CACHE_LIMIT)" in listed.stdout
+
+
 def test_demo_goes_through_the_cache_too(cache: Path, tmp_path: Path) -> None:
     result = run("demo", "-q", "-o", str(tmp_path / "demo.html"), cache=cache)
     assert result.returncode == 0, result.stderr

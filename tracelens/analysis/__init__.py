@@ -253,7 +253,7 @@ def _fill_evidence(findings: list[Finding | Verdict], tables: Tables) -> None:
     """The text of each evidence line: kept in the dataset, or read from its source (only the few lines
     findings cite, one pass per source; see `tracelens.analysis.evidence`)."""
     wanted = {(e.source, e.line_no) for f in findings for e in f.evidence}
-    found = texts(wanted, tables.scan(T.LINES), tables.scan(T.EVIDENCE))
+    found = texts(wanted, tables.scan(T.LINES), tables.scan(T.EVIDENCE), tables.scan(T.BATCHES))
     for finding in findings:
         finding.evidence = [
             Evidence(e.source, e.line_no, found.get((e.source, e.line_no), "")) for e in finding.evidence

@@ -8,6 +8,7 @@ read to its end is kept up to where it broke, named on stderr, and makes the com
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import tempfile
@@ -19,15 +20,20 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from tracelens.cli.options import parse_size
 from tracelens.cli.progress import engine_progress
 from tracelens.engine import EngineOptions, Report, parse_to_dataset, reading_dataset
-from tracelens.engine.cache import clear, dataset_for, entries, mark_used, resolve_args
+from tracelens.engine.cache import clear, dataset_for, entries, evict, mark_used, resolve_args
 from tracelens.engine.lock import DEFAULT_LOCK_TIMEOUT
 from tracelens.errors import InputError
 from tracelens.formatting import megabytes
 from tracelens.tables.frames import Tables
 
 _PANEL = "Dataset and cache"
+# The cache's size limit, e.g. `50G`; `0` turns eviction off. 20 GiB holds the datasets of 100-200 GiB of
+# logs (a dataset is a tenth to a fifth of its logs), and is small beside a GPU host's disk.
+CACHE_LIMIT_VAR = "TRACELENS_CACHE_LIMIT"
+DEFAULT_CACHE_LIMIT = "20G"
 
 DatasetOpt = Annotated[
     Path | None,
@@ -97,6 +103,7 @@ def logs_dataset(
     try:
         cached = temporary is None and dataset is None
         target = temporary or dataset or dataset_for(resolved, base_date)
+        limit = cache_limit() if cached else 0  # read first: a bad value costs no parse
         options = EngineOptions(base_date=base_date, lock_timeout=lock_timeout)
         # The bar only on a terminal: piped output (CI, `| jq`) stays what the command prints.
         with engine_progress(quiet or not sys.stderr.isatty()) as progress:
@@ -108,12 +115,27 @@ def logs_dataset(
                 raise
         if cached:
             mark_used(target)
+            deleted, freed = evict(limit, keep=target)
+            if deleted:  # said even with -q: data the user may look for is gone
+                err.print(
+                    f"tracelens: cache: deleted {deleted} least recently used dataset(s), {megabytes(freed)}, "
+                    f"to stay under {CACHE_LIMIT_VAR}={os.environ.get(CACHE_LIMIT_VAR, DEFAULT_CACHE_LIMIT)}",
+                    markup=False,
+                )
         with reading_dataset(str(target), lock_timeout, notify), _naming(err, report):
             yield target
         _finish(report)
     finally:
         if temporary is not None:
             shutil.rmtree(temporary, ignore_errors=True)
+
+
+def cache_limit() -> int:
+    """The cache's size limit in bytes from $TRACELENS_CACHE_LIMIT (no limit for `0`)."""
+    text = os.environ.get(CACHE_LIMIT_VAR, DEFAULT_CACHE_LIMIT)
+    if text.strip() == "0":
+        return sys.maxsize
+    return parse_size(text, CACHE_LIMIT_VAR)
 
 
 @contextmanager
@@ -155,7 +177,11 @@ def cache(
         return
     found = entries()
     total = sum(e.bytes for e in found)
-    out.print(f"{cache_root()}: {len(found)} dataset(s), {megabytes(total)}", markup=False)
+    limit = os.environ.get(CACHE_LIMIT_VAR, DEFAULT_CACHE_LIMIT)
+    out.print(
+        f"{cache_root()}: {len(found)} dataset(s), {megabytes(total)} (limit {limit}, ${CACHE_LIMIT_VAR})",
+        markup=False,
+    )
     for entry in found:
         first = entry.inputs[0] if entry.inputs else "(empty)"
         more = f" and {len(entry.inputs) - 1} more" if len(entry.inputs) > 1 else ""

@@ -3,7 +3,6 @@ engine itself (`tracelens.engine`) does the work."""
 
 from __future__ import annotations
 
-import re
 from typing import Annotated
 
 import typer
@@ -12,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tracelens.cli.dataset import report_problems
+from tracelens.cli.options import parse_size
 from tracelens.cli.progress import engine_progress
 from tracelens.engine import EngineOptions, Report, parse_to_dataset
 from tracelens.engine.executors import EXECUTORS, LOCAL
@@ -62,20 +62,6 @@ RangeOpt = Annotated[
         help="Bytes of one task: big plain files are split into ranges of about this size, small files grouped up to it.",
     ),
 ]
-
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMG]?)(?:i?B)?\s*$", re.IGNORECASE)
-
-
-def parse_size(text: str, option: str) -> int:
-    """`4M` -> 4194304; a clear error for anything else."""
-    match = _SIZE.match(text)
-    if match is None:
-        raise InputError(f"{option} wants a size such as 4M or 65536, got {text!r}")
-    scale = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[match.group(2).upper()]
-    size = int(float(match.group(1)) * scale)
-    if size < 1024:
-        raise InputError(f"{option} must be at least 1K, got {text!r}")
-    return size
 
 
 def run_parse(

@@ -114,6 +114,12 @@ def entries() -> list[Entry]:
     return sorted(out, key=lambda e: -e.used)
 
 
+def _remove(entry: Entry) -> None:
+    """Delete one cached dataset, unless a running command holds it (InputError names the holder)."""
+    with writing(entry.folder / META, str(entry.folder), timeout=0):
+        shutil.rmtree(entry.folder)
+
+
 def clear(older_than_days: float | None = None) -> tuple[int, int, list[str]]:
     """Delete cached datasets (all, or those unused for ``older_than_days``). One that a running command
     holds is left alone. Returns (datasets deleted, bytes freed, messages about those left)."""
@@ -124,11 +130,32 @@ def clear(older_than_days: float | None = None) -> tuple[int, int, list[str]]:
         if cutoff is not None and entry.used >= cutoff:
             continue
         try:
-            with writing(entry.folder / META, str(entry.folder), timeout=0):
-                shutil.rmtree(entry.folder)
+            _remove(entry)
         except InputError as exc:
             left.append(str(exc))
             continue
         deleted += 1
         freed += entry.bytes
     return deleted, freed, left
+
+
+def evict(limit: int, keep: Path) -> tuple[int, int]:
+    """Delete the least recently used datasets until the cache holds at most ``limit`` bytes. ``keep``
+    (the dataset the command is about to read) and datasets other commands hold are never deleted, so the
+    cache can stay above the limit. Returns (datasets deleted, bytes freed)."""
+    found = entries()
+    total = sum(e.bytes for e in found)
+    deleted = freed = 0
+    for entry in reversed(found):  # least recently used first
+        if total <= limit:
+            break
+        if entry.folder == keep:
+            continue
+        try:
+            _remove(entry)
+        except InputError:  # in use: a later command evicts it
+            continue
+        total -= entry.bytes
+        deleted += 1
+        freed += entry.bytes
+    return deleted, freed

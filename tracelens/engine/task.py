@@ -192,9 +192,15 @@ class SourceCollector:
 
 
 def _evidence(lines: pl.DataFrame, batches: pl.DataFrame | None, texts: pl.DataFrame) -> pl.DataFrame:
-    """The `evidence` rows of a block: its lines of the kinds findings cite, and the first and last decode
-    lines of each run, with their text."""
-    wanted = lines.filter(pl.col(C.KIND).is_in(EVIDENCE_KINDS)).select(C.SOURCE, C.LINE_NO)
+    """The `evidence` rows of a block: its lines of the kinds findings cite, the first line of each run in
+    it (a restart cites the line that starts the next run, a `foreign` line for vLLM), and the first and
+    last decode lines of each run, with their text."""
+    wanted = pl.concat(
+        [
+            lines.filter(pl.col(C.KIND).is_in(EVIDENCE_KINDS)).select(C.SOURCE, C.LINE_NO),
+            lines.group_by(C.RUN, maintain_order=True).head(1).select(C.SOURCE, C.LINE_NO),
+        ]
+    ).unique(maintain_order=True)
     if batches is not None and batches.height:
         decode = batches.filter(pl.col(C.PHASE) == "decode").select(C.SOURCE, C.RUN, C.LINE_NO)
         edges = pl.concat(
