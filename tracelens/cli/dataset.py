@@ -114,20 +114,25 @@ def logs_dataset(
                     raise InputError(f"{exc} (the cache; --no-cache or --dataset DIR avoid it)") from exc
                 raise
         if cached:
-            mark_used(target)
-            deleted, freed = evict(limit, keep=target)
-            if deleted:  # said even with -q: data the user may look for is gone
-                err.print(
-                    f"tracelens: cache: deleted {deleted} least recently used dataset(s), {megabytes(freed)}, "
-                    f"to stay under {CACHE_LIMIT_VAR}={os.environ.get(CACHE_LIMIT_VAR, DEFAULT_CACHE_LIMIT)}",
-                    markup=False,
-                )
+            cache_used(err, target, limit)
         with reading_dataset(str(target), lock_timeout, notify), _naming(err, report):
             yield target
         _finish(report)
     finally:
         if temporary is not None:
             shutil.rmtree(temporary, ignore_errors=True)
+
+
+def cache_used(err: Console, target: Path, limit: int) -> None:
+    """A cache dataset was brought up to date: mark it used, and keep the cache under its limit."""
+    mark_used(target)
+    deleted, freed = evict(limit, keep=target)
+    if deleted:  # said even with -q: data the user may look for is gone
+        err.print(
+            f"tracelens: cache: deleted {deleted} least recently used dataset(s), {megabytes(freed)}, "
+            f"to stay under {CACHE_LIMIT_VAR}={os.environ.get(CACHE_LIMIT_VAR, DEFAULT_CACHE_LIMIT)}",
+            markup=False,
+        )
 
 
 def cache_limit() -> int:

@@ -20,7 +20,14 @@ from typing import Annotated
 
 import typer
 
-from tracelens.cli.dataset import DatasetOpt, LockTimeoutOpt, NoCacheOpt, report_problems
+from tracelens.cli.dataset import (
+    DatasetOpt,
+    LockTimeoutOpt,
+    NoCacheOpt,
+    cache_limit,
+    cache_used,
+    report_problems,
+)
 from tracelens.cli.options import (
     DEFAULT_STALL,
     BaselineOpt,
@@ -113,7 +120,7 @@ def _loaded(specs, date: str | None, dataset: Path | None, no_cache: bool, lock_
 
     from tracelens.cli.progress import engine_progress
     from tracelens.engine import EngineOptions
-    from tracelens.engine.cache import dataset_for, mark_used, resolve_args
+    from tracelens.engine.cache import dataset_for, resolve_args
     from tracelens.live.seed import LOAD_BYTES, load_files
     from tracelens.sources.files import compression_of
     from tracelens.sources.inputs import FILE, container_of
@@ -147,6 +154,7 @@ def _loaded(specs, date: str | None, dataset: Path | None, no_cache: bool, lock_
         target = temporary or dataset or dataset_for(resolve_args(list(files.values())), base_date)
         options = EngineOptions(base_date=base_date, lock_timeout=lock_timeout)
         cached = temporary is None and dataset is None
+        limit = cache_limit() if cached else 0  # read first: a bad value costs no parse
         # `kill` while the engine reads ends it as Ctrl-C does: its workers stop, its staging is removed
         with _ending_signals(_exit_on), engine_progress(not sys.stderr.isatty()) as progress:
             try:
@@ -162,7 +170,7 @@ def _loaded(specs, date: str | None, dataset: Path | None, no_cache: bool, lock_
                     raise InputError(f"{exc} (the cache; --no-cache or --dataset DIR avoid it)") from exc
                 raise
         if cached:
-            mark_used(target)
+            cache_used(err, target, limit)
         report_problems(err, report)
         yield cuts
     finally:
