@@ -25,7 +25,7 @@ from live_support import Recorder, source_texts, wait_for
 from tracelens.engine import EngineOptions
 from tracelens.live import LiveSession, parse_spec
 from tracelens.live import events as ev
-from tracelens.live.seed import Cut, load_files
+from tracelens.live.seed import LOAD_BYTES, Cut, load_files
 from tracelens.tables.schema import C, T
 
 from conftest import SAMPLE_LOGS
@@ -321,3 +321,43 @@ def test_follow_with_dataset_reads_the_file_through_the_engine(tmp_path: Path) -
         timeout=60,
     )
     assert both.returncode == 2 and both.stderr.count("\n") == 1
+
+
+def test_follow_reads_a_large_file_into_the_cache_and_a_second_follow_reads_nothing_again(
+    tmp_path: Path,
+) -> None:
+    """Over 32 MiB, `follow` parses the file into the cache dataset `check` would use; a second
+    `follow` finds it unchanged (its manifest is not rewritten)."""
+    log = tmp_path / "big.log"
+    line = (_line(1) + "\n").encode()
+    log.write_bytes(line * ((LOAD_BYTES + (1 << 20)) // len(line)))
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+
+    def follow_until_stats() -> str:
+        process = subprocess.Popen(
+            [*TRACELENS, "follow", "--json", "--stats-every", "0.2", str(log)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        out: list[str] = []
+        reader = threading.Thread(target=lambda: out.extend(process.stdout or []), daemon=True)
+        reader.start()
+        try:
+            assert wait_for(lambda: any('"stats"' in text for text in out), 240)
+        finally:
+            process.terminate()
+            err = process.stderr.read() if process.stderr else ""
+            process.wait(timeout=60)
+        assert process.returncode == 128 + 15 and "Traceback" not in err, err
+        return err
+
+    follow_until_stats()
+    manifests = list((tmp_path / "cache").glob("tracelens/datasets/*/.tracelens/manifest.json"))
+    assert len(manifests) == 1
+    written = manifests[0].stat().st_mtime_ns
+    listed = subprocess.run([*TRACELENS, "cache"], capture_output=True, text=True, env=env, timeout=60)
+    assert str(log.resolve()) in listed.stdout
+    follow_until_stats()
+    assert manifests[0].stat().st_mtime_ns == written
