@@ -106,13 +106,11 @@ def logs_dataset(
         limit = cache_limit() if cached else 0  # read first: a bad value costs no parse
         options = EngineOptions(base_date=base_date, lock_timeout=lock_timeout)
         # The bar only on a terminal: piped output (CI, `| jq`) stays what the command prints.
-        with engine_progress(quiet or not sys.stderr.isatty()) as progress:
-            try:
-                report = parse_to_dataset(resolved, str(target), options, progress, notify)
-            except InputError as exc:
-                if cached and str(target) in str(exc):
-                    raise InputError(f"{exc} (the cache; --no-cache or --dataset DIR avoid it)") from exc
-                raise
+        with (
+            engine_progress(quiet or not sys.stderr.isatty()) as progress,
+            naming_the_cache(target if cached else None),
+        ):
+            report = parse_to_dataset(resolved, str(target), options, progress, notify)
         if cached:
             cache_used(err, target, limit)
         with reading_dataset(str(target), lock_timeout, notify), _naming(err, report):
@@ -121,6 +119,17 @@ def logs_dataset(
     finally:
         if temporary is not None:
             shutil.rmtree(temporary, ignore_errors=True)
+
+
+@contextmanager
+def naming_the_cache(cache: Path | None) -> Iterator[None]:
+    """An error about the cache dataset ``cache`` says it is the cache, and how to avoid it."""
+    try:
+        yield
+    except InputError as exc:
+        if cache is not None and str(cache) in str(exc):
+            raise InputError(f"{exc} (the cache; --no-cache or --dataset DIR avoid it)") from exc
+        raise
 
 
 def cache_used(err: Console, target: Path, limit: int) -> None:

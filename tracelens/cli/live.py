@@ -26,6 +26,7 @@ from tracelens.cli.dataset import (
     NoCacheOpt,
     cache_limit,
     cache_used,
+    naming_the_cache,
     report_problems,
 )
 from tracelens.cli.options import (
@@ -156,19 +157,18 @@ def _loaded(specs, date: str | None, dataset: Path | None, no_cache: bool, lock_
         cached = temporary is None and dataset is None
         limit = cache_limit() if cached else 0  # read first: a bad value costs no parse
         # `kill` while the engine reads ends it as Ctrl-C does: its workers stop, its staging is removed
-        with _ending_signals(_exit_on), engine_progress(not sys.stderr.isatty()) as progress:
-            try:
-                report, cuts = load_files(
-                    files,
-                    str(target),
-                    options,
-                    progress,
-                    lambda text: err.print(f"tracelens: {text}", markup=False),
-                )
-            except InputError as exc:
-                if cached and str(target) in str(exc):
-                    raise InputError(f"{exc} (the cache; --no-cache or --dataset DIR avoid it)") from exc
-                raise
+        with (
+            _ending_signals(_exit_on),
+            engine_progress(not sys.stderr.isatty()) as progress,
+            naming_the_cache(target if cached else None),
+        ):
+            report, cuts = load_files(
+                files,
+                str(target),
+                options,
+                progress,
+                lambda text: err.print(f"tracelens: {text}", markup=False),
+            )
         if cached:
             cache_used(err, target, limit)
         report_problems(err, report)
