@@ -83,6 +83,13 @@ def embed_states(
     """source, run, embed_state for every speculative run: `seen` / `not seen` when nothing is expected,
     `as expected` / `missing` / `unexpected` against the expectation, `no debug lines` otherwise."""
     stats = collect(debug.lazy().group_by(RUN_KEY).agg(pl.len().alias(W.N), is_embed().any().alias(W.SEEN)))
+    return embed_states_of(runs, stats, expect)
+
+
+def embed_states_of(runs: pl.DataFrame, stats: pl.DataFrame, expect: Expectations) -> pl.DataFrame:
+    """`embed_states` from each run's debug line count and whether one was an embedding capture
+    (``stats``: source, run, _n, _seen), however they were counted (the live worker keeps them as
+    rows arrive)."""
     out = (
         runs.filter(pl.col(C.SPEC_ALGORITHM).is_not_null())
         .select(RUN_KEY)
