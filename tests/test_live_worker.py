@@ -267,6 +267,7 @@ def _rounded(sites: tuple) -> tuple:
     [
         pytest.param(["dp"], id="dp-rounds-cut-by-the-window"),
         pytest.param(["dp", "no ready line"], id="dp-rounds-warm-up-by-count"),
+        pytest.param(["dp", "late rank"], id="dp-rounds-after-the-last-complete-one-left-out"),
         pytest.param(["baseline_tp8.log", "eagle3_fixed.log"], id="speedup-over-a-baseline-on-disk"),
     ],
 )
@@ -283,7 +284,13 @@ def test_a_run_longer_than_the_window_shows_its_whole_run_figures(tmp_path: Path
     (tmp_path / "whole").mkdir()
     whole = tmp_path / "whole" / "server.log"  # the same name: the same run labels
     if logs[0] == "dp":
-        whole.write_text(_dp_log(ready_line=len(logs) == 1))
+        text = _dp_log(ready_line="no ready line" not in logs)
+        if "late rank" in logs:  # DP3 begins with its round 0 after 1,200 lines of the others
+            rows = text.splitlines(keepends=True)
+            decode = [i for i, line in enumerate(rows) if "Decode batch" in line]
+            late = {i for i in decode[:1600] if "DP3 TP6]" in rows[i]}
+            text = "".join(line for i, line in enumerate(rows) if i not in late)
+        whole.write_text(text)
     else:
         whole.write_text("".join((SAMPLE_LOGS / name).read_text() for name in logs))
     batch = analyze([whole])
@@ -325,3 +332,39 @@ def test_a_run_longer_than_the_window_shows_its_whole_run_figures(tmp_path: Path
         assert newest.findings == len(shown) and newest.errors == sum(f.severity == "error" for f in shown)
     finally:
         session.stop()
+
+
+def test_a_run_whose_rounds_sums_cannot_give_keeps_the_window_figures_and_says_so() -> None:
+    """A DP rank that begins printing after the run's first 1,000 decode lines (here after 1,800) would
+    join rounds already summed: the run's means are then the window's, and its status names them
+    (`window_figures`)."""
+    from tracelens.analysis import analyze_tables
+    from tracelens.engine.stream import SourceParser
+    from tracelens.live.running import WINDOW_MEANS
+    from tracelens.live.status import snapshot
+    from tracelens.live.window import LiveTables
+    from tracelens.parsers import ParseOptions
+
+    lines = _dp_log().splitlines(keepends=True)
+    decode = [i for i, line in enumerate(lines) if "Decode batch" in line]
+    late = {i for i in decode[:2400] if "DP3 TP6]" in lines[i]}
+    lines = [line for i, line in enumerate(lines) if i not in late]
+    parser = SourceParser(ParseOptions())
+    live = LiveTables(window=300)
+    line_no = 1
+    for at in range(0, len(lines), 400):
+        data = "".join(lines[at : at + 400]).encode()
+        frame = block_lines(Block("dp.log", line_no, 0, data))
+        line_no += frame.height
+        tables, _, parsed = parser.feed(frame, at + 400 >= len(lines))
+        if parsed:
+            live.add(tables)
+    view = live.view()
+    analysis = analyze_tables(view)
+    snap = live.running.apply(snapshot(analysis, ["dp.log"], live.lines), analysis, live.is_cut, None)
+    status = snap.runs[0]
+    assert live.is_cut("dp.log", status.run) and live.running.means(("dp.log", status.run), 3) is None
+    assert set(WINDOW_MEANS) <= set(status.window_figures)
+    window_mean = analysis.runs.filter(pl.col(C.RUN) == status.run).item(0, "mean_accept_len")
+    assert status.mean_accept_len == window_mean is not None
+    live.close()

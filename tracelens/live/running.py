@@ -353,6 +353,10 @@ class RunningFigures:
             length = vllm[0] / vllm[1]
         return {A.MEAN_ACCEPT_LEN: length, A.MEAN_ACCEPTANCE_RATE: rate, A.MEAN_GEN_THROUGHPUT: tput}
 
+    def _broken(self, key: RunKey) -> bool:
+        decode = self._decode.get(key)
+        return decode is not None and decode.broken is not None
+
     def speedup(self, key: RunKey, baseline: RunKey) -> float | None:
         """The speedup's point over ``baseline`` (`compare.speedups`), None when either run's rounds
         are not kept exactly or no batch size matches."""
@@ -416,10 +420,14 @@ class RunningFigures:
             state = self.embed_state(analysis, key)
             words, level = EMBED_WORDS.get(state, ("", Level.UNKNOWN)) if state else ("", Level.UNKNOWN)
             changes.update(embed_state=state, embed_words=words, embed_level=level)
-        changes["baseline"] = base_label
         if base_key is None:
-            changes.update(baseline_accept_len=None, baseline_gen_throughput=None, speedup=None)
+            changes.update(
+                baseline=None, baseline_accept_len=None, baseline_gen_throughput=None, speedup=None
+            )
+        elif self._broken(key) or self._broken(base_key):
+            windowed.append("speedup")  # the window's baseline and speedup stay
         else:
+            changes["baseline"] = base_label
             base_steps = runs.filter((pl.col(C.SOURCE) == base_key[0]) & (pl.col(C.RUN) == base_key[1]))
             base = self.means(base_key, base_steps.item(0, C.SPEC_NUM_STEPS) if base_steps.height else None)
             if base is not None:
