@@ -55,6 +55,13 @@ PENDING_LIMIT = 10_000  # rounds waiting for a rank: beyond this the run's runni
 WINDOW_ALWAYS = ("series",)
 WINDOW_MEANS = ("mean_accept_len", "mean_acceptance_rate", "mean_gen_throughput", "speedup")
 _PARTIAL = (W.LEN_SUM, W.LEN_N, W.TPUT_SUM, W.TPUT_N, W.REQ_SUM, W.REQ_N, W.N)
+_SUMS = (  # of a group of rounds, in the order of `_Sums.by_size`'s values
+    pl.col(C.ACCEPT_LEN).sum().alias(W.LEN_SUM),
+    pl.col(C.ACCEPT_LEN).count().alias(W.LEN_N),
+    pl.col(C.GEN_THROUGHPUT).sum().alias(W.TPUT_SUM),
+    pl.col(C.GEN_THROUGHPUT).count().alias(W.TPUT_N),
+    pl.len().alias(W.N),
+)
 
 
 @dataclass
@@ -65,17 +72,13 @@ class _Sums:
     by_size: dict[Any, list[float]] = field(default_factory=dict)
 
     def add(self, rounds: pl.DataFrame) -> None:
-        grouped = rounds.group_by(A.BATCH_SIZE).agg(
-            pl.col(C.ACCEPT_LEN).sum(),
-            pl.col(C.ACCEPT_LEN).count().alias(W.LEN_N),
-            pl.col(C.GEN_THROUGHPUT).sum(),
-            pl.col(C.GEN_THROUGHPUT).count().alias(W.TPUT_N),
-            pl.len().alias(W.N),
-        )
-        for size, *values in grouped.iter_rows():
-            held = self.by_size.setdefault(size, [0.0, 0, 0.0, 0, 0])
-            for i, value in enumerate(values):
-                held[i] += value
+        for size, *values in rounds.group_by(A.BATCH_SIZE).agg(*_SUMS).iter_rows():
+            self.put(size, values)
+
+    def put(self, size: Any, values: list[Any]) -> None:
+        held = self.by_size.setdefault(size, [0.0, 0, 0.0, 0, 0])
+        for i, value in enumerate(values):
+            held[i] += value
 
     def plus(self, rounds: pl.DataFrame) -> _Sums:
         out = _Sums({size: list(values) for size, values in self.by_size.items()})
@@ -130,6 +133,25 @@ class _RunDecode:
 
     def add(self, rows: pl.DataFrame) -> None:
         """New decode lines of the run (in line order)."""
+        if (
+            not self.broken
+            and self.settled
+            and set(self.counters) == {-1}
+            and rows.get_column(C.DP).is_null().all()
+        ):
+            # no DP ranks, and the run's first lines are folded: each line is a round of its own, complete
+            start = self.counters[-1]
+            self.counters[-1] = self.settled = start + rows.height
+            self._fold_rounds(
+                rows.select(
+                    pl.int_range(start, start + rows.height, dtype=pl.Int64).alias(W.ROUND),
+                    C.TS,
+                    C.ACCEPT_LEN,
+                    C.GEN_THROUGHPUT,
+                    pl.col(C.RUNNING_REQ).alias(A.BATCH_SIZE),
+                )
+            )
+            return
         rows = rows.with_columns(pl.col(C.DP).fill_null(-1).cast(pl.Int64).alias(W.DP_KEY))
         counts = dict(rows.group_by(W.DP_KEY).len().iter_rows())
         if self.settled and not set(counts) <= set(self.counters):
@@ -170,17 +192,28 @@ class _RunDecode:
             self.pending = None
 
     def _fold(self, partial: pl.DataFrame) -> None:
-        if not partial.height:
-            return
-        rounds = _rounds(partial)
-        self.all.add(rounds)
-        if self.ready is None:
-            self.early_steady.add(rounds.filter(~is_warm(pl.lit(None, pl.Datetime("us")), pl.col(W.ROUND))))
-            last = rounds.get_column(C.TS).max()
-            if isinstance(last, dt.datetime) and (self.early_last is None or last > self.early_last):
+        if partial.height:
+            self._fold_rounds(_rounds(partial))
+
+    def _fold_rounds(self, rounds: pl.DataFrame) -> None:
+        """Add complete rounds to every round's sums and to the steady ones (warm-up judged as now)."""
+        ready = pl.lit(self.ready) if self.ready is not None else pl.lit(None, pl.Datetime("us"))
+        grouped = (
+            rounds.with_columns(is_warm(ready, pl.col(W.ROUND)).alias(W.WARM))
+            .group_by(W.WARM, A.BATCH_SIZE)
+            .agg(*_SUMS, pl.col(C.TS).max())
+        )
+        steady = self.steady if self.ready is not None else self.early_steady
+        for warm, size, *values, last in grouped.iter_rows():
+            self.all.put(size, values)
+            if not warm:
+                steady.put(size, values)
+            if (
+                self.ready is None
+                and last is not None
+                and (self.early_last is None or last > self.early_last)
+            ):
                 self.early_last = last
-        else:
-            self.steady.add(rounds.filter(~is_warm(pl.lit(self.ready), pl.col(W.ROUND))))
 
     def figures(self) -> tuple[_Sums, _Sums]:
         """(every round, the steady rounds `steady_rows` keeps) as the batch series has them now: the
@@ -245,9 +278,10 @@ class RunningFigures:
 
     def add(self, tables: Tables) -> None:
         """The new rows of one parse (each source's lines in order)."""
-        ready = ready_times(tables[T.LIFECYCLE]).filter(pl.col(C.TS).is_not_null())
-        for source, run, ts in ready.iter_rows():
-            self._run(source, run).set_ready(ts)
+        lifecycle = tables[T.LIFECYCLE]
+        if lifecycle.height:
+            for source, run, ts in ready_times(lifecycle).filter(pl.col(C.TS).is_not_null()).iter_rows():
+                self._run(source, run).set_ready(ts)
         decode = tables[T.BATCHES].filter(pl.col(C.PHASE) == "decode")
         if decode.height:
             columns = [*RUN_KEY, C.LINE_NO, C.TS, C.DP, C.ACCEPT_LEN, C.GEN_THROUGHPUT, C.RUNNING_REQ]
@@ -267,34 +301,34 @@ class RunningFigures:
         return self._decode.setdefault((source, run), _RunDecode())
 
     def _add_debug(self, debug: pl.DataFrame) -> None:
+        """Per run its debug lines and embedding captures, per debug site (lines with an event) its
+        `capture.sites` figures, from one grouping of the new lines."""
         if not debug.height:
             return
-        for source, run, count, seen in (
-            debug.group_by(RUN_KEY).agg(pl.len(), is_embed().any().alias(W.SEEN)).iter_rows()
-        ):
-            held = self._debug.setdefault((source, run), [0, 0])
-            held[0] += count
-            held[1] += int(bool(seen))
         norm = pl.col(C.NORM)
         finite = norm.filter(norm.is_finite())
-        grouped = (
-            debug.filter(pl.col(C.EVENT).is_not_null())
-            .group_by(SITE_KEY, maintain_order=True)
-            .agg(
-                pl.len().alias(A.COUNT),
-                pl.col(C.NUM_AUX).drop_nulls().last(),
-                pl.col(C.NUM_ITEMS).drop_nulls().last(),
-                pl.col(C.SHAPES).filter(pl.col(C.SHAPES).list.len() > 0).last(),
-                finite.sum().alias(W.FINITE_SUM),
-                finite.count().alias(W.FINITE_N),
-                finite.min().alias(A.NORM_MIN),
-                finite.max().alias(A.NORM_MAX),
-                (~norm.is_finite() | (norm == 0)).fill_null(False).sum().alias(A.BAD_NORMS),
-            )
+        grouped = debug.group_by(SITE_KEY, maintain_order=True).agg(
+            pl.len().alias(A.COUNT),
+            is_embed().any().alias(W.SEEN),
+            pl.col(C.NUM_AUX).drop_nulls().last(),
+            pl.col(C.NUM_ITEMS).drop_nulls().last(),
+            pl.col(C.SHAPES).filter(pl.col(C.SHAPES).list.len() > 0).last(),
+            finite.sum().alias(W.FINITE_SUM),
+            finite.count().alias(W.FINITE_N),
+            finite.min().alias(A.NORM_MIN),
+            finite.max().alias(A.NORM_MAX),
+            (~norm.is_finite() | (norm == 0)).fill_null(False).sum().alias(A.BAD_NORMS),
         )
         for row in grouped.iter_rows(named=True):
-            sites = self._sites.setdefault((row[C.SOURCE], row[C.RUN]), {})
-            site = sites.setdefault((row[C.TAG], row[C.SITE], row[C.EVENT]), _Site())
+            key = (row[C.SOURCE], row[C.RUN])
+            counted = self._debug.setdefault(key, [0, 0])
+            counted[0] += row[A.COUNT]
+            counted[1] += int(bool(row[W.SEEN]))
+            if row[C.EVENT] is None:  # counted for the run, not a site (`capture.sites` leaves them out)
+                continue
+            site = self._sites.setdefault(key, {}).setdefault(
+                (row[C.TAG], row[C.SITE], row[C.EVENT]), _Site()
+            )
             site.count += row[A.COUNT]
             for name, value in (("num_aux", C.NUM_AUX), ("num_items", C.NUM_ITEMS), ("shapes", C.SHAPES)):
                 if row[value] is not None:

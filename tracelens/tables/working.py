@@ -108,5 +108,6 @@ class W:
     TPUT_N = "_tput_n"
     REQ_SUM = "_req_sum"  # the same of running requests (a round's batch size)
     REQ_N = "_req_n"
+    WARM = "_warm"  # a decode round is warm-up (`acceptance.is_warm`)
     FINITE_SUM = "_finite_sum"  # sum and count of a debug site's finite norms
     FINITE_N = "_finite_n"
