@@ -40,7 +40,14 @@ import polars as pl
 
 from tracelens.analysis import Analysis
 from tracelens.analysis.acceptance import is_warm
-from tracelens.analysis.capture import SITE_KEY, embed_states_of, is_embed
+from tracelens.analysis.capture import (
+    SITE_KEY,
+    bad_norms,
+    embed_states_of,
+    finite_norms,
+    is_embed,
+    last_printed,
+)
 from tracelens.analysis.compare import pick_baselines, weighted_ratio
 from tracelens.analysis.runs import RUN_KEY
 from tracelens.analysis.startup import ready_times
@@ -305,19 +312,16 @@ class RunningFigures:
         `capture.sites` figures, from one grouping of the new lines."""
         if not debug.height:
             return
-        norm = pl.col(C.NORM)
-        finite = norm.filter(norm.is_finite())
+        finite = finite_norms()
         grouped = debug.group_by(SITE_KEY, maintain_order=True).agg(
             pl.len().alias(A.COUNT),
             is_embed().any().alias(W.SEEN),
-            pl.col(C.NUM_AUX).drop_nulls().last(),
-            pl.col(C.NUM_ITEMS).drop_nulls().last(),
-            pl.col(C.SHAPES).filter(pl.col(C.SHAPES).list.len() > 0).last(),
+            *last_printed(),
             finite.sum().alias(W.FINITE_SUM),
             finite.count().alias(W.FINITE_N),
             finite.min().alias(A.NORM_MIN),
             finite.max().alias(A.NORM_MAX),
-            (~norm.is_finite() | (norm == 0)).fill_null(False).sum().alias(A.BAD_NORMS),
+            bad_norms(),
         )
         for row in grouped.iter_rows(named=True):
             key = (row[C.SOURCE], row[C.RUN])
