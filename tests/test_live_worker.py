@@ -325,6 +325,16 @@ def test_a_run_longer_than_the_window_shows_its_whole_run_figures(tmp_path: Path
             base = batch.runs.filter(pl.col("label") == row["baseline"]).row(0, named=True)
             assert newest.baseline_accept_len == base["mean_accept_len"]  # None: no speculative decoding
             assert newest.baseline_gen_throughput == pytest.approx(base["mean_gen_throughput"], rel=1e-9)
+        # the newest round's values and rolling medians: those the batch series ends with (the window's
+        # own rounds of a DP run are cut apart where the window starts)
+        series = batch.series.filter(pl.col("run") == row["run"])
+        for name, column in (
+            ("accept_len", "accept_len"),
+            ("gen_throughput", "gen_throughput"),
+            ("accept_len_median", "accept_len_rolling_median"),
+            ("gen_throughput_median", "gen_throughput_rolling_median"),
+        ):
+            assert getattr(newest, name) == pytest.approx(series.get_column(column).drop_nulls()[-1]), name
         capture = batch.capture.filter(pl.col("run") == row["run"])
         assert _rounded(newest.sites) == _rounded(site_statuses(capture.to_dicts()))
         assert newest.embed_state == batch.embed.filter(pl.col("run") == row["run"]).item(0, "embed_state")

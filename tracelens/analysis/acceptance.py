@@ -129,6 +129,14 @@ def _sum_or_null(column: str) -> pl.Expr:
     return pl.when(pl.col(column).is_not_null().any()).then(pl.col(column).sum()).alias(column)
 
 
+def rolling_medians() -> list[pl.Expr]:
+    """The rolling medians of accept len and tok/s of one run's rounds, as `decode_series` makes them."""
+    return [
+        *_rolling(C.ACCEPT_LEN, {A.ROLLING_MEDIAN: 0.5}, one_run=True),
+        *_rolling(C.GEN_THROUGHPUT, {A.TPUT_ROLLING_MEDIAN: 0.5}, one_run=True),
+    ]
+
+
 def _rolling(column: str, quantiles: dict[str, float], one_run: bool = False) -> list[pl.Expr]:
     def window(q: float) -> pl.Expr:
         rolled = pl.col(column).rolling_quantile(q, window_size=ROLLING_WINDOW, min_samples=1, center=True)

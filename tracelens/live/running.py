@@ -16,6 +16,9 @@ way the batch analysis defines each figure:
 - sums and counts per batch size (the run's steady tok/s per batch size is what a speedup compares,
   `compare.weighted_ratio`; a run sees a few dozen sizes), so the means and the speedup's point are
   those of the whole run, equal to `tracelens check` up to float rounding;
+- the last `ROLLING_WINDOW` complete rounds, so the newest accept len and tok/s and their rolling
+  medians are the batch series' last ones (the window's own DP rounds are numbered from where the
+  window starts, which pairs ranks a round apart when a cut falls inside a round);
 - per debug site: line count, last num_aux, num_items and shapes, sum, count, min and max of finite
   norms, bad norms (`capture.sites`); per run its debug line count and whether one captured the
   embedding (`capture.embed_states_of`).
@@ -23,9 +26,9 @@ way the batch analysis defines each figure:
 What cannot be kept exactly in bounded memory stays the window's: medians and percentiles of the
 steady state (`summary` prints them; the live view shows none), change points, the plots' series, the
 speedup's bootstrap interval. A run whose rounds cannot be combined exactly from sums (a DP rank that
-starts after the run's first `SETTLE_LINES` decode lines, one that stops printing for `PENDING_LIMIT` rounds, a ready line
-parsed after rounds it would have made steady) keeps the window's figures, and says so
-(`RunStatus.window_figures`).
+starts after the run's first `SETTLE_LINES` decode lines, one that stops printing for `PENDING_LIMIT`
+rounds, a ready line parsed after rounds it would have made steady) keeps the window's figures, and
+says so (`RunStatus.window_figures`).
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ import numpy as np
 import polars as pl
 
 from tracelens.analysis import Analysis
-from tracelens.analysis.acceptance import is_warm
+from tracelens.analysis.acceptance import ROLLING_WINDOW, is_warm, rolling_medians
 from tracelens.analysis.capture import (
     SITE_KEY,
     bad_norms,
@@ -121,6 +124,7 @@ class _RunDecode:
     early_steady: _Sums = field(default_factory=_Sums)  # steady by index, folded before ready was known
     steady: _Sums = field(default_factory=_Sums)  # steady by the ready time, folded after it was known
     broken: str | None = None  # why the sums cannot give the batch figures (the window's are shown)
+    tail: pl.DataFrame | None = None  # the last `ROLLING_WINDOW` rounds folded: the newest values
 
     def rounds(self) -> int:
         """Decode rounds as `per_run.decode_rounds` counts them: the longest rank's lines with DP
@@ -210,6 +214,10 @@ class _RunDecode:
             .group_by(W.WARM, A.BATCH_SIZE)
             .agg(*_SUMS, pl.col(C.TS).max())
         )
+        newest = rounds.select(W.ROUND, C.ACCEPT_LEN, C.GEN_THROUGHPUT)
+        if self.tail is not None:
+            newest = pl.concat([self.tail, newest], how="vertical_relaxed")
+        self.tail = newest.sort(W.ROUND).tail(ROLLING_WINDOW)
         steady = self.steady if self.ready is not None else self.early_steady
         for warm, size, *values, last in grouped.iter_rows():
             self.all.put(size, values)
@@ -222,15 +230,38 @@ class _RunDecode:
             ):
                 self.early_last = last
 
+    def _waiting(self) -> pl.DataFrame:
+        """The waiting rounds the batch series keeps: while none is folded, those up to the last one
+        with the most ranks (the last complete one)."""
+        if self.settled or self.pending is None or not self.pending.height:
+            return pl.DataFrame()
+        most = pl.col(W.N) == pl.col(W.N).max()
+        last = self.pending.filter(most).get_column(W.ROUND).max()
+        return _rounds(self.pending.filter(pl.col(W.ROUND) <= last))
+
+    def newest(self) -> dict[str, float | None]:
+        """The last round's accept len and tok/s (the last non-null ones) and their rolling medians, as
+        the run's series ends (`status.run_status`)."""
+        parts = [] if self.tail is None else [self.tail]
+        waiting = self._waiting()
+        if waiting.height:
+            parts.append(waiting.select(W.ROUND, C.ACCEPT_LEN, C.GEN_THROUGHPUT))
+        names = (C.ACCEPT_LEN, C.GEN_THROUGHPUT, A.ROLLING_MEDIAN, A.TPUT_ROLLING_MEDIAN)
+        if not parts:
+            return dict.fromkeys(names)
+        rows = pl.concat(parts, how="vertical_relaxed").sort(W.ROUND).tail(ROLLING_WINDOW)
+        rolled = rows.with_columns(*rolling_medians())
+        out: dict[str, float | None] = {}
+        for name in names:
+            values = rolled.get_column(name).drop_nulls()
+            out[name] = float(values[-1]) if len(values) else None
+        return out
+
     def figures(self) -> tuple[_Sums, _Sums]:
         """(every round, the steady rounds `steady_rows` keeps) as the batch series has them now: the
         folded rounds, and the waiting ones the batch keeps (only while none is folded: a folded round
         has every rank, so the last complete round is folded and every waiting one comes after it)."""
-        extra = pl.DataFrame()
-        if not self.settled and self.pending is not None and self.pending.height:
-            most = pl.col(W.N) == pl.col(W.N).max()
-            last = self.pending.filter(most).get_column(W.ROUND).max()
-            extra = _rounds(self.pending.filter(pl.col(W.ROUND) <= last))
+        extra = self._waiting()
         every = self.all.plus(extra)
         if self.ready is None:
             steady = self.early_steady.plus(
@@ -453,6 +484,15 @@ class RunningFigures:
                     mean_accept_len=means[A.MEAN_ACCEPT_LEN],
                     mean_acceptance_rate=means[A.MEAN_ACCEPTANCE_RATE],
                     mean_gen_throughput=means[A.MEAN_GEN_THROUGHPUT],
+                )
+            decode = self._decode.get(key)
+            if decode is not None and not decode.broken:  # the window's rounds of a DP run may be cut apart
+                newest = decode.newest()
+                changes.update(
+                    accept_len=newest[C.ACCEPT_LEN],
+                    gen_throughput=newest[C.GEN_THROUGHPUT],
+                    accept_len_median=newest[A.ROLLING_MEDIAN],
+                    gen_throughput_median=newest[A.TPUT_ROLLING_MEDIAN],
                 )
             changes["sites"] = site_statuses(self.sites(key))
             state = self.embed_state(analysis, key)
