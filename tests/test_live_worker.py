@@ -377,4 +377,7 @@ def test_a_run_whose_rounds_sums_cannot_give_keeps_the_window_figures_and_says_s
     assert set(WINDOW_MEANS) <= set(status.window_figures)
     window_mean = analysis.runs.filter(pl.col(C.RUN) == status.run).item(0, "mean_accept_len")
     assert status.mean_accept_len == window_mean is not None
+    from tracelens.cli.printer import stats_words
+
+    assert "window mean" in stats_words(status) and "run mean" not in stats_words(status)
     live.close()
