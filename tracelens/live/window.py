@@ -24,6 +24,7 @@ from pathlib import Path
 
 import polars as pl
 
+from tracelens.live.running import RunningFigures
 from tracelens.parsers.finalize import finalize, merge_run_spans, run_spans, runs_from_spans
 from tracelens.tables.frames import PARTS, Tables
 from tracelens.tables.schema import C, Kind, T
@@ -49,6 +50,7 @@ class LiveTables:
         self._spilled = 0  # chunks written
         self._newest: dict[str, int] = {}  # per source, its newest line number
         self._oldest: dict[str, int] = {}  # per source, the first line number still in the window
+        self.running = RunningFigures()  # every run's whole-run figures, fed every row once
 
     @property
     def spilled(self) -> bool:
@@ -58,6 +60,7 @@ class LiveTables:
         """New rows of a parse (in each source's order)."""
         lines = tables[T.LINES]
         self.lines += lines.height
+        self.running.add(tables)
         spans = run_spans(lines)
         both = spans if self._spans is None else pl.concat([self._spans, spans], how="vertical_relaxed")
         self._spans = merge_run_spans(both)
@@ -119,6 +122,11 @@ class LiveTables:
         if self._spans is not None:
             made.frames[T.RUNS] = runs_from_spans(self._spans, made[T.SERVER_ARGS])
         return made
+
+    def is_cut(self, source: str, run: int) -> bool:
+        """Some of the run's lines have left the window (the analysis of `view` sees only the rest)."""
+        first, count = self.run_lines(source, run)
+        return count > 0 and first < self.window_start(source)
 
     def run_lines(self, source: str, run: int) -> tuple[int, int]:
         """(first line, line count) of a run, from the merged spans ((0, 0) when unknown)."""
