@@ -199,7 +199,185 @@ def test_findings_outlive_the_window_and_the_full_analysis_reads_every_row(tmp_p
         newest = session.snapshot.runs[0]
         last = batch.runs.row(-1, named=True)
         assert newest.run == 3 and newest.status == last["status"]
-        assert newest.mean_accept_len is not None
-        assert newest.mean_accept_len != last["mean_accept_len"]  # the window's steady mean
+        # the run's means are those of every row (kept as rows arrived), its plots the window's
+        assert newest.mean_accept_len == pytest.approx(last["mean_accept_len"], rel=1e-9)
+        assert newest.mean_gen_throughput == pytest.approx(last["mean_gen_throughput"], rel=1e-9)
+        assert newest.window_figures == ("series",)
     finally:
         session.stop()
+
+
+def _dp_log(rounds: int = 700, ready_line: bool = True) -> str:
+    """The DP-attention sample's start (4 DP groups, EAGLE, ready at 12:00:43), then ``rounds`` decode
+    rounds, 4 a second, every group printing its own line per round at a jittered time (so a round's
+    lines interleave with the next round's and the window's cuts split rounds), and aux captures with a
+    NaN norm now and then and one embedding capture near the end."""
+    import datetime as dt
+    import random
+
+    from conftest import SAMPLE_LOGS
+
+    start = (SAMPLE_LOGS / "era_2025_dp_attention.log").read_text().splitlines()
+    head = start[: next(i for i, line in enumerate(start) if "fired up" in line) + 1]
+    if not ready_line:  # the warm-up is then the first rounds, not the first minute after ready
+        head = [line for line in head if "fired up" not in line]
+    rng = random.Random(10)
+    ready = dt.datetime(2025, 5, 20, 12, 0, 43)
+    events: list[tuple[float, str]] = []
+    for k in range(rounds):
+        for group in range(4):
+            at = 1.0 + k * 0.25 + rng.uniform(0, 0.4)
+            running = rng.choice([1, 2, 3, 4]) + (k > rounds // 2)
+            accept = 2.2 + 0.8 * (k > 300) + rng.uniform(-0.3, 0.3) + 0.05 * group
+            tput = 60.0 * running * accept / 2.5 + rng.uniform(-5, 5)
+            events.append(
+                (
+                    at,
+                    f"DP{group} TP{2 * group}] Decode batch. #running-req: {running}, #token: {900 * running}, "
+                    f"token usage: 0.01, accept len: {accept:.2f}, cuda graph: True, "
+                    f"gen throughput (token/s): {tput:.2f}, #queue-req: 0",
+                )
+            )
+        if k % 3 == 0:
+            norm = "nan" if k % 60 == 0 else f"{35 + rng.uniform(0, 20):.4f}"
+            layer = -1 if k == rounds - 20 else rng.choice([2, 30, 58])
+            events.append(
+                (
+                    1.0 + k * 0.25 + 0.2,
+                    f"DP0 TP0] EAGLE3_DEBUG[dsv2] aux capture: layer_id={layer} shape=torch.Size([1, 7168]) "
+                    f"norm={norm}",
+                )
+            )
+    events.sort(key=lambda e: e[0])
+    body = [
+        f"[{(ready + dt.timedelta(seconds=at)).strftime('%Y-%m-%d %H:%M:%S')} {text}" for at, text in events
+    ]
+    return "\n".join([*head, *body]) + "\n"
+
+
+def _rounded(sites: tuple) -> tuple:
+    """Capture rows with their norm means rounded (a running sum and polars' mean differ in the last bits)."""
+    import dataclasses
+
+    return tuple(dataclasses.replace(s, norm=None if s.norm is None else round(s.norm, 9)) for s in sites)
+
+
+@pytest.mark.parametrize(
+    "logs",
+    [
+        pytest.param(["dp"], id="dp-rounds-cut-by-the-window"),
+        pytest.param(["dp", "no ready line"], id="dp-rounds-warm-up-by-count"),
+        pytest.param(["dp", "late rank"], id="dp-rounds-after-the-last-complete-one-left-out"),
+        pytest.param(["baseline_tp8.log", "eagle3_fixed.log"], id="speedup-over-a-baseline-on-disk"),
+    ],
+)
+def test_a_run_longer_than_the_window_shows_its_whole_run_figures(tmp_path: Path, logs: list[str]) -> None:
+    """A real worker with a 300-line window: the open run's acceptance, acceptance rate and tok/s
+    means (DP rounds combined, warm-up cut), its speedup over a baseline run whose rows are all on disk,
+    the baseline's means, the capture per debug site and the embedding state are those of
+    `tracelens check` on the same file, although the window holds a sixth of the run or less."""
+    from tracelens.engine.ingest import analyze
+    from tracelens.live.status import site_statuses
+
+    from conftest import SAMPLE_LOGS
+
+    (tmp_path / "whole").mkdir()
+    whole = tmp_path / "whole" / "server.log"  # the same name: the same run labels
+    if logs[0] == "dp":
+        text = _dp_log(ready_line="no ready line" not in logs)
+        if "late rank" in logs:  # DP3 begins with its round 0 after 1,200 lines of the others
+            rows = text.splitlines(keepends=True)
+            decode = [i for i, line in enumerate(rows) if "Decode batch" in line]
+            late = {i for i in decode[:1600] if "DP3 TP6]" in rows[i]}
+            text = "".join(line for i, line in enumerate(rows) if i not in late)
+        whole.write_text(text)
+    else:
+        whole.write_text("".join((SAMPLE_LOGS / name).read_text() for name in logs))
+    batch = analyze([whole])
+    lines = whole.read_text().splitlines(keepends=True)
+    path = tmp_path / "server.log"
+    path.write_text("".join(lines[:400]))
+    spec = parse_spec(str(path))
+    session = LiveSession(
+        [spec], interval=0.1, window_lines=300, follower_options={spec.label: {"poll": 0.01}}
+    )
+    session.start()
+    try:
+        # written 400 lines at a time, each parsed before the next: the worker's sums grow update by update
+        for at in range(400, len(lines), 400):
+            assert wait_for(lambda at=at: session.index.count() >= at) and session.wait_idle(timeout=60)
+            with path.open("a") as fh:
+                fh.write("".join(lines[at : at + 400]))
+        assert wait_for(lambda: session.snapshot.lines == len(lines), timeout=60)
+        assert session.wait_idle(timeout=60)
+        newest = session.snapshot.runs[0]
+        row = batch.runs.row(-1, named=True)
+        assert newest.run == row["run"] and row["line_count"] > 6 * 300
+        assert newest.window_figures == ("series",)  # the plots only: the window's
+        for name in ("mean_accept_len", "mean_acceptance_rate", "mean_gen_throughput"):
+            assert row[name] is not None, name
+            assert getattr(newest, name) == pytest.approx(row[name], rel=1e-9), name
+        assert newest.baseline == row["baseline"]
+        if row["baseline"] is None:
+            assert newest.speedup is None
+        else:
+            assert newest.speedup == pytest.approx(row["speedup"], rel=1e-9)
+            base = batch.runs.filter(pl.col("label") == row["baseline"]).row(0, named=True)
+            assert newest.baseline_accept_len == base["mean_accept_len"]  # None: no speculative decoding
+            assert newest.baseline_gen_throughput == pytest.approx(base["mean_gen_throughput"], rel=1e-9)
+        # the newest round's values and rolling medians: those the batch series ends with (the window's
+        # own rounds of a DP run are cut apart where the window starts)
+        series = batch.series.filter(pl.col("run") == row["run"])
+        for name, column in (
+            ("accept_len", "accept_len"),
+            ("gen_throughput", "gen_throughput"),
+            ("accept_len_median", "accept_len_rolling_median"),
+            ("gen_throughput_median", "gen_throughput_rolling_median"),
+        ):
+            assert getattr(newest, name) == pytest.approx(series.get_column(column).drop_nulls()[-1]), name
+        capture = batch.capture.filter(pl.col("run") == row["run"])
+        assert _rounded(newest.sites) == _rounded(site_statuses(capture.to_dicts()))
+        assert newest.embed_state == batch.embed.filter(pl.col("run") == row["run"]).item(0, "embed_state")
+        shown = [f for f in session.findings if f.run == newest.run]
+        assert newest.findings == len(shown) and newest.errors == sum(f.severity == "error" for f in shown)
+    finally:
+        session.stop()
+
+
+def test_a_run_whose_rounds_sums_cannot_give_keeps_the_window_figures_and_says_so() -> None:
+    """A DP rank that begins printing after the run's first 1,000 decode lines (here after 1,800) would
+    join rounds already summed: the run's means are then the window's, and its status names them
+    (`window_figures`)."""
+    from tracelens.analysis import analyze_tables
+    from tracelens.engine.stream import SourceParser
+    from tracelens.live.running import WINDOW_MEANS
+    from tracelens.live.status import snapshot
+    from tracelens.live.window import LiveTables
+    from tracelens.parsers import ParseOptions
+
+    lines = _dp_log().splitlines(keepends=True)
+    decode = [i for i, line in enumerate(lines) if "Decode batch" in line]
+    late = {i for i in decode[:2400] if "DP3 TP6]" in lines[i]}
+    lines = [line for i, line in enumerate(lines) if i not in late]
+    parser = SourceParser(ParseOptions())
+    live = LiveTables(window=300)
+    line_no = 1
+    for at in range(0, len(lines), 400):
+        data = "".join(lines[at : at + 400]).encode()
+        frame = block_lines(Block("dp.log", line_no, 0, data))
+        line_no += frame.height
+        tables, _, parsed = parser.feed(frame, at + 400 >= len(lines))
+        if parsed:
+            live.add(tables)
+    view = live.view()
+    analysis = analyze_tables(view)
+    snap = live.running.apply(snapshot(analysis, ["dp.log"], live.lines), analysis, live.is_cut, None)
+    status = snap.runs[0]
+    assert live.is_cut("dp.log", status.run) and live.running.means(("dp.log", status.run), 3) is None
+    assert set(WINDOW_MEANS) <= set(status.window_figures)
+    window_mean = analysis.runs.filter(pl.col(C.RUN) == status.run).item(0, "mean_accept_len")
+    assert status.mean_accept_len == window_mean is not None
+    from tracelens.cli.printer import stats_words
+
+    assert "window mean" in stats_words(status) and "run mean" not in stats_words(status)
+    live.close()

@@ -45,21 +45,29 @@ def decode_series(batches: pl.DataFrame, runs: pl.DataFrame, ready: pl.DataFrame
         ready.select(*RUN_KEY, pl.col(C.TS).alias(W.READY)), on=RUN_KEY, how="left"
     )
     first_ts = pl.coalesce(pl.col(C.START_TS), pl.col(C.TS).min().over(RUN_KEY))
-    index = pl.int_range(pl.len()).over(RUN_KEY)
-    warm = (
-        pl.when(pl.col(W.READY).is_not_null())
-        .then((pl.col(C.TS) - pl.col(W.READY)).dt.total_seconds() < WARMUP_SECONDS)
-        .otherwise(index < WARMUP_LINES)
-    )
+    warm = is_warm(pl.col(W.READY), pl.int_range(pl.len()).over(RUN_KEY))
     out = out.with_columns(
         ((pl.col(C.TS) - first_ts).dt.total_microseconds() / 1e6).alias(A.T_SINCE_START),
         ((pl.col(C.ACCEPT_LEN) - 1) / pl.col(C.SPEC_NUM_STEPS)).alias(A.ACCEPTANCE_RATE),
-        pl.when(warm.fill_null(True)).then(pl.lit("warmup")).otherwise(pl.lit("steady")).alias(A.STAGE),
+        pl.when(warm).then(pl.lit("warmup")).otherwise(pl.lit("steady")).alias(A.STAGE),
         pl.col(C.RUNNING_REQ).alias(A.BATCH_SIZE),
         *_rolling(C.ACCEPT_LEN, {A.ROLLING_MEDIAN: 0.5, A.ROLLING_P10: 0.1, A.ROLLING_P90: 0.9}, one_run),
         *_rolling(C.GEN_THROUGHPUT, {A.TPUT_ROLLING_MEDIAN: 0.5}, one_run),
     )
     return out.drop(W.READY, C.START_TS)
+
+
+def is_warm(ready: pl.Expr, index: pl.Expr) -> pl.Expr:
+    """A decode round (its `ts`) is warm-up: less than `WARMUP_SECONDS` (whole seconds) after the run's
+    ``ready`` time, or, in a run without one, among its first `WARMUP_LINES` rounds (``index``: the
+    round's position in its run). A round without a time in a run with one is warm-up. The live
+    worker's running figures (`live/running.py`) judge rounds with the same expression."""
+    return (
+        pl.when(ready.is_not_null())
+        .then((pl.col(C.TS) - ready).dt.total_seconds() < WARMUP_SECONDS)
+        .otherwise(index < WARMUP_LINES)
+        .fill_null(True)
+    )
 
 
 def _dp_rounds(decode: pl.DataFrame) -> pl.DataFrame:
@@ -119,6 +127,14 @@ def steady_rows(series: pl.DataFrame) -> pl.DataFrame:
 def _sum_or_null(column: str) -> pl.Expr:
     """Sum over DP ranks; null (not 0) when no rank printed the field."""
     return pl.when(pl.col(column).is_not_null().any()).then(pl.col(column).sum()).alias(column)
+
+
+def rolling_medians() -> list[pl.Expr]:
+    """The rolling medians of accept len and tok/s of one run's rounds, as `decode_series` makes them."""
+    return [
+        *_rolling(C.ACCEPT_LEN, {A.ROLLING_MEDIAN: 0.5}, one_run=True),
+        *_rolling(C.GEN_THROUGHPUT, {A.TPUT_ROLLING_MEDIAN: 0.5}, one_run=True),
+    ]
 
 
 def _rolling(column: str, quantiles: dict[str, float], one_run: bool = False) -> list[pl.Expr]:

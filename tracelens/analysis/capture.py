@@ -26,23 +26,38 @@ def is_embed() -> pl.Expr:
 def sites(debug: pl.DataFrame) -> pl.DataFrame:
     """Per (run, tag, site, event): count, last num_aux / num_items / shapes, norm mean/min/max. For a
     dataset, `sites_of` makes the same one run at a time."""
-    finite = pl.col(C.NORM).filter(pl.col(C.NORM).is_finite())
+    finite = finite_norms()
     return (
         debug.filter(pl.col(C.EVENT).is_not_null())
         .group_by(SITE_KEY, maintain_order=True)
         .agg(
             pl.len().alias(A.COUNT),
-            pl.col(C.NUM_AUX).drop_nulls().last(),
-            pl.col(C.NUM_ITEMS).drop_nulls().last(),
-            pl.col(C.SHAPES).filter(pl.col(C.SHAPES).list.len() > 0).last(),
+            *last_printed(),
             finite.mean().alias(A.NORM_MEAN),
             finite.min().alias(A.NORM_MIN),
             finite.max().alias(A.NORM_MAX),
-            # NaN, infinite or zero norms: left out of the mean and range above, so counted here.
-            (~pl.col(C.NORM).is_finite() | (pl.col(C.NORM) == 0)).fill_null(False).sum().alias(A.BAD_NORMS),
+            bad_norms(),
             pl.col(C.TS).max(),
         )
     )
+
+
+def finite_norms() -> pl.Expr:
+    return pl.col(C.NORM).filter(pl.col(C.NORM).is_finite())
+
+
+def last_printed() -> list[pl.Expr]:
+    """A site's last num_aux, num_items and (non-empty) shapes."""
+    return [
+        pl.col(C.NUM_AUX).drop_nulls().last(),
+        pl.col(C.NUM_ITEMS).drop_nulls().last(),
+        pl.col(C.SHAPES).filter(pl.col(C.SHAPES).list.len() > 0).last(),
+    ]
+
+
+def bad_norms() -> pl.Expr:
+    """NaN, infinite or zero norms: left out of a site's norm mean and range, so counted."""
+    return (~pl.col(C.NORM).is_finite() | (pl.col(C.NORM) == 0)).fill_null(False).sum().alias(A.BAD_NORMS)
 
 
 def sites_of(tables: Tables) -> pl.DataFrame:
@@ -83,6 +98,13 @@ def embed_states(
     """source, run, embed_state for every speculative run: `seen` / `not seen` when nothing is expected,
     `as expected` / `missing` / `unexpected` against the expectation, `no debug lines` otherwise."""
     stats = collect(debug.lazy().group_by(RUN_KEY).agg(pl.len().alias(W.N), is_embed().any().alias(W.SEEN)))
+    return embed_states_of(runs, stats, expect)
+
+
+def embed_states_of(runs: pl.DataFrame, stats: pl.DataFrame, expect: Expectations) -> pl.DataFrame:
+    """`embed_states` from each run's debug line count and whether one was an embedding capture
+    (``stats``: source, run, _n, _seen), however they were counted (the live worker keeps them as
+    rows arrive)."""
     out = (
         runs.filter(pl.col(C.SPEC_ALGORITHM).is_not_null())
         .select(RUN_KEY)

@@ -96,8 +96,7 @@ def _speedup(candidate: pl.DataFrame | None, baseline: pl.DataFrame | None) -> d
     weights = np.array([len(cand[s]) for s in sizes], dtype=float)
 
     def ratio(c: list[np.ndarray], b: list[np.ndarray]) -> float:
-        per_size = np.array([ci.mean() / bi.mean() for ci, bi in zip(c, b, strict=True)])
-        return float((per_size * weights).sum() / weights.sum())
+        return weighted_ratio([ci.mean() for ci in c], [bi.mean() for bi in b], weights)
 
     point = ratio([cand[s] for s in sizes], [base[s] for s in sizes])
     rng = np.random.default_rng(0)
@@ -116,6 +115,14 @@ def _speedup(candidate: pl.DataFrame | None, baseline: pl.DataFrame | None) -> d
         A.MATCHED_BATCH_SIZES: sizes,
         A.SAMPLES: int(weights.sum()),
     }
+
+
+def weighted_ratio(candidate: list[float], baseline: list[float], weights: np.ndarray) -> float:
+    """The speedup's point: per matched batch size the candidate's mean throughput over the baseline's,
+    weighted by how often the candidate ran at that size (``weights``). The live worker computes it
+    from running sums per batch size (`live/running.py`)."""
+    per_size = np.array([c / b for c, b in zip(candidate, baseline, strict=True)])
+    return float((per_size * weights).sum() / weights.sum())
 
 
 def args_diff(server_args: pl.DataFrame, runs: pl.DataFrame, a: str, b: str) -> pl.DataFrame:

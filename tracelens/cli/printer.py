@@ -26,11 +26,13 @@ def stats_words(run: RunStatus) -> str:
     if run.speculative:
         parts.append(run.speculative)
     # The run means are the ones `summary` and `compare` print; "now" is the newest decode line.
+    # A run longer than the live window whose means could not be kept whole says so (`live/running.py`).
+    mean = "window mean" if "mean_accept_len" in run.window_figures else "run mean"
     if run.accept_len is not None:
-        parts.append(f"accept len {number(run.mean_accept_len)} run mean (now {number(run.accept_len)})")
+        parts.append(f"accept len {number(run.mean_accept_len)} {mean} (now {number(run.accept_len)})")
     if run.gen_throughput is not None:
         parts.append(
-            f"{number(run.mean_gen_throughput, 1)} tok/s run mean (now {number(run.gen_throughput, 1)})"
+            f"{number(run.mean_gen_throughput, 1)} tok/s {mean} (now {number(run.gen_throughput, 1)})"
         )
     if run.speedup is not None and run.baseline:
         parts.append(f"{speedup(run.speedup)} {run.baseline}")

@@ -6,13 +6,14 @@ the EAGLE-3 capture per debug site. Headless: plain data that any view renders.
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, cast
 
 import polars as pl
 
-from tracelens.analysis import Analysis, Severity, Status
+from tracelens.analysis import Analysis, Finding, Severity, Status
 from tracelens.analysis.plotdata import decimate
 from tracelens.formatting import duration, speculative_words
 from tracelens.tables.frames import Tables
@@ -88,6 +89,7 @@ class RunStatus:
     # The run's figures from the analysis' per-run table (steady-state means, as `summary`, `compare` and
     # the report show them) and its verdict; accept_len and gen_throughput above are the newest values.
     mean_accept_len: float | None = None
+    mean_acceptance_rate: float | None = None
     mean_gen_throughput: float | None = None
     status: Status | None = None
     headline: str | None = None
@@ -97,6 +99,12 @@ class RunStatus:
     sites: tuple[SiteStatus, ...] = ()
     # decode series of the run: t_since_start_s, accept_len, gen_throughput, rolling medians
     series: pl.DataFrame = field(default_factory=pl.DataFrame)
+    # The findings shown for the run (the session's kept findings, `kept.KeptFindings`), errors among them.
+    findings: int = 0
+    errors: int = 0
+    # The fields above that are those of the worker's window, not of the whole run: of a run longer than
+    # the window, its series (the plots); its means too when they cannot be kept exactly (`live/running.py`).
+    window_figures: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         out = {
@@ -155,8 +163,13 @@ def _phase(analysis: Analysis, source: str, run: int, last_ts: dt.datetime | Non
 
 def _sites(analysis: Analysis, source: str, run: int) -> tuple[SiteStatus, ...]:
     capture = analysis.capture.filter((pl.col(C.SOURCE) == source) & (pl.col(C.RUN) == run))
+    return site_statuses(capture.to_dicts())
+
+
+def site_statuses(rows: Iterable[dict[str, Any]]) -> tuple[SiteStatus, ...]:
+    """The capture panel's rows from `capture.sites` rows (or the live worker's running ones)."""
     out = []
-    for row in capture.to_dicts():
+    for row in rows:
         shapes = row.get(C.SHAPES) or []
         lo, hi = row.get(A.NORM_MIN), row.get(A.NORM_MAX)
         out.append(
@@ -214,6 +227,7 @@ def run_status(analysis: Analysis, source: str) -> RunStatus:
         baseline_accept_len=base.item(0, A.MEAN_ACCEPT_LEN) if base.height else None,
         speedup=row.get(A.SPEEDUP),
         mean_accept_len=row.get(A.MEAN_ACCEPT_LEN),
+        mean_acceptance_rate=row.get(A.MEAN_ACCEPTANCE_RATE),
         mean_gen_throughput=row.get(A.MEAN_GEN_THROUGHPUT),
         status=Status(row[A.STATUS]) if row.get(A.STATUS) else None,
         headline=row.get(A.HEADLINE),
@@ -245,6 +259,20 @@ def newest_decode(tables: Tables) -> tuple[float | None, float | None] | None:
         return None
     last = decode.row(-1, named=True)
     return last.get(C.ACCEPT_LEN), last.get(C.GEN_THROUGHPUT)
+
+
+def with_finding_counts(snap: Snapshot, findings: list[Finding]) -> Snapshot:
+    """``snap`` with each run's count of ``findings`` (those the session shows) and of errors among them."""
+    counts: dict[tuple[str, int | None], list[int]] = {}
+    for finding in findings:
+        held = counts.setdefault((finding.source, finding.run), [0, 0])
+        held[0] += 1
+        held[1] += finding.severity == Severity.ERROR
+    runs = []
+    for run in snap.runs:
+        found, errors = counts.get((run.source, run.run), (0, 0))
+        runs.append(replace(run, findings=found, errors=errors))
+    return replace(snap, runs=tuple(runs))
 
 
 def snapshot(analysis: Analysis, sources: list[str], lines: int | None = None) -> Snapshot:

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
+from tracelens.live.running import RunningFigures
 from tracelens.parsers.finalize import finalize, merge_run_spans, run_spans, runs_from_spans
 from tracelens.tables.frames import PARTS, Tables
 from tracelens.tables.schema import C, Kind, T
@@ -57,12 +58,15 @@ class LiveTables:
         self._spilled = 0  # chunks written
         self._newest: dict[str, int] = {}  # per source, its newest line number
         self._oldest: dict[str, int] = {}  # per source, the first line number still in the window
+        self.running = RunningFigures()  # every run's whole-run figures, fed every row once
         self._seed: Seed | None = None  # what lies before the cuts of sources a dataset holds
 
     def seed(self, seed: Seed) -> None:
         """Start from a dataset's rows before each cut (`live.seed`): the window starts at the cut, the
         small tables and run spans hold what came before, the bulk rows are read back from the dataset
-        when every row is asked for (`everything`, `with_whole_run`). Call before the first `add`."""
+        when every row is asked for (`everything`, `with_whole_run`). Call before the first `add`.
+        The running figures are not fed the rows before the cut: a run across it has them from the cut
+        on (see README)."""
         self._seed = seed
         self.lines += seed.lines
         self._spans = merge_run_spans(seed.spans) if seed.spans.height else None
@@ -79,6 +83,7 @@ class LiveTables:
         """New rows of a parse (in each source's order)."""
         lines = tables[T.LINES]
         self.lines += lines.height
+        self.running.add(tables)
         spans = run_spans(lines)
         both = spans if self._spans is None else pl.concat([self._spans, spans], how="vertical_relaxed")
         self._spans = merge_run_spans(both)
@@ -151,6 +156,11 @@ class LiveTables:
         for name, rows in self._seed.small.frames.items():
             made.frames[name] = pl.concat([rows, made[name]], how="diagonal_relaxed")
         return made
+
+    def is_cut(self, source: str, run: int) -> bool:
+        """Some of the run's lines have left the window (the analysis of `view` sees only the rest)."""
+        first, count = self.run_lines(source, run)
+        return count > 0 and first < self.window_start(source)
 
     def run_lines(self, source: str, run: int) -> tuple[int, int]:
         """(first line, line count) of a run, from the merged spans ((0, 0) when unknown)."""

@@ -64,7 +64,7 @@ from tracelens.live.messages import (
     WorkerEnded,
 )
 from tracelens.live.seed import read_seed, seed_findings
-from tracelens.live.status import newest_decode, snapshot
+from tracelens.live.status import newest_decode, snapshot, with_finding_counts
 from tracelens.live.window import LiveTables
 from tracelens.parsers import ParseState
 from tracelens.sources.files import block_lines
@@ -255,6 +255,9 @@ class _Worker:
         found = self._judge_ended(analysis.findings, ended)
         findings = self._kept.update(found, ended, self._tables.window_start)
         snap = snapshot(analysis, self.config.labels, lines)
+        with self._lock:  # a run longer than the window shows its whole-run figures (`live/running.py`)
+            snap = self._tables.running.apply(snap, analysis, self._tables.is_cut, self.config.baseline)
+        snap = with_finding_counts(snap, findings)
         with self._lock:
             self._analysis = analysis
             self._analyses += 1

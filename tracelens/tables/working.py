@@ -99,3 +99,15 @@ class W:
     HIGH = "_hi"  # a bucket's highest row
     MIDDLE = "_mid"  # a bucket's middle row
     BIN = "_bin"  # which time bin of the TUI's acceptance plot a decode round falls in
+
+    # The live worker's running figures (tracelens/live/running.py): partial sums of decode rounds.
+    DP_KEY = "_dp_key"  # a decode line's DP rank, -1 without one (each key counts its own rounds)
+    LEN_SUM = "_len_sum"  # sum and count of a round's (or a group of rounds') non-null accept lens
+    LEN_N = "_len_n"
+    TPUT_SUM = "_tput_sum"  # the same of gen throughput
+    TPUT_N = "_tput_n"
+    REQ_SUM = "_req_sum"  # the same of running requests (a round's batch size)
+    REQ_N = "_req_n"
+    WARM = "_warm"  # a decode round is warm-up (`acceptance.is_warm`)
+    FINITE_SUM = "_finite_sum"  # sum and count of a debug site's finite norms
+    FINITE_N = "_finite_n"

@@ -147,6 +147,8 @@ class AcceptancePanel(Static):
     def show(self, run: RunStatus | None) -> None:
         self.run = run
         self.border_title = f"acceptance · {run.label}" if run and run.label else "acceptance"
+        if run and "series" in run.window_figures:  # the run is longer than the worker's window
+            self.border_title += " · plots: newest lines"
         self.refresh_view()
 
     def note_decode(self, accept_len: float | None, gen_throughput: float | None) -> None:
