@@ -74,9 +74,27 @@ def _seen(path: Path, cuts: dict[str, Cut], recorder: Recorder | None = None) ->
             "runs": analysis.runs.select(C.RUN, "status", "headline").sort(C.RUN).rows(),
             "tables": {name: analysis.tables[name] for name in analysis.tables.frames},
             "report_findings": sorted((f.code, f.run, f.message) for f in analysis.findings),
+            # each run's headline figures: the window's analysis, or the running sums of a run partly
+            # outside the window (here: every run the cut holds a part of, fed from the dataset)
+            "figures": sorted(
+                (
+                    r.run,
+                    *(_rounded(getattr(r, name)) for name in _FIGURES),
+                    r.baseline,
+                    tuple(s for s in r.window_figures if s != "series"),
+                )
+                for r in session.snapshot.runs
+            ),
         }
     finally:
         session.stop()
+
+
+_FIGURES = ("mean_accept_len", "mean_acceptance_rate", "mean_gen_throughput", "speedup")
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else float(f"{value:.9g}")  # sums in another order: the last bits differ
 
 
 def _same_tables(got: dict[str, pl.DataFrame], want: dict[str, pl.DataFrame]) -> None:
@@ -89,8 +107,11 @@ def _same_tables(got: dict[str, pl.DataFrame], want: dict[str, pl.DataFrame]) ->
         assert a.sort(keys).equals(b.sort(keys)), name
 
 
+_COMPARED = ("texts", "kinds", "times", "ranks", "findings", "evidence", "runs", "report_findings", "figures")
+
+
 def _same_view(got: dict, want: dict) -> None:
-    for key in ("texts", "kinds", "times", "ranks", "findings", "evidence", "runs", "report_findings"):
+    for key in _COMPARED:
         assert got[key] == want[key], key
     _same_tables(got["tables"], want["tables"])
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import hashlib
 import mmap
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import cast
@@ -215,6 +215,8 @@ class Seed:
     spans: pl.DataFrame
     lines: int
     older: Callable[[list[str], pl.Expr | None], Tables]
+    # the rows the running figures read (`live/running.py`), before the cuts, in slices in line order
+    running_rows: Callable[[], Iterator[Tables]] = lambda: iter(())
 
 
 def read_seed(cuts: dict[str, Cut]) -> Seed:
@@ -248,7 +250,47 @@ def read_seed(cuts: dict[str, Cut]) -> Seed:
         frame,
         lines,
         lambda names, where: older_rows(cuts, names, where),
+        lambda: running_rows(cuts),
     )
+
+
+# What `RunningFigures.add` reads of the bulk tables, and how many line numbers one slice spans: the
+# rows of a 1 GiB log are read a bounded slice at a time (274 MiB at most), only these columns of `batches`.
+_RUNNING_TABLES = {
+    T.BATCHES: [
+        C.SOURCE,
+        C.RUN,
+        C.LINE_NO,
+        C.TS,
+        C.DP,
+        C.PHASE,
+        C.ACCEPT_LEN,
+        C.GEN_THROUGHPUT,
+        C.RUNNING_REQ,
+    ],
+    T.DEBUG: None,
+    T.SPEC_METRICS: None,
+}
+RUNNING_SLICE_LINES = 250_000
+
+
+def running_rows(cuts: dict[str, Cut], slice_lines: int = RUNNING_SLICE_LINES) -> Iterator[Tables]:
+    """The rows before each cut that the running figures are fed, a slice of line numbers at a time in
+    line order, decode lines only. A dataset rewritten since the session opened gives nothing."""
+    for label, cut in cuts.items():
+        with reading_dataset(cut.dataset) as manifest:
+            if not _still_there(manifest, cut):
+                continue
+            data = Tables.read_dataset(Path(cut.dataset))
+            for low in range(1, cut.first_line, slice_lines):
+                within = pl.col(C.LINE_NO).is_between(low, low + slice_lines, closed="left")
+                frames = {}
+                for name, columns in _RUNNING_TABLES.items():
+                    rows = _rows(data, name, cut, label).filter(within)
+                    if name == T.BATCHES:
+                        rows = rows.filter(pl.col(C.PHASE) == "decode")
+                    frames[name] = (rows.select(columns) if columns else rows).collect()
+                yield Tables(frames)
 
 
 def older_rows(cuts: dict[str, Cut], names: list[str], where: pl.Expr | None) -> Tables:

@@ -65,9 +65,12 @@ class LiveTables:
         """Start from a dataset's rows before each cut (`live.seed`): the window starts at the cut, the
         small tables and run spans hold what came before, the bulk rows are read back from the dataset
         when every row is asked for (`everything`, `with_whole_run`). Call before the first `add`.
-        The running figures are not fed the rows before the cut: a run across it has them from the cut
-        on (see README)."""
+        The running figures are fed the rows before the cut here, a slice at a time: the start-up lines
+        (ready times) first, as a log prints them before its decode lines."""
         self._seed = seed
+        self.running.add(Tables({T.LIFECYCLE: seed.small[T.LIFECYCLE]}))
+        for part in seed.running_rows():
+            self.running.add(part)
         self.lines += seed.lines
         self._spans = merge_run_spans(seed.spans) if seed.spans.height else None
         for source, first in seed.starts.items():
