@@ -213,18 +213,22 @@ class _WindowLeads:
     dropped when it grows past `_MEMO_ROWS` (a log whose windows hold changing text)."""
 
     def __init__(self) -> None:
-        self._width = -1
-        self._known = pl.DataFrame()
+        # One attribute, assigned at once: a width and the windows read at that width never part.
+        self._memo: tuple[int, pl.DataFrame] = (-1, pl.DataFrame())
 
     def leads(self, windows: pl.Series, width: int) -> pl.DataFrame:
-        if width != self._width or self._known.height > _MEMO_ROWS:
-            self._width, self._known = width, _window_leads(windows.unique(), width)
-            return self._known
+        # Read once and returned from locals: a thread that parses at the same time with another width
+        # replaces the memo, never what this call returns.
+        known_width, known = self._memo
         distinct = windows.unique()
-        new = distinct.filter(~distinct.is_in(self._known.get_column(W.LEAD_KEY).implode()))
-        if len(new):
-            self._known = pl.concat([self._known, _window_leads(new, width)])
-        return self._known
+        if width != known_width or known.height > _MEMO_ROWS:
+            known = _window_leads(distinct, width)
+        else:
+            new = distinct.filter(~distinct.is_in(known.get_column(W.LEAD_KEY).implode()))
+            if len(new):
+                known = pl.concat([known, _window_leads(new, width)])
+        self._memo = (width, known)
+        return known
 
 
 _MEMO_ROWS = 4096
