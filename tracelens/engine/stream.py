@@ -7,7 +7,7 @@ through `SourceParser`, so the tables never depend on where a block was cut (see
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import polars as pl
@@ -51,16 +51,20 @@ class SourceParser:
 
 
 def parse_blocks(
-    blocks: Iterable[Block], options: ParseOptions, state: ParseState | None = None
+    blocks: Iterable[Block],
+    options: ParseOptions,
+    state: ParseState | None = None,
+    lines_of: Callable[[Block], pl.DataFrame] = block_lines,
 ) -> Iterator[Parsed]:
-    """Parse blocks of one source in order; the last block is parsed as final."""
+    """Parse blocks of one source in order; the last block is parsed as final. ``lines_of`` splits a
+    block into lines (a caller that already split it passes its frames rather than split it twice)."""
     parser = SourceParser(options, state)
     pending: Block | None = None
     for block in blocks:
         if pending is not None:
-            tables, _, _ = parser.feed(block_lines(pending), final=False)
+            tables, _, _ = parser.feed(lines_of(pending), final=False)
             yield Parsed(tables, parser.state, len(pending.data))
         pending = block
     if pending is not None:
-        tables, _, _ = parser.feed(block_lines(pending), final=True)
+        tables, _, _ = parser.feed(lines_of(pending), final=True)
         yield Parsed(tables, parser.state, len(pending.data))

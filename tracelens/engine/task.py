@@ -215,16 +215,29 @@ def _evidence(lines: pl.DataFrame, batches: pl.DataFrame | None, texts: pl.DataF
 
 class _Recorded:
     """Blocks of a stream, keeping the (line_no, text) frames of the last few: a parsed block's lines
-    come from it and from the lines held back of the block before it."""
+    come from it and from the lines held back of the block before it. The parser takes each block's
+    lines from here (`lines_of`): splitting every block twice cost a split per block, and two copies of
+    its text."""
 
     def __init__(self, blocks: Iterable[Block]) -> None:
         self.blocks = blocks
         self.frames: deque[pl.DataFrame] = deque(maxlen=3)
+        # The line frames of the last two blocks read: the parser asks for a block's lines once the
+        # block after it is read.
+        self.split: deque[tuple[Block, pl.DataFrame]] = deque(maxlen=2)
 
     def __iter__(self) -> Iterator[Block]:
         for block in self.blocks:
-            self.frames.append(block_lines(block).select(C.LINE_NO, C.TEXT))
+            lines = block_lines(block)
+            self.split.append((block, lines))
+            self.frames.append(lines.select(C.LINE_NO, C.TEXT))
             yield block
+
+    def lines_of(self, block: Block) -> pl.DataFrame:
+        for known, lines in self.split:
+            if known is block:
+                return lines
+        return block_lines(block)
 
     def texts(self) -> pl.DataFrame:
         return pl.concat(list(self.frames)) if self.frames else pl.DataFrame()
@@ -276,7 +289,7 @@ def _parse_stream(
     recorded = _Recorded(blocks)
     collector = SourceCollector(writer, result)
     read = result.start
-    for parsed in parse_blocks(recorded, options, collector.state):
+    for parsed in parse_blocks(recorded, options, collector.state, recorded.lines_of):
         read += parsed.bytes_read
         collector.add(parsed, recorded.texts())
     out = collector.finish(read)

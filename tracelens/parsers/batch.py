@@ -164,7 +164,7 @@ def read_batches(base: pl.DataFrame, literal: bool) -> pl.DataFrame:
     if base.height:
         parts.append(_by_shape_or_key(base))
     out = parts[0] if len(parts) == 1 else pl.concat(parts, how="diagonal_relaxed").sort(W.ROW)
-    return out.with_columns(_typed_values(out.columns))
+    return out.with_columns(_typed_values(out))
 
 
 def _layout(shape: str) -> tuple[list[str], dict[str, int]] | None:
@@ -332,12 +332,14 @@ def _extras(rows: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _typed_values(present: list[str]) -> list[pl.Expr]:
-    """Cast raw value strings to each column's type: `%` -> fraction, `True/False` -> bool, `nan` kept."""
+def _typed_values(raw_values: pl.DataFrame) -> list[pl.Expr]:
+    """Cast raw value strings to each column's type: `%` -> fraction, `True/False` -> bool, `nan` kept.
+    A column none of whose values holds a `%` is cast as it is: stripping and testing every value for a
+    `%` cost three passes over the column, and percentages are rare."""
     schema = polars_schema(T.BATCHES)
     exprs = []
     for column in _COLUMNS:
-        if column not in present:
+        if column not in raw_values.columns:
             continue
         raw = pl.col(column)
         dtype = schema[column]
@@ -346,6 +348,10 @@ def _typed_values(present: list[str]) -> list[pl.Expr]:
                 raw.replace_strict({"True": True, "False": False}, default=None, return_dtype=pl.Boolean)
             )
         elif dtype == pl.Float64:
+            values = raw_values.get_column(column)
+            if values.dtype == pl.String and not values.str.contains("%", literal=True).any():
+                exprs.append(raw.cast(pl.Float64, strict=False))
+                continue
             number = raw.str.strip_chars_end("%").cast(pl.Float64, strict=False)
             exprs.append(
                 pl.when(raw.str.ends_with("%")).then(number * PERCENT).otherwise(number).alias(column)

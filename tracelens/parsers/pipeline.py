@@ -220,12 +220,12 @@ def _join_tracebacks(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFrame,
     """Give traceback continuation lines the kind and record of the fault line they follow."""
     clean = pl.col(W.CLEAN)
     blank = pl.col(C.KIND) == Kind.BLANK
-    is_frame = df.get_column(W.CLEAN).str.contains(FRAME_PATTERN)
+    is_frame = _on_unprefixed(df, FRAME_PATTERN)
     df = df.with_columns(is_frame.shift(1, fill_value=state.prev_frame).alias(W.AFTER_FRAME))
     shape = (
         ~pl.col(W.PREFIXED)
         & (pl.col(C.FORMAT).is_null())
-        & (clean.str.contains(CONTINUATION_PATTERN) | pl.col(W.AFTER_FRAME))
+        & (_on_unprefixed(df, CONTINUATION_PATTERN) | pl.col(W.AFTER_FRAME))
     )
     df = df.with_columns(shape.alias(W.CONT))
     # Blank lines inside a traceback (chained exceptions, interleaved ranks) keep the record open when
@@ -268,6 +268,20 @@ def _join_tracebacks(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFrame,
     return df.drop(W.SEGMENT, W.AFTER_FRAME), replace(
         state, open_fault=open_fault, prev_cont=bool(last[W.CONT]), prev_frame=last_frame
     )
+
+
+def _on_unprefixed(df: pl.DataFrame, pattern: str) -> pl.Series:
+    """Whether ``pattern`` (anchored at a line's start) matches each line's clean text, tested on the
+    lines without SGLang's prefix only: a prefixed line starts with `[` or `Rank `, which no traceback
+    pattern takes, and prefixed lines are most of a log."""
+    unprefixed = ~df.get_column(W.PREFIXED)
+    if unprefixed.all():
+        return df.get_column(W.CLEAN).str.contains(pattern)
+    found = pl.repeat(False, df.height, dtype=pl.Boolean, eager=True)
+    if not unprefixed.any():
+        return found
+    idx = unprefixed.arg_true()
+    return found.scatter(idx, df.get_column(W.CLEAN).gather(idx).str.contains(pattern))
 
 
 def _frame_source_line_is_code() -> pl.Expr:

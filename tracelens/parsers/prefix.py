@@ -103,15 +103,173 @@ def clean_frame(df: pl.DataFrame) -> pl.DataFrame:
     return df.with_columns((clean(pl.col(C.TEXT)) if needs else pl.col(C.TEXT)).alias(W.CLEAN))
 
 
-def add_prefix_columns(df: pl.DataFrame, base_date: dt.date | None) -> pl.DataFrame:
+# The lead of nearly every line of today's logs, read by position: `[YYYY-MM-DD HH:MM:SS`, then rank tags
+# (or none) and `]`, maybe a level. ASCII digits only: the lead pattern's `\d` takes any digit, and lines
+# with others go the pattern's way, like every line this does not fit.
+_DATED = r"^\[[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}[ \]]"
+_DATED_LEN = len("[2000-01-01 00:00:00")
+# A message that starts with a level word may have a level the lead pattern would take into the lead.
+_LEVEL_START = r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)"
+_LONGEST_LEVEL = len("CRITICAL")
+# Only a line that starts so can have a lead (a bracket, `[gpu=N]`, `Rank N: `, a level): the others'
+# lead is empty, and their message is the whole line.
+_LEAD_MAY_START = r"^(?:\[|Rank |DEBUG|INFO|WARNING|ERROR|CRITICAL)"
+# How many characters after the stamp a line's window holds: its lead and the start of its message. The
+# window is as wide as a block's widest lead in its first lines asks, within these bounds: wider
+# windows are more distinct (access lines' addresses), narrower ones leave long leads undecided.
+_WINDOW = (16, 40)
+LEAD_SAMPLE = 256
+# What the prefix adds to a line frame, in order.
+PREFIX_COLUMNS: tuple[str, ...] = (
+    W.DATE,
+    W.TIME,
+    W.FRAC,
+    W.GPU,
+    C.LEVEL,
+    C.LOGGER,
+    *RANK_TAGS,
+    W.PREFIXED,
+    W.BODY,
+    C.TS,
+)
+
+
+def add_prefix_columns(df: pl.DataFrame, base_date: dt.date | None, by_position: bool = True) -> pl.DataFrame:
     """Add CLEAN, BODY, PREFIXED, rank tags, LEVEL, LOGGER and TS (before day roll-over) to a line frame.
+
+    Lines that start with a dated stamp (`_DATED`) are read by position. The characters after the stamp
+    (a window of fixed width) hold the tags, the level and the start of the message; windows are few
+    (one per rank and message start), so the lead pattern reads each distinct window once, behind a
+    fixed stamp, and says where the lead ends and whether the window alone decides it (`_window_leads`).
+    The date and time are sliced, the message sliced off at the lead's end. A line that cannot start a
+    lead (`_LEAD_MAY_START`) has none. Every other line is read by the lead pattern (`_pattern_columns`)
+    and its fields put in place. Both ways give the same columns: `tests/test_prefix_paths.py` compares
+    them (``by_position=False`` reads every line by the pattern)."""
+    df = clean_frame(df)
+    if df.height == 0 or not by_position:
+        return _pattern_columns(df, base_date)
+    clean = pl.col(W.CLEAN)
+    width = _window_width(df.get_column(W.CLEAN).head(LEAD_SAMPLE))
+    df = df.with_columns(clean.str.slice(_DATED_LEN, width).alias(W.LEAD_KEY))
+    df = df.join(
+        _WINDOWS.leads(df.get_column(W.LEAD_KEY), width), on=W.LEAD_KEY, how="left", maintain_order="left"
+    )
+    lead_may_start = clean.str.contains(_LEAD_MAY_START)
+    modes = df.select(
+        (pl.col(W.BY_POSITION) & clean.str.contains(_DATED)).fill_null(False).alias(W.BY_POSITION),
+        lead_may_start.alias(W.LEAD),
+    )
+    taken, may_lead = modes.get_column(W.BY_POSITION), modes.get_column(W.LEAD)
+    rest = may_lead & ~taken
+    if rest.all():
+        return _pattern_columns(df.select(*_input_columns(df)), base_date)
+    df = df.with_columns(taken)
+    on_position = pl.col(W.BY_POSITION)
+
+    def when_taken(expr: pl.Expr) -> pl.Expr:
+        return pl.when(on_position).then(expr)
+
+    df = df.select(
+        *_input_columns(df),
+        when_taken(clean.str.slice(1, 10)).alias(W.DATE),
+        when_taken(clean.str.slice(12, 8)).alias(W.TIME),
+        pl.lit(None, dtype=pl.String).alias(W.FRAC),
+        *(when_taken(pl.col(col)).alias(col) for col in (W.GPU, C.LEVEL, C.LOGGER)),
+        *(
+            when_taken(pl.coalesce(pl.col(C.TP), pl.col(W.GPU)) if col == C.TP else pl.col(col)).alias(col)
+            for col in RANK_TAGS
+        ),
+        on_position.alias(W.PREFIXED),
+        clean.str.slice(pl.when(on_position).then(pl.col(W.LEAD_END)).otherwise(0)).alias(W.BODY),
+        when_taken(
+            clean.str.slice(1, 19).str.to_datetime("%Y-%m-%d %H:%M:%S", time_unit="us", strict=False)
+        ).alias(C.TS),
+    )
+    if not rest.any():
+        return df
+    idx = rest.arg_true()
+    read = _pattern_columns(df.select(*_input_columns(df)).gather(idx), base_date)
+    return df.with_columns(df.get_column(name).scatter(idx, read.get_column(name)) for name in PREFIX_COLUMNS)
+
+
+# Columns the position reading adds: its working columns and the prefix's own.
+_ADDED = frozenset({W.LEAD_KEY, W.BY_POSITION, W.LEAD_END, *PREFIX_COLUMNS})
+
+
+def _input_columns(df: pl.DataFrame) -> list[str]:
+    return [name for name in df.columns if name not in _ADDED]
+
+
+def _window_width(sample: pl.Series) -> int:
+    """A window wide enough for the sample's bracket leads and the longest level word after them."""
+    close = sample.filter(sample.str.contains(_DATED)).str.find("]", literal=True).max()
+    need = (int(close) + 2 - _DATED_LEN + _LONGEST_LEVEL) if isinstance(close, int) else _WINDOW[0]
+    return min(max(need, _WINDOW[0]), _WINDOW[1])
+
+
+class _WindowLeads:
+    """`_window_leads` kept across blocks: a process reads the same few windows (ranks, message starts)
+    in every block, and reading them costs a dozen small polars calls whatever their number. The memo is
+    dropped when it grows past `_MEMO_ROWS` (a log whose windows hold changing text)."""
+
+    def __init__(self) -> None:
+        # One attribute, assigned at once: a width and the windows read at that width never part.
+        self._memo: tuple[int, pl.DataFrame] = (-1, pl.DataFrame())
+
+    def leads(self, windows: pl.Series, width: int) -> pl.DataFrame:
+        # Read once and returned from locals: a thread that parses at the same time with another width
+        # replaces the memo, never what this call returns.
+        known_width, known = self._memo
+        distinct = windows.unique()
+        if width != known_width or known.height > _MEMO_ROWS:
+            known = _window_leads(distinct, width)
+        else:
+            new = distinct.filter(~distinct.is_in(known.get_column(W.LEAD_KEY).implode()))
+            if len(new):
+                known = pl.concat([known, _window_leads(new, width)])
+        self._memo = (width, known)
+        return known
+
+
+_MEMO_ROWS = 4096
+_WINDOWS = _WindowLeads()
+
+
+def _window_leads(windows: pl.Series, width: int) -> pl.DataFrame:
+    """Per distinct window (what follows a dated stamp, ``width`` characters at most): whether the lead
+    pattern's reading of it holds for the whole line (BY_POSITION), where the lead ends in the line
+    (LEAD_END), and the lead's fields.
+
+    The window decides when the line ends inside it, or when its lead (a bracket: a stamp and valid tags
+    were put in front) is followed by a character that is not a space and either has a level, or is
+    followed by a message start at least as long as a level word that does not start with one: the
+    pattern cannot take more of the line then."""
+    groups = _lead_groups(windows, with_fit=True)
+    taken_len = pl.col(W.LEAD).str.len_chars() - _DATED_LEN
+    rest = pl.col(W.LEAD_KEY).str.slice(taken_len)
+    decided = (pl.col(W.LEAD_KEY).str.len_chars() < width) | (
+        (rest.str.len_chars() > 0)
+        & ~rest.str.starts_with(" ")
+        & (
+            pl.col(C.LEVEL).is_not_null()
+            | ((rest.str.len_chars() >= _LONGEST_LEVEL) & ~rest.str.contains(_LEVEL_START))
+        )
+    )
+    bracket = pl.col(W.TIME).is_not_null() & pl.col(W.LEAD_KEY).str.contains(r"^[ \]]")
+    return groups.with_columns(
+        (bracket & decided).fill_null(False).alias(W.BY_POSITION),
+        pl.col(W.LEAD).str.len_chars().alias(W.LEAD_END),
+    ).drop(W.LEAD, W.TIME)
+
+
+def _pattern_columns(df: pl.DataFrame, base_date: dt.date | None) -> pl.DataFrame:
+    """The prefix columns of lines read by the lead pattern (a frame with CLEAN).
 
     One anchored match per line finds the whole lead (SGLang prefix and level), without captures: a
     capture group makes the regex engine leave its fast automaton, and costs five times as much. Leads
     are nearly as many as lines (a timestamp per second and rank), but without their timestamp they are
     few (one per rank and logger), so the named groups are read once per distinct stamp-less lead and
     joined back; the timestamp's fields sit at fixed places and are sliced."""
-    df = clean_frame(df)
     lead = df.get_column(W.CLEAN).str.extract(_LEAD_TEXT, 0)
     stamp = lead.str.extract(_STAMP, 0)
     # The lead without its stamp: same groups but the stamp's, few distinct values. A stamped lead's rest
@@ -143,9 +301,10 @@ def _stamp_fields(stamp: pl.Expr) -> list[pl.Expr]:
     ]
 
 
-def _lead_groups(keys: pl.Series) -> pl.DataFrame:
+def _lead_groups(keys: pl.Series, with_fit: bool = False) -> pl.DataFrame:
     """Per distinct stamp-less lead: GPU, LEVEL, LOGGER and the six rank tags (null key: no lead). A key
-    that lost its stamp gets a fixed one back, for the pattern to read it."""
+    that lost its stamp gets a fixed one back, for the pattern to read it. ``with_fit`` adds LEAD (what
+    the pattern took, with the stamp) and TIME (null when the key's bracket did not read)."""
     distinct = keys.unique().to_frame(W.LEAD_KEY)
     key = pl.col(W.LEAD_KEY)
     stamped = key.str.starts_with(" ") | key.str.starts_with("]")
@@ -158,6 +317,7 @@ def _lead_groups(keys: pl.Series) -> pl.DataFrame:
     tags = pl.col(W.TAGS)
     return groups.select(
         W.LEAD_KEY,
+        *((W.LEAD, W.TIME) if with_fit else ()),
         pl.coalesce(pl.col(W.GPU), pl.col(W.RANK)).cast(pl.Int32).alias(W.GPU),
         C.LEVEL,
         C.LOGGER,
