@@ -28,6 +28,7 @@ from tracelens.analysis.detectors import DETECTORS, Context
 from tracelens.analysis.evidence import texts
 from tracelens.analysis.expectations import Expectations, describe_capture
 from tracelens.analysis.findings import Evidence, Finding, Severity, sort_findings
+from tracelens.analysis.parallel import in_order
 from tracelens.analysis.runs import RUN_KEY, interesting_runs, label_expr, with_labels
 from tracelens.analysis.verdicts import Status, Verdict
 from tracelens.tables.frames import Tables
@@ -127,7 +128,8 @@ def analyze_tables(
         curves=curves,
     )
     findings = sort_findings(
-        folding.fold_repeats([f for detect in DETECTORS for f in detect(ctx)]), verdicts.causal_rank
+        folding.fold_repeats([f for found in in_order(lambda d: d(ctx), DETECTORS) for f in found]),
+        verdicts.causal_rank,
     )
     judged = verdicts.verdicts(runs, findings, tables, expect)
     _fill_evidence([*findings, *judged], tables)

@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import polars as pl
 
+from tracelens.analysis.rolling import rolling_quantiles
 from tracelens.analysis.runs import RUN_KEY
 from tracelens.tables.schema import A, C, W
 
 ROLLING_WINDOW = 21
+ACCEPT_LEN_QUANTILES = {A.ROLLING_MEDIAN: 0.5, A.ROLLING_P10: 0.1, A.ROLLING_P90: 0.9}
+TPUT_QUANTILES = {A.TPUT_ROLLING_MEDIAN: 0.5}
 WARMUP_SECONDS = 60.0
 WARMUP_LINES = 10
 
@@ -39,7 +42,7 @@ def decode_series(batches: pl.DataFrame, runs: pl.DataFrame, ready: pl.DataFrame
     no_dp = decode.get_column(C.DP).is_null().all()
     combined = _single_rounds(decode) if no_dp else _dp_rounds(decode)
     # the analysis makes the series one run at a time: a window over the run is then the whole column
-    one_run = combined.select(pl.struct(RUN_KEY).n_unique()).item() <= 1
+    one_run = _one_run(combined)
     config = runs.select(*RUN_KEY, C.START_TS, C.SPEC_NUM_STEPS, C.SPEC_NUM_DRAFT_TOKENS)
     out = combined.join(config, on=RUN_KEY, how="left").join(
         ready.select(*RUN_KEY, pl.col(C.TS).alias(W.READY)), on=RUN_KEY, how="left"
@@ -56,9 +59,16 @@ def decode_series(batches: pl.DataFrame, runs: pl.DataFrame, ready: pl.DataFrame
         ((pl.col(C.ACCEPT_LEN) - 1) / pl.col(C.SPEC_NUM_STEPS)).alias(A.ACCEPTANCE_RATE),
         pl.when(warm.fill_null(True)).then(pl.lit("warmup")).otherwise(pl.lit("steady")).alias(A.STAGE),
         pl.col(C.RUNNING_REQ).alias(A.BATCH_SIZE),
-        *_rolling(C.ACCEPT_LEN, {A.ROLLING_MEDIAN: 0.5, A.ROLLING_P10: 0.1, A.ROLLING_P90: 0.9}, one_run),
-        *_rolling(C.GEN_THROUGHPUT, {A.TPUT_ROLLING_MEDIAN: 0.5}, one_run),
     )
+    if one_run:  # a window over the run is the whole column: sorted windows, not polars' moving ones
+        out = out.with_columns(
+            *rolling_quantiles(out.get_column(C.ACCEPT_LEN), ACCEPT_LEN_QUANTILES, ROLLING_WINDOW),
+            *rolling_quantiles(out.get_column(C.GEN_THROUGHPUT), TPUT_QUANTILES, ROLLING_WINDOW),
+        )
+    else:
+        out = out.with_columns(
+            *_rolling(C.ACCEPT_LEN, ACCEPT_LEN_QUANTILES), *_rolling(C.GEN_THROUGHPUT, TPUT_QUANTILES)
+        )
     return out.drop(W.READY, C.START_TS)
 
 
@@ -68,7 +78,7 @@ def _dp_rounds(decode: pl.DataFrame) -> pl.DataFrame:
     (several lines may share a second)."""
     dp_run = pl.col(C.DP).is_not_null().any().over(RUN_KEY)
     nth = pl.int_range(pl.len()).over(*RUN_KEY, C.DP)
-    rounds = decode.sort(*RUN_KEY, C.LINE_NO).with_columns(
+    rounds = _by_line(decode).with_columns(
         pl.when(dp_run).then(nth).otherwise(pl.int_range(pl.len()).over(RUN_KEY)).alias(W.ROUND)
     )
     combined = (
@@ -96,7 +106,7 @@ def _dp_rounds(decode: pl.DataFrame) -> pl.DataFrame:
 def _single_rounds(decode: pl.DataFrame) -> pl.DataFrame:
     """What `_dp_rounds` gives when no line has a DP tag (every line its own round), without grouping
     a run's lines one by one: that grouping was most of the series' cost on a long run."""
-    return decode.sort(*RUN_KEY, C.LINE_NO).select(
+    return _by_line(decode).select(
         *RUN_KEY,
         C.TS,
         C.LINE_NO,
@@ -110,6 +120,18 @@ def _single_rounds(decode: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def _one_run(frame: pl.DataFrame) -> bool:
+    """At most one (source, run) in ``frame``."""
+    return bool(frame.select((pl.col(C.SOURCE).n_unique() <= 1) & (pl.col(C.RUN).n_unique() <= 1)).item())
+
+
+def _by_line(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` sorted by run and line. One run's rows are sorted by line alone: the same order (a
+    source's line numbers are unique), without comparing the source's name on every row (that sort was
+    a third of the series' cost)."""
+    return frame.sort(C.LINE_NO) if _one_run(frame) else frame.sort(*RUN_KEY, C.LINE_NO)
+
+
 def steady_rows(series: pl.DataFrame) -> pl.DataFrame:
     """The steady-state rows of each run; a run too short to have any keeps all its rows."""
     is_steady = pl.col(A.STAGE) == "steady"
@@ -121,12 +143,15 @@ def _sum_or_null(column: str) -> pl.Expr:
     return pl.when(pl.col(column).is_not_null().any()).then(pl.col(column).sum()).alias(column)
 
 
-def _rolling(column: str, quantiles: dict[str, float], one_run: bool = False) -> list[pl.Expr]:
-    def window(q: float) -> pl.Expr:
-        rolled = pl.col(column).rolling_quantile(q, window_size=ROLLING_WINDOW, min_samples=1, center=True)
-        return rolled if one_run else rolled.over(RUN_KEY)
-
-    return [window(q).alias(name) for name, q in quantiles.items()]
+def _rolling(column: str, quantiles: dict[str, float]) -> list[pl.Expr]:
+    """The rolling quantiles of every run of a frame of several (`rolling.rolling_quantiles` for one)."""
+    return [
+        pl.col(column)
+        .rolling_quantile(q, window_size=ROLLING_WINDOW, min_samples=1, center=True)
+        .over(RUN_KEY)
+        .alias(name)
+        for name, q in quantiles.items()
+    ]
 
 
 def logged_definition(series: pl.DataFrame) -> pl.DataFrame:
