@@ -24,11 +24,10 @@ from tracelens.analysis import (
     startup,
     verdicts,
 )
-from tracelens.analysis.detectors import DETECTORS, Context
+from tracelens.analysis.detectors import Context, detect
 from tracelens.analysis.evidence import texts
 from tracelens.analysis.expectations import Expectations, describe_capture
 from tracelens.analysis.findings import Evidence, Finding, Severity, sort_findings
-from tracelens.analysis.parallel import in_order
 from tracelens.analysis.runs import RUN_KEY, interesting_runs, label_expr, with_labels
 from tracelens.analysis.verdicts import Status, Verdict
 from tracelens.tables.frames import Tables
@@ -127,10 +126,8 @@ def analyze_tables(
         speedups=speedups,
         curves=curves,
     )
-    findings = sort_findings(
-        folding.fold_repeats([f for found in in_order(lambda d: d(ctx), DETECTORS) for f in found]),
-        verdicts.causal_rank,
-    )
+    found, sites = detect(ctx)
+    findings = sort_findings(folding.fold_repeats(found), verdicts.causal_rank)
     judged = verdicts.verdicts(runs, findings, tables, expect)
     _fill_evidence([*findings, *judged], tables)
     counts = (
@@ -170,7 +167,7 @@ def analyze_tables(
         series=series,
         startup=with_labels(startup.phases(lifecycle), runs).filter(pl.col(A.LABEL).is_not_null()),
         incidents=folded,
-        capture=with_labels(capture.sites_of(tables), runs),
+        capture=with_labels(sites, runs),
         embed=with_labels(capture.embed_states(runs, tables.scan(T.DEBUG), expect), runs),
         comparison=speedups,
         config_diff=pl.concat(diffs) if diffs else compare.args_diff(tables[T.SERVER_ARGS], runs, "", ""),

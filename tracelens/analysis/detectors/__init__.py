@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import polars as pl
+
 from tracelens.analysis.detectors.capture_sites import embed_capture, layer_ids, missing_sites, truncated
 from tracelens.analysis.detectors.context import Context
+from tracelens.analysis.detectors.debug_pass import debug_pass
 from tracelens.analysis.detectors.health import faults, startup
 from tracelens.analysis.detectors.hidden_states import aux_counts, fc_width, norms, shapes
 from tracelens.analysis.detectors.performance import (
@@ -16,8 +19,9 @@ from tracelens.analysis.detectors.performance import (
     spec_curves,
 )
 from tracelens.analysis.findings import Finding
+from tracelens.analysis.parallel import in_order
 
-__all__ = ["DETECTORS", "Context"]
+__all__ = ["DETECTORS", "Context", "detect"]
 
 DETECTORS: tuple[Callable[[Context], list[Finding]], ...] = (
     aux_counts,
@@ -35,3 +39,14 @@ DETECTORS: tuple[Callable[[Context], list[Finding]], ...] = (
     faults,
     spec_curves,
 )
+
+
+def detect(ctx: Context) -> tuple[list[Finding], pl.DataFrame]:
+    """The findings of every detector, in `DETECTORS` order, and the capture sites (`capture.sites_of`):
+    those that read each run's debug lines on one read of it (`debug_pass`), the others on threads."""
+    passed = debug_pass(ctx)
+    others = [d for d in DETECTORS if d not in passed.findings]
+    found = dict(zip(others, in_order(lambda d: d(ctx), others), strict=True))
+    return [
+        f for d in DETECTORS for f in (passed.findings[d] if d in passed.findings else found[d])
+    ], passed.sites
