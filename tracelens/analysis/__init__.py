@@ -107,7 +107,7 @@ def analyze_tables(
     )
     made = per_run.series_by_run(tables, runs, ready, keep)
     series = made.series
-    speedups = with_labels(compare.speedups(made.speed_rows, runs, baselines), runs)
+    speedups = with_labels(compare.speedups(made.speed_groups, runs, baselines), runs)
     folded = with_labels(incidents.fold(tables[T.FAULTS]), runs)
     changes = load.explain_steps(made.changes, series)
     runs = _overview(runs, made, readiness, speedups, folded, expect, tables[T.SPEC_METRICS], tables)

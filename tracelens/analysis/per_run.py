@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from tracelens.analysis import acceptance
+from tracelens.analysis.compare import Groups, throughput_groups
 from tracelens.analysis.parallel import in_order
 from tracelens.analysis.plotdata import decimate, keep_peaks, pair_counts, quantile_sample
 from tracelens.analysis.runs import RUN_KEY, with_labels
@@ -42,8 +43,6 @@ BATCH_COLUMNS = (
     C.QUEUE_REQ,
 )
 DECODE = pl.col(C.PHASE) == "decode"
-# The columns of the steady rows `compare.speedups` compares (`RunSeries.speed_rows`).
-SPEED_COLUMNS = (*RUN_KEY, A.STAGE, A.BATCH_SIZE, C.GEN_THROUGHPUT)
 _DISTRIBUTION = pl.DataFrame(schema={C.SOURCE: pl.String, C.RUN: pl.Int32, C.ACCEPT_LEN: pl.Float64})
 _PAIRS = pl.DataFrame(
     schema={
@@ -64,7 +63,7 @@ class RunSeries:
     rate_stats: pl.DataFrame  # source, run, `STEADY_STATS` over every steady round
     definitions: pl.DataFrame  # acceptance.logged_definition
     changes: pl.DataFrame  # acceptance.change_points of accept len, then of throughput
-    speed_rows: pl.DataFrame  # the steady rows of the runs `keep_steady` named, for compare.speedups
+    speed_groups: dict[tuple[str, int], Groups]  # of the runs `keep_steady` named: compare.throughput_groups
     distributions: pl.DataFrame  # source, run, accept_len: `plot_samples` of the thinned runs
     batch_pairs: pl.DataFrame  # source, run, batch_size, accept_len, count: the same
 
@@ -88,8 +87,9 @@ def series_by_run(
     two threads: `parallel.in_order`)."""
     wanted = set(keep_steady)
     keys = [(source, run) for source, run in runs.select(RUN_KEY).iter_rows()]
-    frames: tuple[list[pl.DataFrame], ...] = ([], [], [], [], [], [], [])
-    series, means, rates, definitions, len_changes, tput_changes, speed = frames
+    frames: tuple[list[pl.DataFrame], ...] = ([], [], [], [], [], [])
+    series, means, rates, definitions, len_changes, tput_changes = frames
+    speed: dict[tuple[str, int], Groups] = {}
     rounds: list[pl.DataFrame] = []
     distributions, batch_pairs = [_DISTRIBUTION], [_PAIRS]
 
@@ -98,9 +98,9 @@ def series_by_run(
         if not rows.height:
             return None
         part = with_labels(acceptance.decode_series(rows, runs, ready), runs)
-        made = _Run(part, _summary(part), None, None, None)
+        made = _Run(key, part, _summary(part), None, None, None)
         if key in wanted:  # only what `compare.speedups` reads: a run's steady rows can be millions
-            made.speed = acceptance.steady_rows(part).select(SPEED_COLUMNS)
+            made.speed = throughput_groups(part)
         if part.height > SERIES_LIMIT:
             made.series = plot_rows(part)
             made.distribution, made.pairs = plot_samples(part)
@@ -111,7 +111,7 @@ def series_by_run(
             continue
         _append(made.summary, means, rates, definitions, len_changes, tput_changes, rounds)
         if made.speed is not None:
-            speed.append(made.speed)
+            speed[made.key] = made.speed
         series.append(made.series)
         if made.distribution is not None and made.pairs is not None:
             distributions.append(made.distribution)
@@ -127,7 +127,7 @@ def series_by_run(
         rate_stats=pl.concat(rates),
         definitions=pl.concat(definitions),
         changes=pl.concat([*len_changes, *tput_changes]),
-        speed_rows=pl.concat(speed) if speed else series[0].select(SPEED_COLUMNS).clear(),
+        speed_groups=speed,
         distributions=pl.concat(distributions),
         batch_pairs=pl.concat(batch_pairs),
     )
@@ -138,9 +138,10 @@ class _Run:
     """What one run's pass keeps: its series (whole, or the rows the plots draw), the `_summary` of
     every row, its steady rows when a speedup compares it, its distribution and pairs when thinned."""
 
+    key: tuple[str, int]
     series: pl.DataFrame
     summary: tuple[pl.DataFrame, ...]
-    speed: pl.DataFrame | None
+    speed: Groups | None
     distribution: pl.DataFrame | None
     pairs: pl.DataFrame | None
 
