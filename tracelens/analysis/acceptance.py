@@ -44,11 +44,16 @@ def decode_series(batches: pl.DataFrame, runs: pl.DataFrame, ready: pl.DataFrame
     # the analysis makes the series one run at a time: a window over the run is then the whole column
     one_run = _one_run(combined)
     config = runs.select(*RUN_KEY, C.START_TS, C.SPEC_NUM_STEPS, C.SPEC_NUM_DRAFT_TOKENS)
-    out = combined.join(config, on=RUN_KEY, how="left").join(
-        ready.select(*RUN_KEY, pl.col(C.TS).alias(W.READY)), on=RUN_KEY, how="left"
-    )
-    first_ts = pl.coalesce(pl.col(C.START_TS), pl.col(C.TS).min().over(RUN_KEY))
-    index = pl.int_range(pl.len()).over(RUN_KEY)
+    ready_ts = ready.select(*RUN_KEY, pl.col(C.TS).alias(W.READY))
+    out = _run_constants(combined, config, ready_ts) if one_run else None
+    if out is None:
+        out = combined.join(config, on=RUN_KEY, how="left").join(ready_ts, on=RUN_KEY, how="left")
+
+    def per_run(expr: pl.Expr) -> pl.Expr:
+        return expr if one_run else expr.over(RUN_KEY)
+
+    first_ts = pl.coalesce(pl.col(C.START_TS), per_run(pl.col(C.TS).min()))
+    index = per_run(pl.int_range(pl.len()))
     warm = (
         pl.when(pl.col(W.READY).is_not_null())
         .then((pl.col(C.TS) - pl.col(W.READY)).dt.total_seconds() < WARMUP_SECONDS)
@@ -106,18 +111,40 @@ def _dp_rounds(decode: pl.DataFrame) -> pl.DataFrame:
 def _single_rounds(decode: pl.DataFrame) -> pl.DataFrame:
     """What `_dp_rounds` gives when no line has a DP tag (every line its own round), without grouping
     a run's lines one by one: that grouping was most of the series' cost on a long run."""
-    return _by_line(decode).select(
-        *RUN_KEY,
-        C.TS,
-        C.LINE_NO,
-        C.ACCEPT_LEN,
-        pl.col(C.ACCEPT_RATE).alias(A.ACCEPT_RATE_LOGGED),
-        C.GEN_THROUGHPUT,
-        C.RUNNING_REQ,
-        C.TOKEN_USAGE,
-        C.QUEUE_REQ,
-        pl.lit(1, pl.UInt32).alias(A.DP_RANKS),
+    # the columns kept first: the sort then moves only those
+    return _by_line(
+        decode.select(
+            *RUN_KEY,
+            C.TS,
+            C.LINE_NO,
+            C.ACCEPT_LEN,
+            pl.col(C.ACCEPT_RATE).alias(A.ACCEPT_RATE_LOGGED),
+            C.GEN_THROUGHPUT,
+            C.RUNNING_REQ,
+            C.TOKEN_USAGE,
+            C.QUEUE_REQ,
+            pl.lit(1, pl.UInt32).alias(A.DP_RANKS),
+        )
     )
+
+
+def _run_constants(combined: pl.DataFrame, *tables: pl.DataFrame) -> pl.DataFrame | None:
+    """What a left join of one run's rows with each of ``tables`` (keyed by source, run, at most one row
+    per run) gives, as constant columns: no copy of the run's columns. None when it does not apply (no
+    rows, or a run with several rows in a table)."""
+    if not combined.height:
+        return None
+    source, run = combined.row(0)[:2] if combined.columns[:2] == RUN_KEY else combined.select(RUN_KEY).row(0)
+    values: list[pl.Expr] = []
+    for table in tables:
+        row = table.filter((pl.col(C.SOURCE) == source) & (pl.col(C.RUN) == run)).drop(RUN_KEY)
+        if row.height > 1:
+            return None
+        values.extend(
+            pl.lit(row.item(0, name) if row.height else None, dtype).alias(name)
+            for name, dtype in row.schema.items()
+        )
+    return combined.with_columns(values)
 
 
 def _one_run(frame: pl.DataFrame) -> bool:

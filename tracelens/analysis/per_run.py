@@ -97,7 +97,7 @@ def series_by_run(
         key, rows = item
         if not rows.height:
             return None
-        part = with_labels(acceptance.decode_series(rows, runs, ready), runs)
+        part = _labelled(acceptance.decode_series(rows, runs, ready), runs, key)
         made = _Run(key, part, _summary(part), None, None, None)
         if key in wanted:  # only what `compare.speedups` reads: a run's steady rows can be millions
             made.speed = throughput_groups(part)
@@ -131,6 +131,14 @@ def series_by_run(
         distributions=pl.concat(distributions),
         batch_pairs=pl.concat(batch_pairs),
     )
+
+
+def _labelled(part: pl.DataFrame, runs: pl.DataFrame, key: tuple[str, int]) -> pl.DataFrame:
+    """`with_labels` of one run's rows, the label a constant column instead of a join (a copy)."""
+    label = runs.filter((pl.col(C.SOURCE) == key[0]) & (pl.col(C.RUN) == key[1])).get_column(A.LABEL)
+    if label.len() != 1:
+        return with_labels(part, runs)
+    return part.with_columns(pl.lit(label.item(), pl.String).alias(A.LABEL))
 
 
 @dataclass
