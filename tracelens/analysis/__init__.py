@@ -126,7 +126,7 @@ def analyze_tables(
         speedups=speedups,
         curves=curves,
     )
-    found, sites = detect(ctx)
+    found, passed = detect(ctx)
     findings = sort_findings(folding.fold_repeats(found), verdicts.causal_rank)
     judged = verdicts.verdicts(runs, findings, tables, expect)
     _fill_evidence([*findings, *judged], tables)
@@ -167,8 +167,8 @@ def analyze_tables(
         series=series,
         startup=with_labels(startup.phases(lifecycle), runs).filter(pl.col(A.LABEL).is_not_null()),
         incidents=folded,
-        capture=with_labels(sites, runs),
-        embed=with_labels(capture.embed_states(runs, tables.scan(T.DEBUG), expect), runs),
+        capture=with_labels(passed.sites, runs),
+        embed=with_labels(capture.embed_states(runs, passed.embed_stats, expect), runs),
         comparison=speedups,
         config_diff=pl.concat(diffs) if diffs else compare.args_diff(tables[T.SERVER_ARGS], runs, "", ""),
         changes=with_labels(changes, runs),

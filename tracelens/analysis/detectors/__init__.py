@@ -5,11 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import polars as pl
-
 from tracelens.analysis.detectors.capture_sites import embed_capture, layer_ids, missing_sites, truncated
 from tracelens.analysis.detectors.context import Context
-from tracelens.analysis.detectors.debug_pass import debug_pass
+from tracelens.analysis.detectors.debug_pass import DebugPass, debug_pass
 from tracelens.analysis.detectors.health import faults, startup
 from tracelens.analysis.detectors.hidden_states import aux_counts, fc_width, norms, shapes
 from tracelens.analysis.detectors.performance import (
@@ -41,12 +39,11 @@ DETECTORS: tuple[Callable[[Context], list[Finding]], ...] = (
 )
 
 
-def detect(ctx: Context) -> tuple[list[Finding], pl.DataFrame]:
-    """The findings of every detector, in `DETECTORS` order, and the capture sites (`capture.sites_of`):
-    those that read each run's debug lines on one read of it (`debug_pass`), the others on threads."""
+def detect(ctx: Context) -> tuple[list[Finding], DebugPass]:
+    """The findings of every detector, in `DETECTORS` order, and the pass over the debug lines (which
+    makes the capture sites and embedding statistics too): the detectors that read each run's debug
+    lines on one read of it (`debug_pass`), the others on threads."""
     passed = debug_pass(ctx)
     others = [d for d in DETECTORS if d not in passed.findings]
     found = dict(zip(others, in_order(lambda d: d(ctx), others), strict=True))
-    return [
-        f for d in DETECTORS for f in (passed.findings[d] if d in passed.findings else found[d])
-    ], passed.sites
+    return [f for d in DETECTORS for f in (passed.findings[d] if d in passed.findings else found[d])], passed

@@ -15,7 +15,12 @@ from dataclasses import dataclass, replace
 import polars as pl
 
 from tracelens.analysis import capture
-from tracelens.analysis.detectors.capture_sites import embed_capture
+from tracelens.analysis.detectors.capture_sites import (
+    embed_capture,
+    missing_sites,
+    missing_sites_of,
+    site_names,
+)
 from tracelens.analysis.detectors.context import Context, _spec_runs
 from tracelens.analysis.detectors.hidden_states import (
     HAS_NORM,
@@ -35,18 +40,17 @@ from tracelens.tables.schema import C, T, empty
 Detector = Callable[[Context], list[Finding]]
 # Detectors that read only the speculative runs' debug lines, one run at a time, through `debug_of`.
 PER_SPEC_RUN: tuple[Detector, ...] = (aux_counts, shapes, embed_capture)
-# What this pass makes of the detectors: those of `PER_SPEC_RUN`, and `norms`.
-REPLACED: tuple[Detector, ...] = (*PER_SPEC_RUN, norms)
+# What this pass makes of the detectors: those of `PER_SPEC_RUN`, `norms` and `missing_sites`.
+REPLACED: tuple[Detector, ...] = (*PER_SPEC_RUN, norms, missing_sites)
 SITE_COLUMNS = [*capture.SITE_KEY, C.NUM_AUX, C.NUM_ITEMS, C.SHAPES, C.NORM, C.TS]
-DEBUG_COLUMNS = list(
-    dict.fromkeys([*RUN_KEY, C.LINE_NO, C.TS, *SITE_COLUMNS, *NORM_COLUMNS, C.LAYER_ID, C.NUM_AUX])
-)
+DEBUG_COLUMNS = list(dict.fromkeys([*RUN_KEY, C.LINE_NO, C.TS, *SITE_COLUMNS, *NORM_COLUMNS, C.LAYER_ID]))
 
 
 @dataclass
 class DebugPass:
     findings: dict[Detector, list[Finding]]  # of each detector of `REPLACED`, as it gives them alone
     sites: pl.DataFrame  # capture.sites_of
+    embed_stats: pl.DataFrame  # capture.embed_stats
 
 
 @dataclass
@@ -54,6 +58,8 @@ class _RunResult:
     sites: pl.DataFrame
     per_detector: list[list[Finding]]  # of `PER_SPEC_RUN`, empty for a run that is not speculative
     norms: list[Finding]
+    site_names: set[str]
+    embed_stats: pl.DataFrame
 
 
 def debug_pass(ctx: Context) -> DebugPass:
@@ -76,7 +82,11 @@ def debug_pass(ctx: Context) -> DebugPass:
             found = [detect(narrowed) for detect in PER_SPEC_RUN]
         with_norm = rows.filter(HAS_NORM).select(NORM_COLUMNS)
         return _RunResult(
-            capture.sites(rows.select(SITE_COLUMNS)), found, norms_of(ctx, source, run, with_norm)
+            capture.sites(rows.select(SITE_COLUMNS)),
+            found,
+            norms_of(ctx, source, run, with_norm),
+            site_names(rows),
+            rows.group_by(RUN_KEY).agg(*capture.EMBED_STATS),
         )
 
     results = dict(zip(keys, in_order(one, ctx.tables.per_run(T.DEBUG, keys, DEBUG_COLUMNS)), strict=True))
@@ -85,5 +95,13 @@ def debug_pass(ctx: Context) -> DebugPass:
     for i, detect in enumerate(PER_SPEC_RUN):
         findings[detect] = [f for key in spec_order if key in results for f in results[key].per_detector[i]]
     findings[norms] = [f for key in norm_runs(ctx) for f in results[key].norms]
+    findings[missing_sites] = missing_sites_of(
+        ctx, {key: result.site_names for key, result in results.items()}
+    )
     parts = [results[key].sites for key in keys]
-    return DebugPass(findings, pl.concat(parts) if parts else capture.sites(empty(T.DEBUG)))
+    nothing = empty(T.DEBUG)
+    return DebugPass(
+        findings,
+        pl.concat(parts) if parts else capture.sites(nothing),
+        pl.concat([r.embed_stats for r in results.values()]) if results else capture.embed_stats(nothing),
+    )
