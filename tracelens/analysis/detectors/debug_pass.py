@@ -1,10 +1,13 @@
-"""The detectors that read each run's debug lines, and the capture sites, on one read of each run.
+"""The detectors that read each run's debug lines, the capture sites and the embedding statistics, on
+one read of each run.
 
-Each of them used to read a run's debug lines itself: on a dataset, five reads of every run (a few
-columns each, the nested shapes twice), which cost `check` more than any detector's own work. Here each
-run's debug lines are read once with every column they need (two runs at a time, `parallel.in_order`),
-and each detector runs on that frame through a `Context` narrowed to the run. The findings come out in
-the order each detector gives them alone, and the sites as `capture.sites_of` makes them.
+Each of them used to read the debug lines itself: on a dataset, five reads of every run (a few columns
+each, the nested shapes twice) and two scans of the whole table, which cost `check` more than any
+detector's own work. Here each run's debug lines are read once with every column they need (two runs at
+a time, `parallel.in_order`); `aux_counts`, `shapes` and `embed_capture` run on that frame through a
+`Context` narrowed to the run, `norms` and `missing_sites` on their per-run parts. The findings come out
+in the order each detector gives them alone, the sites as `capture.sites_of` makes them, the
+statistics as `capture.embed_stats` does.
 """
 
 from __future__ import annotations
