@@ -135,15 +135,15 @@ def _run_constants(combined: pl.DataFrame, *tables: pl.DataFrame) -> pl.DataFram
     if not combined.height:
         return None
     source, run = combined.row(0)[:2] if combined.columns[:2] == RUN_KEY else combined.select(RUN_KEY).row(0)
-    values: list[pl.Expr] = []
+    values: list[pl.Series] = []
     for table in tables:
         row = table.filter((pl.col(C.SOURCE) == source) & (pl.col(C.RUN) == run)).drop(RUN_KEY)
         if row.height > 1:
             return None
-        values.extend(
-            pl.lit(row.item(0, name) if row.height else None, dtype).alias(name)
-            for name, dtype in row.schema.items()
-        )
+        row = row if row.height else row.clear(1)  # no row: nulls, as the join gives
+        # Whole columns, not literals: polars divides by a literal as a product with its inverse, which
+        # can differ from the division in the last bit, and the figures must stay those of the join.
+        values.extend(column.new_from_index(0, combined.height) for column in row.get_columns())
     return combined.with_columns(values)
 
 
@@ -162,7 +162,8 @@ def _by_line(frame: pl.DataFrame) -> pl.DataFrame:
 def steady_rows(series: pl.DataFrame) -> pl.DataFrame:
     """The steady-state rows of each run; a run too short to have any keeps all its rows."""
     is_steady = pl.col(A.STAGE) == "steady"
-    return series.filter(is_steady | ~is_steady.any().over(RUN_KEY))
+    anywhere = is_steady.any() if _one_run(series) else is_steady.any().over(RUN_KEY)
+    return series.filter(is_steady | ~anywhere)
 
 
 def _sum_or_null(column: str) -> pl.Expr:
@@ -211,9 +212,14 @@ def change_points(
     kept when both sides have ``min_segment`` samples, the means differ by ``min_shift`` of the run's
     mean, and the shift is at least six standard errors."""
     rows = []
-    for (source, run), part in series.filter(pl.col(column).is_not_null()).group_by(
-        RUN_KEY, maintain_order=True
-    ):
+    present = series.filter(pl.col(column).is_not_null())
+    # one run (as the analysis calls it) is its own group: not grouped by hashing its source's name
+    runs = (
+        [((present.item(0, C.SOURCE), present.item(0, C.RUN)), present)]
+        if present.height and _one_run(present)
+        else present.group_by(RUN_KEY, maintain_order=True)
+    )
+    for (source, run), part in runs:
         values = part.get_column(column).to_numpy()
         for at, before, after in _segment(values, 0, len(values), min_segment, min_shift, depth=3):
             # the row of a change point only: a run's whole columns as Python lists cost more than the search
