@@ -26,10 +26,6 @@ from tracelens.analysis.runs import RUN_KEY, with_labels
 from tracelens.tables.frames import Tables, collect
 from tracelens.tables.schema import A, C, T, W, empty
 
-# Runs whose series are made at once. One: a run's series in the making is the analysis's largest
-# frame (about 70 MiB of a 320,000-round run at its peak), and with two at once `summary` on the dataset
-# of a 4 GiB log (42 such runs) peaked at 516 MiB, over the 512 MiB bound. The debug pass keeps two.
-SERIES_WORKERS = 1
 # A run with more decode rounds than this keeps only the rows the plots draw (see the module's doc).
 SERIES_LIMIT = 50_000
 BATCH_COLUMNS = (
@@ -87,8 +83,7 @@ def decode_rounds(tables: Tables) -> pl.DataFrame:
 def series_by_run(
     tables: Tables, runs: pl.DataFrame, ready: pl.DataFrame, keep_steady: Iterable[tuple[str, int]] = ()
 ) -> RunSeries:
-    """The decode series of every run of ``runs`` (labelled), made one run at a time (`SERIES_WORKERS`
-    at once, on threads: `parallel.in_order`)."""
+    """The decode series of every run of ``runs`` (labelled), made one run at a time (`parallel.in_order`)."""
     wanted = set(keep_steady)
     keys = [(source, run) for source, run in runs.select(RUN_KEY).iter_rows()]
     frames: tuple[list[pl.DataFrame], ...] = ([], [], [], [], [], [])
@@ -111,7 +106,7 @@ def series_by_run(
         return made
 
     batches = tables.per_run(T.BATCHES, keys, BATCH_COLUMNS, DECODE)
-    for made in in_order(one_run, batches, workers=SERIES_WORKERS):
+    for made in in_order(one_run, batches):
         if made is None:
             continue
         _append(made.summary, means, rates, definitions, len_changes, tput_changes, rounds)
