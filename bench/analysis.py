@@ -2,17 +2,17 @@
 
     python bench/analysis.py [--sizes 1G,4G] [--data DIR] [--commands check,report,...] [--no-readme]
 
-For each size, builds the deterministic EAGLE-3 session log of bench/logmix.py (the same bytes as
-bench/throughput.py: seed 3 for the first size, 4 for the others) under ``--data`` unless it is there,
-parses it with `tracelens parse -o` (timed once, the result kept in ``--data`` beside the dataset so a
-re-run does not parse again), then runs `check --json`, `report`, `summary --json`, `compare` and `sql`
-with an aggregate query on the dataset. Each command is measured by wall time, CPU seconds (user +
-system of the whole process tree: the kernel's accounting of waited children, or the sum of the
-processes' own times as last sampled when that is more) and peak memory of
-the process tree (the sum of the processes' proportional set sizes, sampled every 250 ms). A command
-whose tree passes ``--kill-above`` (default 12 GiB) is stopped, so a baseline that does not fit cannot
-take the machine down: its row says so. Writes the table into README.md between the `bench-analysis`
-markers.
+``--dataset 1G=DIR --parse 1G=SECONDS,CPU`` analyses an existing dataset instead, with the parse time
+measured elsewhere (no 1 GiB log is parsed again). Otherwise, for each size, builds the deterministic
+EAGLE-3 session log of bench/logmix.py (the same bytes as bench/throughput.py: seed 3 for the first
+size, 4 for the others) under ``--data`` unless it is there, parses it with `tracelens parse -o` (timed
+once, the result kept in ``--data`` beside the dataset so a re-run does not parse again). Then it runs
+`check --json`, `report`, `summary --json`, `compare` and `sql` with an aggregate query on the dataset.
+Each command is measured by `throughput.run_measured`: wall time, CPU seconds of the whole process
+tree (user + system) and peak memory of the tree (the sum of the processes' proportional set sizes,
+sampled every 250 ms). A command whose tree passes ``--kill-above`` (default 12 GiB) is stopped, so a
+baseline that does not fit cannot take the machine down: its row says so. Writes the table into
+README.md between the `bench-analysis` markers.
 
 Targets (issue 10): peak tree memory <= 512 MiB for every command on both sizes; check, compare, summary
 and sql <= half the parse time; report <= the parse time.
@@ -21,28 +21,22 @@ and sql <= half the parse time; report <= the parse time.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime as dt
 import json
 import os
-import resource
 import shutil
-import subprocess
 import sys
-import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-
-import psutil
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
 from logmix import generate  # noqa: E402
-from throughput import _size, _tree_rss, machine, write_readme  # noqa: E402
+from throughput import _size, machine, write_readme  # noqa: E402
+from throughput import run_measured as measured  # noqa: E402
 
 MEMORY_LIMIT = 512 << 20
 SQL_QUERY = (
@@ -69,48 +63,10 @@ class Measure:
 
 
 def run_measured(cmd: list[str], kill_above: int, alone: bool = True) -> Measure:
-    """Wall time, CPU seconds and peak PSS of the process tree of ``cmd``; the tree is killed when it
-    passes ``kill_above`` bytes. Not ``alone`` (other commands run at the same time), the CPU seconds
-    are the sampled ones only: the kernel's accounting of waited children would mix the commands."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    watched = psutil.Process(proc.pid)
-    peak = 0
-    killed = False
-    done = threading.Event()
-    # CPU seconds of every process seen in the tree, as last sampled: the engine's workers are children
-    # of a fork server that the kernel's accounting of waited children does not reach.
-    cpu_seen: dict[int, float] = {}
-
-    def sample() -> None:
-        nonlocal peak, killed
-        while not done.is_set():
-            with contextlib.suppress(psutil.Error):
-                for p in [watched, *watched.children(recursive=True)]:
-                    with contextlib.suppress(psutil.Error):
-                        times = p.cpu_times()
-                        cpu_seen[p.pid] = times.user + times.system
-                peak = max(peak, _tree_rss(watched))
-                if peak > kill_above and not killed:
-                    killed = True
-                    for p in [*watched.children(recursive=True), watched]:
-                        with contextlib.suppress(psutil.Error):
-                            p.kill()
-            time.sleep(0.25)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    _, err = proc.communicate()
-    elapsed = time.perf_counter() - started
-    done.set()
-    sampler.join()
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    waited = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    cpu = max(waited, sum(cpu_seen.values())) if alone else sum(cpu_seen.values())
-    if not killed and proc.returncode not in (0, 1):
-        raise SystemExit(f"{' '.join(cmd[:5])} failed ({proc.returncode}): {err.decode()[-800:]}")
-    return Measure(elapsed, cpu, peak, killed, proc.returncode)
+    """`throughput.run_measured` (wall, peak tree PSS, CPU seconds of the tree), with the tree killed
+    when it passes ``kill_above`` bytes."""
+    seconds, peak, cpu = measured(cmd, kill_above=kill_above, alone=alone)
+    return Measure(seconds, cpu, peak, killed=peak > kill_above)
 
 
 def tracelens(*args: str) -> list[str]:
@@ -152,6 +108,10 @@ def measure(dataset: Path, name: str, out: Path, kill_above: int, alone: bool = 
     return result
 
 
+def _mib(value: int) -> str:
+    return f"{value / 2**20:,.0f} MiB" if value > 0 else "-"  # 0: not recorded (a parse measured elsewhere)
+
+
 def _cpu(value: float) -> str:
     return f"{value:.1f}" if value >= 0 else "-"  # -1: not recorded
 
@@ -171,7 +131,7 @@ def table(
     for size_text, nbytes, parse, results in rows:
         label = f"{size_text} ({nbytes / 2**30:.2f} GiB)"
         lines.append(
-            f"| {label} | parse | {parse.seconds:.1f} | {_cpu(parse.cpu)} | 1.00 | 1.00 | {parse.peak / 2**20:,.0f} MiB | - |"
+            f"| {label} | parse | {parse.seconds:.1f} | {_cpu(parse.cpu)} | 1.00 | 1.00 | {_mib(parse.peak)} | - |"
         )
         for name, m in results.items():
             share = COMMANDS[name][1]
@@ -198,6 +158,13 @@ def table(
     return "\n".join(lines)
 
 
+def _parse_measure(text: str) -> Measure:
+    """SECONDS,CPU[,PEAK_MIB] of a parse measured elsewhere."""
+    values = [float(v) for v in text.split(",")]
+    peak = int(values[2] * 2**20) if len(values) > 2 else 0
+    return Measure(values[0], values[1], peak)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1G,4G")
@@ -215,12 +182,28 @@ def main() -> None:
         action="store_true",
         help="run the commands of a size at the same time (peaks stay per command; wall times do not)",
     )
+    parser.add_argument(
+        "--dataset",
+        action="append",
+        default=[],
+        metavar="SIZE=DIR",
+        help="analyse this existing dataset for SIZE (no log built, no parse): with --parse for its parse time",
+    )
+    parser.add_argument(
+        "--parse",
+        action="append",
+        default=[],
+        metavar="SIZE=SECONDS,CPU[,PEAK_MIB]",
+        help="the parse time of SIZE's log measured elsewhere (e.g. by bench/throughput.py in the same session)",
+    )
     parser.add_argument("--no-readme", action="store_true")
     args = parser.parse_args()
+    given = dict(item.split("=", 1) for item in args.dataset)
+    parses = {size: _parse_measure(text) for size, text in (item.split("=", 1) for item in args.parse)}
     load = os.getloadavg()[0]
     kill_above = _size(args.kill_above)
     args.data.mkdir(parents=True, exist_ok=True)
-    out = args.data / "out"
+    out = args.data / "out"  # the reports written, overwritten by each run
     out.mkdir(exist_ok=True)
     print(machine(), flush=True)
     rows = []
@@ -231,7 +214,18 @@ def main() -> None:
             measures = {k: Measure(**v) for k, v in done.items() if k not in ("parse", "bytes")}
             rows.append((size_text, done["bytes"], Measure(**done["parse"]), measures))
             continue
-        dataset, parse, nbytes = prepare(args.data, size_text, 3 if i == 0 else 4, kill_above)
+        if size_text in given:
+            dataset = Path(given[size_text])
+            log = args.data / f"eagle3-session-{size_text}.log"
+            nbytes = log.stat().st_size if log.is_file() else _size(size_text)
+            if size_text not in parses:
+                raise SystemExit(
+                    f"--dataset {size_text}=...: give its parse time with --parse {size_text}=S,CPU"
+                )
+            parse = parses[size_text]
+        else:
+            dataset, parse, nbytes = prepare(args.data, size_text, 3 if i == 0 else 4, kill_above)
+            parse = parses.get(size_text, parse)
         names = args.commands.split(",")
         if args.parallel:
             with ThreadPoolExecutor(len(names)) as pool:

@@ -92,12 +92,18 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run_measured(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, int, float]:
+def run_measured(
+    cmd: list[str], env: dict[str, str] | None = None, kill_above: int = 0, alone: bool = True
+) -> tuple[float, int, float]:
     """Wall time, peak memory of the whole process tree (sampled every 250 ms: reading a process's PSS
     costs CPU, sampling more often would slow down what is measured on a 2-core machine) and CPU
     seconds of the tree: the rusage of the waited-for descendants, or, when larger, the sum of each
     process's last sampled CPU time (the engine's workers are children of a fork server, whose exit is
-    not waited for, so rusage misses them; sampling misses at most a worker's last 250 ms)."""
+    not waited for, so rusage misses them; sampling misses at most a worker's last 250 ms).
+    ``kill_above`` (bytes, 0: never): the tree is killed once its memory passes it, so a command that
+    does not fit cannot take the machine down (the peak returned is then above it). Not ``alone``
+    (other commands run at the same time), only the sampled CPU seconds count: the rusage of waited
+    children would mix the commands."""
     cpu_before = _children_cpu()
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
@@ -111,6 +117,11 @@ def run_measured(cmd: list[str], env: dict[str, str] | None = None) -> tuple[flo
         while not done.is_set():
             with contextlib.suppress(psutil.Error):
                 peak = max(peak, _tree_sample(watched, cpu))
+            if kill_above and peak > kill_above:
+                for p in [*watched.children(recursive=True), watched]:
+                    with contextlib.suppress(psutil.Error):
+                        p.kill()
+                return
             time.sleep(0.25)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -119,9 +130,11 @@ def run_measured(cmd: list[str], env: dict[str, str] | None = None) -> tuple[flo
     elapsed = time.perf_counter() - started
     done.set()
     sampler.join()
-    if proc.returncode not in (0, 1):
-        raise SystemExit(f"{cmd[0]} failed ({proc.returncode}): {err.decode()[-500:]}")
-    return elapsed, peak, max(_children_cpu() - cpu_before, sum(cpu.values()))
+    killed = bool(kill_above) and peak > kill_above
+    if proc.returncode not in (0, 1) and not killed:
+        raise SystemExit(f"{' '.join(cmd[:5])} failed ({proc.returncode}): {err.decode()[-500:]}")
+    sampled = sum(cpu.values())
+    return elapsed, peak, max(_children_cpu() - cpu_before, sampled) if alone else sampled
 
 
 def median_of(name: str, make_cmd, runs: int, before=None) -> Measure:

@@ -24,7 +24,7 @@ from tracelens.analysis import (
     startup,
     verdicts,
 )
-from tracelens.analysis.detectors import DETECTORS, Context
+from tracelens.analysis.detectors import Context, detect
 from tracelens.analysis.evidence import texts
 from tracelens.analysis.expectations import Expectations, describe_capture
 from tracelens.analysis.findings import Evidence, Finding, Severity, sort_findings
@@ -107,7 +107,7 @@ def analyze_tables(
     )
     made = per_run.series_by_run(tables, runs, ready, keep)
     series = made.series
-    speedups = with_labels(compare.speedups(made.speed_rows, runs, baselines), runs)
+    speedups = with_labels(compare.speedups(made.speed_groups, runs, baselines), runs)
     folded = with_labels(incidents.fold(tables[T.FAULTS]), runs)
     changes = load.explain_steps(made.changes, series)
     runs = _overview(runs, made, readiness, speedups, folded, expect, tables[T.SPEC_METRICS], tables)
@@ -126,9 +126,8 @@ def analyze_tables(
         speedups=speedups,
         curves=curves,
     )
-    findings = sort_findings(
-        folding.fold_repeats([f for detect in DETECTORS for f in detect(ctx)]), verdicts.causal_rank
-    )
+    found, passed = detect(ctx)
+    findings = sort_findings(folding.fold_repeats(found), verdicts.causal_rank)
     judged = verdicts.verdicts(runs, findings, tables, expect)
     _fill_evidence([*findings, *judged], tables)
     counts = (
@@ -168,8 +167,8 @@ def analyze_tables(
         series=series,
         startup=with_labels(startup.phases(lifecycle), runs).filter(pl.col(A.LABEL).is_not_null()),
         incidents=folded,
-        capture=with_labels(capture.sites_of(tables), runs),
-        embed=with_labels(capture.embed_states(runs, tables.scan(T.DEBUG), expect), runs),
+        capture=with_labels(passed.sites, runs),
+        embed=with_labels(capture.embed_states(runs, passed.embed_stats, expect), runs),
         comparison=speedups,
         config_diff=pl.concat(diffs) if diffs else compare.args_diff(tables[T.SERVER_ARGS], runs, "", ""),
         changes=with_labels(changes, runs),

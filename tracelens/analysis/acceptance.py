@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import polars as pl
 
+from tracelens.analysis.rolling import rolling_quantiles
 from tracelens.analysis.runs import RUN_KEY
 from tracelens.tables.schema import A, C, W
 
 ROLLING_WINDOW = 21
+ACCEPT_LEN_QUANTILES = {A.ROLLING_MEDIAN: 0.5, A.ROLLING_P10: 0.1, A.ROLLING_P90: 0.9}
+TPUT_QUANTILES = {A.TPUT_ROLLING_MEDIAN: 0.5}
 WARMUP_SECONDS = 60.0
 WARMUP_LINES = 10
 
@@ -39,21 +42,34 @@ def decode_series(batches: pl.DataFrame, runs: pl.DataFrame, ready: pl.DataFrame
     no_dp = decode.get_column(C.DP).is_null().all()
     combined = _single_rounds(decode) if no_dp else _dp_rounds(decode)
     # the analysis makes the series one run at a time: a window over the run is then the whole column
-    one_run = combined.select(pl.struct(RUN_KEY).n_unique()).item() <= 1
+    one_run = _one_run(combined)
     config = runs.select(*RUN_KEY, C.START_TS, C.SPEC_NUM_STEPS, C.SPEC_NUM_DRAFT_TOKENS)
-    out = combined.join(config, on=RUN_KEY, how="left").join(
-        ready.select(*RUN_KEY, pl.col(C.TS).alias(W.READY)), on=RUN_KEY, how="left"
-    )
-    first_ts = pl.coalesce(pl.col(C.START_TS), pl.col(C.TS).min().over(RUN_KEY))
-    warm = is_warm(pl.col(W.READY), pl.int_range(pl.len()).over(RUN_KEY))
+    ready_ts = ready.select(*RUN_KEY, pl.col(C.TS).alias(W.READY))
+    out = _run_constants(combined, config, ready_ts) if one_run else None
+    if out is None:
+        out = combined.join(config, on=RUN_KEY, how="left").join(ready_ts, on=RUN_KEY, how="left")
+
+    def per_run(expr: pl.Expr) -> pl.Expr:
+        return expr if one_run else expr.over(RUN_KEY)
+
+    first_ts = pl.coalesce(pl.col(C.START_TS), per_run(pl.col(C.TS).min()))
+    index = per_run(pl.int_range(pl.len()))
+    warm = is_warm(pl.col(W.READY), index)
     out = out.with_columns(
         ((pl.col(C.TS) - first_ts).dt.total_microseconds() / 1e6).alias(A.T_SINCE_START),
         ((pl.col(C.ACCEPT_LEN) - 1) / pl.col(C.SPEC_NUM_STEPS)).alias(A.ACCEPTANCE_RATE),
         pl.when(warm).then(pl.lit("warmup")).otherwise(pl.lit("steady")).alias(A.STAGE),
         pl.col(C.RUNNING_REQ).alias(A.BATCH_SIZE),
-        *_rolling(C.ACCEPT_LEN, {A.ROLLING_MEDIAN: 0.5, A.ROLLING_P10: 0.1, A.ROLLING_P90: 0.9}, one_run),
-        *_rolling(C.GEN_THROUGHPUT, {A.TPUT_ROLLING_MEDIAN: 0.5}, one_run),
     )
+    if one_run:  # a window over the run is the whole column: sorted windows, not polars' moving ones
+        out = out.with_columns(
+            *rolling_quantiles(out.get_column(C.ACCEPT_LEN), ACCEPT_LEN_QUANTILES, ROLLING_WINDOW),
+            *rolling_quantiles(out.get_column(C.GEN_THROUGHPUT), TPUT_QUANTILES, ROLLING_WINDOW),
+        )
+    else:
+        out = out.with_columns(
+            *_rolling(C.ACCEPT_LEN, ACCEPT_LEN_QUANTILES), *_rolling(C.GEN_THROUGHPUT, TPUT_QUANTILES)
+        )
     return out.drop(W.READY, C.START_TS)
 
 
@@ -76,7 +92,7 @@ def _dp_rounds(decode: pl.DataFrame) -> pl.DataFrame:
     (several lines may share a second)."""
     dp_run = pl.col(C.DP).is_not_null().any().over(RUN_KEY)
     nth = pl.int_range(pl.len()).over(*RUN_KEY, C.DP)
-    rounds = decode.sort(*RUN_KEY, C.LINE_NO).with_columns(
+    rounds = _by_line(decode).with_columns(
         pl.when(dp_run).then(nth).otherwise(pl.int_range(pl.len()).over(RUN_KEY)).alias(W.ROUND)
     )
     combined = (
@@ -104,24 +120,59 @@ def _dp_rounds(decode: pl.DataFrame) -> pl.DataFrame:
 def _single_rounds(decode: pl.DataFrame) -> pl.DataFrame:
     """What `_dp_rounds` gives when no line has a DP tag (every line its own round), without grouping
     a run's lines one by one: that grouping was most of the series' cost on a long run."""
-    return decode.sort(*RUN_KEY, C.LINE_NO).select(
-        *RUN_KEY,
-        C.TS,
-        C.LINE_NO,
-        C.ACCEPT_LEN,
-        pl.col(C.ACCEPT_RATE).alias(A.ACCEPT_RATE_LOGGED),
-        C.GEN_THROUGHPUT,
-        C.RUNNING_REQ,
-        C.TOKEN_USAGE,
-        C.QUEUE_REQ,
-        pl.lit(1, pl.UInt32).alias(A.DP_RANKS),
+    # the columns kept first: the sort then moves only those
+    return _by_line(
+        decode.select(
+            *RUN_KEY,
+            C.TS,
+            C.LINE_NO,
+            C.ACCEPT_LEN,
+            pl.col(C.ACCEPT_RATE).alias(A.ACCEPT_RATE_LOGGED),
+            C.GEN_THROUGHPUT,
+            C.RUNNING_REQ,
+            C.TOKEN_USAGE,
+            C.QUEUE_REQ,
+            pl.lit(1, pl.UInt32).alias(A.DP_RANKS),
+        )
     )
+
+
+def _run_constants(combined: pl.DataFrame, *tables: pl.DataFrame) -> pl.DataFrame | None:
+    """What a left join of one run's rows with each of ``tables`` (keyed by source, run, at most one row
+    per run) gives, as constant columns: no copy of the run's columns. None when it does not apply (no
+    rows, or a run with several rows in a table)."""
+    if not combined.height:
+        return None
+    source, run = combined.row(0)[:2] if combined.columns[:2] == RUN_KEY else combined.select(RUN_KEY).row(0)
+    values: list[pl.Series] = []
+    for table in tables:
+        row = table.filter((pl.col(C.SOURCE) == source) & (pl.col(C.RUN) == run)).drop(RUN_KEY)
+        if row.height > 1:
+            return None
+        row = row if row.height else row.clear(1)  # no row: nulls, as the join gives
+        # Whole columns, not literals: polars divides by a literal as a product with its inverse, which
+        # can differ from the division in the last bit, and the figures must stay those of the join.
+        values.extend(column.new_from_index(0, combined.height) for column in row.get_columns())
+    return combined.with_columns(values)
+
+
+def _one_run(frame: pl.DataFrame) -> bool:
+    """At most one (source, run) in ``frame``."""
+    return bool(frame.select((pl.col(C.SOURCE).n_unique() <= 1) & (pl.col(C.RUN).n_unique() <= 1)).item())
+
+
+def _by_line(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` sorted by run and line. One run's rows are sorted by line alone: the same order (a
+    source's line numbers are unique), without comparing the source's name on every row (that sort was
+    a third of the series' cost)."""
+    return frame.sort(C.LINE_NO) if _one_run(frame) else frame.sort(*RUN_KEY, C.LINE_NO)
 
 
 def steady_rows(series: pl.DataFrame) -> pl.DataFrame:
     """The steady-state rows of each run; a run too short to have any keeps all its rows."""
     is_steady = pl.col(A.STAGE) == "steady"
-    return series.filter(is_steady | ~is_steady.any().over(RUN_KEY))
+    anywhere = is_steady.any() if _one_run(series) else is_steady.any().over(RUN_KEY)
+    return series.filter(is_steady | ~anywhere)
 
 
 def _sum_or_null(column: str) -> pl.Expr:
@@ -130,19 +181,25 @@ def _sum_or_null(column: str) -> pl.Expr:
 
 
 def rolling_medians() -> list[pl.Expr]:
-    """The rolling medians of accept len and tok/s of one run's rounds, as `decode_series` makes them."""
+    """The rolling medians of accept len and tok/s of one run's rounds, as `decode_series` makes them
+    (its sorted windows give polars' values exactly)."""
     return [
-        *_rolling(C.ACCEPT_LEN, {A.ROLLING_MEDIAN: 0.5}, one_run=True),
-        *_rolling(C.GEN_THROUGHPUT, {A.TPUT_ROLLING_MEDIAN: 0.5}, one_run=True),
+        pl.col(column)
+        .rolling_quantile(0.5, window_size=ROLLING_WINDOW, min_samples=1, center=True)
+        .alias(name)
+        for column, name in ((C.ACCEPT_LEN, A.ROLLING_MEDIAN), (C.GEN_THROUGHPUT, A.TPUT_ROLLING_MEDIAN))
     ]
 
 
-def _rolling(column: str, quantiles: dict[str, float], one_run: bool = False) -> list[pl.Expr]:
-    def window(q: float) -> pl.Expr:
-        rolled = pl.col(column).rolling_quantile(q, window_size=ROLLING_WINDOW, min_samples=1, center=True)
-        return rolled if one_run else rolled.over(RUN_KEY)
-
-    return [window(q).alias(name) for name, q in quantiles.items()]
+def _rolling(column: str, quantiles: dict[str, float]) -> list[pl.Expr]:
+    """The rolling quantiles of every run of a frame of several (`rolling.rolling_quantiles` for one)."""
+    return [
+        pl.col(column)
+        .rolling_quantile(q, window_size=ROLLING_WINDOW, min_samples=1, center=True)
+        .over(RUN_KEY)
+        .alias(name)
+        for name, q in quantiles.items()
+    ]
 
 
 def logged_definition(series: pl.DataFrame) -> pl.DataFrame:
@@ -175,9 +232,14 @@ def change_points(
     kept when both sides have ``min_segment`` samples, the means differ by ``min_shift`` of the run's
     mean, and the shift is at least six standard errors."""
     rows = []
-    for (source, run), part in series.filter(pl.col(column).is_not_null()).group_by(
-        RUN_KEY, maintain_order=True
-    ):
+    present = series.filter(pl.col(column).is_not_null())
+    # one run (as the analysis calls it) is its own group: not grouped by hashing its source's name
+    runs = (
+        [((present.item(0, C.SOURCE), present.item(0, C.RUN)), present)]
+        if present.height and _one_run(present)
+        else present.group_by(RUN_KEY, maintain_order=True)
+    )
+    for (source, run), part in runs:
         values = part.get_column(column).to_numpy()
         for at, before, after in _segment(values, 0, len(values), min_segment, min_shift, depth=3):
             # the row of a change point only: a run's whole columns as Python lists cost more than the search

@@ -92,19 +92,20 @@ def layer_id_lines(debug: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
     )
 
 
-def embed_states(
-    runs: pl.DataFrame, debug: pl.DataFrame | pl.LazyFrame, expect: Expectations
-) -> pl.DataFrame:
+def embed_stats(debug: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
+    """source, run, _n, _seen: how many debug lines each run has, and whether one is an embedding
+    capture (what `embed_states` judges)."""
+    return collect(debug.lazy().group_by(RUN_KEY).agg(*EMBED_STATS))
+
+
+EMBED_STATS = (pl.len().alias(W.N), is_embed().any().alias(W.SEEN))
+
+
+def embed_states(runs: pl.DataFrame, stats: pl.DataFrame, expect: Expectations) -> pl.DataFrame:
     """source, run, embed_state for every speculative run: `seen` / `not seen` when nothing is expected,
-    `as expected` / `missing` / `unexpected` against the expectation, `no debug lines` otherwise."""
-    stats = collect(debug.lazy().group_by(RUN_KEY).agg(pl.len().alias(W.N), is_embed().any().alias(W.SEEN)))
-    return embed_states_of(runs, stats, expect)
-
-
-def embed_states_of(runs: pl.DataFrame, stats: pl.DataFrame, expect: Expectations) -> pl.DataFrame:
-    """`embed_states` from each run's debug line count and whether one was an embedding capture
-    (``stats``: source, run, _n, _seen), however they were counted (the live worker keeps them as
-    rows arrive)."""
+    `as expected` / `missing` / `unexpected` against the expectation, `no debug lines` otherwise.
+    ``stats``: `embed_stats` of the debug lines, or the same counts kept as rows arrive (the live
+    worker's running figures)."""
     out = (
         runs.filter(pl.col(C.SPEC_ALGORITHM).is_not_null())
         .select(RUN_KEY)

@@ -45,13 +45,23 @@ def pick_baselines(runs: pl.DataFrame, rounds: pl.DataFrame, named: str | None) 
     )
 
 
-def speedups(series: pl.DataFrame, runs: pl.DataFrame, baselines: pl.DataFrame) -> pl.DataFrame:
-    """source, run, baseline, speedup, ci low/high, matched batch sizes, samples."""
-    steady = steady_rows(series).filter(pl.col(C.GEN_THROUGHPUT).is_not_null())
-    by_label = {
-        label: frame
-        for (label,), frame in steady.join(runs.select(*RUN_KEY, A.LABEL), on=RUN_KEY).group_by(A.LABEL)
-    }
+# Of one run: its steady rounds' throughput per batch size, in round order (`throughput_groups`).
+Groups = dict[int, np.ndarray]
+
+
+def speedups(
+    groups: dict[tuple[str, int], Groups], runs: pl.DataFrame, baselines: pl.DataFrame
+) -> pl.DataFrame:
+    """source, run, baseline, speedup, ci low/high, matched batch sizes, samples. ``groups``: the
+    `throughput_groups` of each run a speedup compares, made in the run's own pass."""
+    by_label: dict[str, Groups] = {}
+    labels = {(source, run): label for source, run, label in runs.select(*RUN_KEY, A.LABEL).iter_rows()}
+    for key, sizes in groups.items():
+        if key not in labels:
+            continue
+        merged = by_label.setdefault(labels[key], {})
+        for size, values in sizes.items():  # two runs of one label (rare) are compared as one
+            merged[size] = np.concatenate([merged[size], values]) if size in merged else values
     rows = []
     for source, run, baseline in baselines.filter(pl.col(A.BASELINE).is_not_null()).iter_rows():
         label = runs.filter((pl.col(C.SOURCE) == source) & (pl.col(C.RUN) == run)).item(0, A.LABEL)
@@ -72,14 +82,17 @@ def speedups(series: pl.DataFrame, runs: pl.DataFrame, baselines: pl.DataFrame) 
     return pl.DataFrame(rows, schema=schema)
 
 
-def _groups(frame: pl.DataFrame) -> dict[int, np.ndarray]:
+def throughput_groups(series: pl.DataFrame) -> Groups:
+    """Of one run's series: the throughput of its steady rounds per batch size (what `speedups`
+    compares), a few numbers per round instead of the rounds' every column."""
+    steady = steady_rows(series).filter(pl.col(C.GEN_THROUGHPUT).is_not_null())
     return {
         int(size): part.get_column(C.GEN_THROUGHPUT).to_numpy()
-        for (size,), part in frame.filter(pl.col(A.BATCH_SIZE).is_not_null()).group_by(A.BATCH_SIZE)
+        for (size,), part in steady.filter(pl.col(A.BATCH_SIZE).is_not_null()).group_by(A.BATCH_SIZE)
     }
 
 
-def _speedup(candidate: pl.DataFrame | None, baseline: pl.DataFrame | None) -> dict[str, object]:
+def _speedup(cand: Groups | None, base: Groups | None) -> dict[str, object]:
     empty: dict[str, object] = {
         A.SPEEDUP: None,
         A.SPEEDUP_LOW: None,
@@ -87,9 +100,8 @@ def _speedup(candidate: pl.DataFrame | None, baseline: pl.DataFrame | None) -> d
         A.MATCHED_BATCH_SIZES: [],
         A.SAMPLES: 0,
     }
-    if candidate is None or baseline is None:
+    if cand is None or base is None:
         return empty
-    cand, base = _groups(candidate), _groups(baseline)
     sizes = sorted(set(cand) & set(base))
     if not sizes:
         return empty

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 import polars as pl
 
 from tracelens.analysis import acceptance
+from tracelens.analysis.compare import Groups, throughput_groups
+from tracelens.analysis.parallel import in_order
 from tracelens.analysis.plotdata import decimate, keep_peaks, pair_counts, quantile_sample
 from tracelens.analysis.runs import RUN_KEY, with_labels
 from tracelens.tables.frames import Tables, collect
@@ -61,7 +63,7 @@ class RunSeries:
     rate_stats: pl.DataFrame  # source, run, `STEADY_STATS` over every steady round
     definitions: pl.DataFrame  # acceptance.logged_definition
     changes: pl.DataFrame  # acceptance.change_points of accept len, then of throughput
-    speed_rows: pl.DataFrame  # the steady rows of the runs `keep_steady` named, for compare.speedups
+    speed_groups: dict[tuple[str, int], Groups]  # of the runs `keep_steady` named: compare.throughput_groups
     distributions: pl.DataFrame  # source, run, accept_len: `plot_samples` of the thinned runs
     batch_pairs: pl.DataFrame  # source, run, batch_size, accept_len, count: the same
 
@@ -81,33 +83,42 @@ def decode_rounds(tables: Tables) -> pl.DataFrame:
 def series_by_run(
     tables: Tables, runs: pl.DataFrame, ready: pl.DataFrame, keep_steady: Iterable[tuple[str, int]] = ()
 ) -> RunSeries:
-    """The decode series of every run of ``runs`` (labelled), made one run at a time."""
+    """The decode series of every run of ``runs`` (labelled), made one run at a time (`parallel.in_order`)."""
     wanted = set(keep_steady)
     keys = [(source, run) for source, run in runs.select(RUN_KEY).iter_rows()]
-    frames: tuple[list[pl.DataFrame], ...] = ([], [], [], [], [], [], [])
-    series, means, rates, definitions, len_changes, tput_changes, speed = frames
+    frames: tuple[list[pl.DataFrame], ...] = ([], [], [], [], [], [])
+    series, means, rates, definitions, len_changes, tput_changes = frames
+    speed: dict[tuple[str, int], Groups] = {}
     rounds: list[pl.DataFrame] = []
     distributions, batch_pairs = [_DISTRIBUTION], [_PAIRS]
-    batches = tables.per_run(T.BATCHES, keys, BATCH_COLUMNS, DECODE)
-    for key, rows in batches:
+
+    def one_run(item: tuple[tuple[str, int], pl.DataFrame]) -> _Run | None:
+        key, rows = item
         if not rows.height:
+            return None
+        part = _labelled(acceptance.decode_series(rows, runs, ready), runs, key)
+        made = _Run(key, part, _summary(part), None, None, None)
+        if key in wanted:  # only what `compare.speedups` reads: a run's steady rows can be millions
+            made.speed = throughput_groups(part)
+        if part.height > SERIES_LIMIT:
+            made.series = plot_rows(part)
+            made.distribution, made.pairs = plot_samples(part)
+        return made
+
+    batches = tables.per_run(T.BATCHES, keys, BATCH_COLUMNS, DECODE)
+    for made in in_order(one_run, batches):
+        if made is None:
             continue
-        part = with_labels(acceptance.decode_series(rows, runs, ready), runs)
-        _summarise(part, means, rates, definitions, len_changes, tput_changes)
-        rounds.append(part.group_by(RUN_KEY).agg(pl.len().cast(pl.UInt32).alias(W.N)))
-        if key in wanted:
-            speed.append(acceptance.steady_rows(part))
-        if part.height <= SERIES_LIMIT:
-            series.append(part)
-        else:
-            series.append(plot_rows(part))
-            distribution, pairs = plot_samples(part)
-            distributions.append(distribution)
-            batch_pairs.append(pairs)
+        _append(made.summary, means, rates, definitions, len_changes, tput_changes, rounds)
+        if made.speed is not None:
+            speed[made.key] = made.speed
+        series.append(made.series)
+        if made.distribution is not None and made.pairs is not None:
+            distributions.append(made.distribution)
+            batch_pairs.append(made.pairs)
     if not series:  # the frames' columns and types, from the same code on no rows
         part = with_labels(acceptance.decode_series(empty(T.BATCHES), runs, ready), runs)
-        _summarise(part, means, rates, definitions, len_changes, tput_changes)
-        rounds.append(part.group_by(RUN_KEY).agg(pl.len().cast(pl.UInt32).alias(W.N)))
+        _append(_summary(part), means, rates, definitions, len_changes, tput_changes, rounds)
         series.append(part)
     return RunSeries(
         series=pl.concat(series),
@@ -116,10 +127,31 @@ def series_by_run(
         rate_stats=pl.concat(rates),
         definitions=pl.concat(definitions),
         changes=pl.concat([*len_changes, *tput_changes]),
-        speed_rows=pl.concat(speed) if speed else series[0].clear(),
+        speed_groups=speed,
         distributions=pl.concat(distributions),
         batch_pairs=pl.concat(batch_pairs),
     )
+
+
+def _labelled(part: pl.DataFrame, runs: pl.DataFrame, key: tuple[str, int]) -> pl.DataFrame:
+    """`with_labels` of one run's rows, the label a constant column instead of a join (a copy)."""
+    label = runs.filter((pl.col(C.SOURCE) == key[0]) & (pl.col(C.RUN) == key[1])).get_column(A.LABEL)
+    if label.len() != 1:
+        return with_labels(part, runs)
+    return part.with_columns(pl.lit(label.item(), pl.String).alias(A.LABEL))
+
+
+@dataclass
+class _Run:
+    """What one run's pass keeps: its series (whole, or the rows the plots draw), the `_summary` of
+    every row, its steady rows when a speedup compares it, its distribution and pairs when thinned."""
+
+    key: tuple[str, int]
+    series: pl.DataFrame
+    summary: tuple[pl.DataFrame, ...]
+    speed: Groups | None
+    distribution: pl.DataFrame | None
+    pairs: pl.DataFrame | None
 
 
 # The figures `summary` prints per run: (column, statistics), over the run's steady-state rounds.
@@ -150,22 +182,32 @@ def steady_stats() -> list[pl.Expr]:
     return out
 
 
-def _summarise(part: pl.DataFrame, means, rates, definitions, len_changes, tput_changes) -> None:
-    """What needs every row of one run's series, appended to the lists of all runs."""
+def _summary(part: pl.DataFrame) -> tuple[pl.DataFrame, ...]:
+    """What needs every row of one run's series: steady means, rate statistics, the logged definition,
+    the change points of accept len and of throughput, the number of rounds."""
     steady = acceptance.steady_rows(part)
-    means.append(
-        steady.group_by(RUN_KEY).agg(
-            pl.col(C.ACCEPT_LEN).mean().alias(A.MEAN_ACCEPT_LEN),
-            pl.col(A.ACCEPTANCE_RATE).mean().alias(A.MEAN_ACCEPTANCE_RATE),
-            pl.col(C.GEN_THROUGHPUT).mean().alias(A.MEAN_GEN_THROUGHPUT),
-        )
+    means = steady.group_by(RUN_KEY).agg(
+        pl.col(C.ACCEPT_LEN).mean().alias(A.MEAN_ACCEPT_LEN),
+        pl.col(A.ACCEPTANCE_RATE).mean().alias(A.MEAN_ACCEPTANCE_RATE),
+        pl.col(C.GEN_THROUGHPUT).mean().alias(A.MEAN_GEN_THROUGHPUT),
     )
-    rates.append(steady.group_by(RUN_KEY).agg(*steady_stats()))
-    definitions.append(acceptance.logged_definition(part))
-    len_changes.append(acceptance.change_points(part, C.ACCEPT_LEN))
+    rates = steady.group_by(RUN_KEY).agg(*steady_stats())
     # Throughput rises with batch size, so its steps are looked for at each run's usual batch size only.
     usual = pl.col(A.BATCH_SIZE) == pl.col(A.BATCH_SIZE).mode().first().over(RUN_KEY)
-    tput_changes.append(acceptance.change_points(part.filter(usual), C.GEN_THROUGHPUT))
+    return (
+        means,
+        rates,
+        acceptance.logged_definition(part),
+        acceptance.change_points(part, C.ACCEPT_LEN),
+        acceptance.change_points(part.filter(usual), C.GEN_THROUGHPUT),
+        part.group_by(RUN_KEY).agg(pl.len().cast(pl.UInt32).alias(W.N)),
+    )
+
+
+def _append(summary: tuple[pl.DataFrame, ...], *lists: list[pl.DataFrame]) -> None:
+    """Each frame of a run's `_summary` onto the list of all runs' frames of its kind."""
+    for frame, frames in zip(summary, lists, strict=True):
+        frames.append(frame)
 
 
 def plot_rows(part: pl.DataFrame) -> pl.DataFrame:
@@ -173,7 +215,17 @@ def plot_rows(part: pl.DataFrame) -> pl.DataFrame:
     whole run: per value (accept len, tok/s) each time bucket's lowest and highest row, per rolling
     statistic each bucket's middle row; plus the run's first three and last rows (findings cite the
     first lines, the live screen shows the last)."""
-    data = part.with_row_index(W.KEPT).with_columns((pl.col(A.T_SINCE_START) / 60.0).alias(W.MINUTES))
+    # only the columns the picks read: each pick sorts its rows, and a sort moves every column it holds
+    values = [
+        C.ACCEPT_LEN,
+        C.GEN_THROUGHPUT,
+        A.ROLLING_P10,
+        A.ROLLING_P90,
+        A.ROLLING_MEDIAN,
+        A.TPUT_ROLLING_MEDIAN,
+    ]
+    data = part.select(values).with_row_index(W.KEPT)
+    data = data.with_columns((part.get_column(A.T_SINCE_START) / 60.0).alias(W.MINUTES))
     picks = [
         keep_peaks(data, W.MINUTES, C.ACCEPT_LEN),
         keep_peaks(data, W.MINUTES, C.GEN_THROUGHPUT),

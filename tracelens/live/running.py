@@ -21,7 +21,7 @@ way the batch analysis defines each figure:
   window starts, which pairs ranks a round apart when a cut falls inside a round);
 - per debug site: line count, last num_aux, num_items and shapes, sum, count, min and max of finite
   norms, bad norms (`capture.sites`); per run its debug line count and whether one captured the
-  embedding (`capture.embed_states_of`).
+  embedding (`capture.embed_states`).
 
 What cannot be kept exactly in bounded memory stays the window's: medians and percentiles of the
 steady state (`summary` prints them; the live view shows none), change points, the plots' series, the
@@ -46,7 +46,7 @@ from tracelens.analysis.acceptance import ROLLING_WINDOW, is_warm, rolling_media
 from tracelens.analysis.capture import (
     SITE_KEY,
     bad_norms,
-    embed_states_of,
+    embed_states,
     finite_norms,
     is_embed,
     last_printed,
@@ -446,7 +446,7 @@ class RunningFigures:
             schema={C.SOURCE: pl.String, C.RUN: pl.Int32, W.N: pl.UInt32, W.SEEN: pl.Boolean},
         )
         runs = analysis.runs.filter((pl.col(C.SOURCE) == key[0]) & (pl.col(C.RUN) == key[1]))
-        states = embed_states_of(runs, stats, analysis.expectations)
+        states = embed_states(runs, stats, analysis.expectations)
         return states.item(0, A.EMBED_STATE) if states.height else None
 
     def apply(

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from tracelens.analysis.detectors.capture_sites import embed_capture, layer_ids, missing_sites, truncated
 from tracelens.analysis.detectors.context import Context
+from tracelens.analysis.detectors.debug_pass import DebugPass, debug_pass
 from tracelens.analysis.detectors.health import faults, startup
 from tracelens.analysis.detectors.hidden_states import aux_counts, fc_width, norms, shapes
 from tracelens.analysis.detectors.performance import (
@@ -17,7 +18,7 @@ from tracelens.analysis.detectors.performance import (
 )
 from tracelens.analysis.findings import Finding
 
-__all__ = ["DETECTORS", "Context"]
+__all__ = ["DETECTORS", "Context", "detect"]
 
 DETECTORS: tuple[Callable[[Context], list[Finding]], ...] = (
     aux_counts,
@@ -35,3 +36,15 @@ DETECTORS: tuple[Callable[[Context], list[Finding]], ...] = (
     faults,
     spec_curves,
 )
+
+
+def detect(ctx: Context) -> tuple[list[Finding], DebugPass]:
+    """The findings of every detector, in `DETECTORS` order, and the pass over the debug lines (which
+    makes the capture sites and embedding statistics too): the detectors that read each run's debug
+    lines on one read of it (`debug_pass`), then the others."""
+    passed = debug_pass(ctx)
+    others = [d for d in DETECTORS if d not in passed.findings]
+    # one after the other: together they cost little, and on threads their whole-table scans of the
+    # debug lines (layer ids, truncation) ran at once, which raised the peak by about 60 MiB
+    found = {d: d(ctx) for d in others}
+    return [f for d in DETECTORS for f in (passed.findings[d] if d in passed.findings else found[d])], passed

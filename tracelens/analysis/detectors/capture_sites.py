@@ -62,19 +62,31 @@ def embed_capture(ctx: Context) -> list[Finding]:
 
 def missing_sites(ctx: Context) -> list[Finding]:
     """Debug sites an earlier run of the same speculative setup printed and this run does not."""
-    out = []
-    spec = ctx.runs.filter(pl.col(C.SPEC_ALGORITHM).is_not_null()).sort(C.START_TS, nulls_last=True)
     # Embedding-capture sites are judged by `embed_capture`: their absence after a fix is the point.
     debug = ctx.tables.scan(T.DEBUG).filter(pl.col(C.EVENT).is_not_null() & ~is_embed())
-    site_sets = collect(
-        debug.group_by(RUN_KEY).agg(
-            pl.concat_str(C.TAG, C.SITE, C.EVENT, separator="/").unique().alias(W.SITES)
-        )
+    # the distinct sites first, then their names: not a string made per debug line
+    site_sets = (
+        collect(debug.select(*RUN_KEY, C.TAG, C.SITE, C.EVENT).unique())
+        .group_by(RUN_KEY)
+        .agg(pl.concat_str(C.TAG, C.SITE, C.EVENT, separator="/").unique().alias(W.SITES))
     )
+    return missing_sites_of(ctx, {(s, r): set(sites) for s, r, sites in site_sets.iter_rows()})
+
+
+def site_names(debug: pl.DataFrame) -> set[str]:
+    """The `tag/site/event` names of one run's debug lines that `missing_sites` compares."""
+    named = debug.filter(pl.col(C.EVENT).is_not_null() & ~is_embed()).select(C.TAG, C.SITE, C.EVENT).unique()
+    return set(named.select(pl.concat_str(C.TAG, C.SITE, C.EVENT, separator="/")).to_series().to_list())
+
+
+def missing_sites_of(ctx: Context, site_sets: dict[tuple[str, int], set[str]]) -> list[Finding]:
+    """`missing_sites` with each run's site names (`site_names`) given."""
+    out = []
+    spec = ctx.runs.filter(pl.col(C.SPEC_ALGORITHM).is_not_null()).sort(C.START_TS, nulls_last=True)
     seen: dict[tuple[Any, Any], set[str]] = {}
-    for run in spec.join(site_sets, on=RUN_KEY, how="left").to_dicts():
+    for run in spec.to_dicts():
         key = (run[C.MODEL], run[C.SPEC_ALGORITHM])
-        now = set(run[W.SITES] or [])
+        now = site_sets.get((run[C.SOURCE], run[C.RUN]), set())
         before = seen.get(key, set())
         gone = sorted(before - now)
         if now and gone:

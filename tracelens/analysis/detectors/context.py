@@ -31,6 +31,9 @@ class Context:
     changes: pl.DataFrame  # acceptance.change_points
     speedups: pl.DataFrame
     curves: pl.DataFrame  # acceptance.position_curves
+    # Of a Context narrowed to one run (`debug_pass`): that run's debug lines, read once for every
+    # detector that reads them; `debug_of` takes them from here instead of reading the table again.
+    debug: pl.DataFrame | None = None
     _labels: dict[tuple[str, int], str] | None = field(default=None, init=False, repr=False)
 
     def label(self, source: str, run: int) -> str:
@@ -55,6 +58,9 @@ class Context:
         """One run's debug lines (those that match ``where``), with ``columns`` besides source, run,
         line_no and ts (a dataset reads only those, of that run's row groups)."""
         wanted = [*RUN_KEY, C.LINE_NO, C.TS, *columns]
+        if self.debug is not None:
+            rows = self.debug.filter((pl.col(C.SOURCE) == source) & (pl.col(C.RUN) == run))
+            return (rows if where is None else rows.filter(where)).select(wanted)
         return next(self.tables.per_run(T.DEBUG, [(source, run)], wanted, where))[1]
 
 

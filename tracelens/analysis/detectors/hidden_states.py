@@ -189,45 +189,60 @@ def norms(ctx: Context) -> list[Finding]:
     """Norms that are NaN, infinite or zero; norms far outside the run's own distribution."""
     out = []
     # One run at a time, in the order runs first appear among the debug lines with a norm.
-    has_norm = pl.col(C.NORM).is_not_null()
-    keys = collect(ctx.tables.scan(T.DEBUG).filter(has_norm).select(RUN_KEY).unique(maintain_order=True))
-    columns = [*RUN_KEY, C.LINE_NO, C.TS, C.SITE, C.EVENT, C.LAYER_ID, C.NORM]
-    for (source, run), rows in ctx.tables.per_run(T.DEBUG, keys.iter_rows(), columns, has_norm):
-        bad = rows.filter(~pl.col(C.NORM).is_finite() | (pl.col(C.NORM) == 0))
-        if bad.height:
-            values = ", ".join(sorted({str(v) for v in bad.get_column(C.NORM).to_list()}))
-            out.append(
-                ctx.finding(
-                    Severity.ERROR,
-                    "norm-invalid",
-                    source,
-                    run,
-                    bad.item(0, C.TS),
-                    f"{bad.height} debug line(s) report norm {values}",
-                    bad.get_column(C.LINE_NO).to_list(),
-                )
+    keys = norm_runs(ctx)
+    for (source, run), rows in ctx.tables.per_run(T.DEBUG, keys, NORM_COLUMNS, HAS_NORM):
+        out.extend(norms_of(ctx, source, run, rows))
+    return out
+
+
+HAS_NORM = pl.col(C.NORM).is_not_null()
+NORM_COLUMNS = (*RUN_KEY, C.LINE_NO, C.TS, C.SITE, C.EVENT, C.LAYER_ID, C.NORM)
+
+
+def norm_runs(ctx: Context) -> list[tuple[str, int]]:
+    """The runs with a norm, in the order they first appear among the debug lines that have one."""
+    keys = collect(ctx.tables.scan(T.DEBUG).filter(HAS_NORM).select(RUN_KEY).unique(maintain_order=True))
+    return [(source, run) for source, run in keys.iter_rows()]
+
+
+def norms_of(ctx: Context, source: str, run: int, rows: pl.DataFrame) -> list[Finding]:
+    """`norms` of one run: ``rows`` are its debug lines with a norm, `NORM_COLUMNS`."""
+    out = []
+    bad = rows.filter(~pl.col(C.NORM).is_finite() | (pl.col(C.NORM) == 0))
+    if bad.height:
+        values = ", ".join(sorted({str(v) for v in bad.get_column(C.NORM).to_list()}))
+        out.append(
+            ctx.finding(
+                Severity.ERROR,
+                "norm-invalid",
+                source,
+                run,
+                bad.item(0, C.TS),
+                f"{bad.height} debug line(s) report norm {values}",
+                bad.get_column(C.LINE_NO).to_list(),
             )
-        good = rows.filter(pl.col(C.NORM).is_finite() & (pl.col(C.NORM) != 0))
-        group = [C.SITE, C.EVENT, C.LAYER_ID]
-        median = pl.col(C.NORM).median().over(group)
-        mad = (pl.col(C.NORM) - median).abs().median().over(group)
-        scored = good.with_columns(
-            ((pl.col(C.NORM) - median).abs() / (1.4826 * mad + 1e-9 * median.abs() + 1e-12)).alias(W.NORM_Z),
-            pl.len().over(group).alias(W.N),
         )
-        outliers = scored.filter((pl.col(W.N) >= 20) & (pl.col(W.NORM_Z) > NORM_OUTLIER_Z))
-        if outliers.height:
-            first = outliers.row(0, named=True)
-            out.append(
-                ctx.finding(
-                    Severity.WARNING,
-                    "norm-outlier",
-                    source,
-                    run,
-                    first[C.TS],
-                    f"{outliers.height} norm(s) far from the run's usual value at {first[C.SITE]}/{first[C.EVENT]} "
-                    f"(e.g. {first[C.NORM]:.4g})",
-                    outliers.get_column(C.LINE_NO).to_list(),
-                )
+    good = rows.filter(pl.col(C.NORM).is_finite() & (pl.col(C.NORM) != 0))
+    group = [C.SITE, C.EVENT, C.LAYER_ID]
+    median = pl.col(C.NORM).median().over(group)
+    mad = (pl.col(C.NORM) - median).abs().median().over(group)
+    scored = good.with_columns(
+        ((pl.col(C.NORM) - median).abs() / (1.4826 * mad + 1e-9 * median.abs() + 1e-12)).alias(W.NORM_Z),
+        pl.len().over(group).alias(W.N),
+    )
+    outliers = scored.filter((pl.col(W.N) >= 20) & (pl.col(W.NORM_Z) > NORM_OUTLIER_Z))
+    if outliers.height:
+        first = outliers.row(0, named=True)
+        out.append(
+            ctx.finding(
+                Severity.WARNING,
+                "norm-outlier",
+                source,
+                run,
+                first[C.TS],
+                f"{outliers.height} norm(s) far from the run's usual value at {first[C.SITE]}/{first[C.EVENT]} "
+                f"(e.g. {first[C.NORM]:.4g})",
+                outliers.get_column(C.LINE_NO).to_list(),
             )
+        )
     return out
