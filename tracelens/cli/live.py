@@ -32,6 +32,7 @@ from tracelens.cli.options import (
     expectations_from,
 )
 from tracelens.errors import InputError
+from tracelens.live.index import SCROLLBACK_LINES
 
 Sources = Annotated[
     list[str] | None,
@@ -52,6 +53,15 @@ LiveDateOpt = Annotated[
     typer.Option(
         "--date",
         help="Date (YYYY-MM-DD) for logs whose prefix has only a time. Default: a local file's modification date, else today.",
+    ),
+]
+ScrollbackOpt = Annotated[
+    int,
+    typer.Option(
+        "--scrollback",
+        min=1000,
+        metavar="LINES",
+        help="Lines of each source the session keeps for the log view (the oldest are dropped; the analysis keeps every finding).",
     ),
 ]
 IntervalOpt = Annotated[
@@ -98,7 +108,9 @@ def _exit_on(signum: int) -> None:
     raise SystemExit(128 + signum)
 
 
-def _session(specs, expect, baseline, stall_seconds, date, interval, stdin_fd: int | None = None):
+def _session(
+    specs, expect, baseline, stall_seconds, date, interval, scrollback: int, stdin_fd: int | None = None
+):
     from tracelens.live import LiveSession
 
     options = {s.label: {"fd": stdin_fd} for s in specs if s.kind == "stdin" and stdin_fd is not None}
@@ -109,6 +121,7 @@ def _session(specs, expect, baseline, stall_seconds, date, interval, stdin_fd: i
         stall_seconds=stall_seconds,
         base_date=date_option(date),
         interval=interval,
+        scrollback=scrollback,
         follower_options=options,
     )
 
@@ -129,6 +142,7 @@ def follow(
     baseline: BaselineOpt = None,
     stall_seconds: StallOpt = DEFAULT_STALL,
     interval: IntervalOpt = 1.0,
+    scrollback: ScrollbackOpt = SCROLLBACK_LINES,
     date: LiveDateOpt = None,
 ) -> None:
     """Follow logs as they grow and print new findings, source states and each run's stats (phase,
@@ -146,7 +160,7 @@ def follow(
         if spec.kind == "file" and spec.path and not os.path.exists(spec.path):
             sys.stderr.write(f"tracelens: waiting for {spec.path} to appear (it does not exist yet)\n")
             sys.stderr.flush()
-    session = _session(specs, expect, baseline, stall_seconds, date, interval, stdin_fd=0)
+    session = _session(specs, expect, baseline, stall_seconds, date, interval, scrollback, stdin_fd=0)
 
     def write(text: str) -> None:
         sys.stdout.write(text)
@@ -177,6 +191,7 @@ def tui(
     baseline: BaselineOpt = None,
     stall_seconds: StallOpt = DEFAULT_STALL,
     interval: IntervalOpt = 0.75,
+    scrollback: ScrollbackOpt = SCROLLBACK_LINES,
     report: Annotated[Path | None, typer.Option("--report", help="Where `r` writes the HTML report.")] = None,
     date: LiveDateOpt = None,
 ) -> None:
@@ -188,7 +203,7 @@ def tui(
     )
     specs = _specs(sources, cmd)
     stdin_fd = _stdin_for_tui() if any(s.kind == "stdin" for s in specs) else None
-    session = _session(specs, expect, baseline, stall_seconds, date, interval, stdin_fd)
+    session = _session(specs, expect, baseline, stall_seconds, date, interval, scrollback, stdin_fd)
     from tracelens.tui.app import TraceLensApp
 
     app = TraceLensApp(session, report_path=report)

@@ -35,7 +35,7 @@ from tracelens.analysis import Analysis, Evidence, Finding
 from tracelens.analysis.expectations import Expectations
 from tracelens.analysis.startup import DEFAULT_STALL_SECONDS
 from tracelens.live import events as ev
-from tracelens.live.index import LogIndex
+from tracelens.live.index import SCROLLBACK_LINES, LogIndex
 from tracelens.live.messages import Analysed, FromWorker, NotAnalysed, ParseFailed, RowsParsed, WorkerConfig
 from tracelens.live.spec import FILE, SourceSpec
 from tracelens.live.status import Snapshot
@@ -94,6 +94,7 @@ class LiveSession:
         base_date: dt.date | None = None,
         interval: float = ANALYSIS_INTERVAL,
         window_lines: int = WINDOW_LINES,
+        scrollback: int | None = SCROLLBACK_LINES,
         follower_options: dict[str, dict[str, Any]] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -106,7 +107,7 @@ class LiveSession:
         self.interval = interval
         self.window_lines = window_lines
         self.clock = clock
-        self.index = LogIndex()
+        self.index = LogIndex(scrollback)  # the log view: each source's newest `scrollback` lines
         self.sources = [SourceState(s.label, s, options=_options(s, base_date)) for s in specs]
         for state in self.sources:
             self.index.add_source(state.label)
