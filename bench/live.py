@@ -9,12 +9,12 @@
   past them), p50/p99/max. The load average is printed too: on a busy machine the tail is the
   scheduler's.
 
-- update cost (issue 10, part 5): the live worker's own code (`_Worker`, no screen, no pipes) is fed
-  the issue-11 mix (`bench/logmix.generate_mix`) in blocks as the pump would send them; after 10
-  thousand lines and after each further checkpoint, it parses one interval's lines (750, 1,000 lines/s
-  for 0.75 s) and times the update (`_analyse_once`: the window's tables, the analysis, the kept
-  findings, the snapshot), wall and CPU seconds, the median of 5, with the ratio to the first
-  checkpoint's;
+- update cost (issue 10, part 5): the live worker process, through its client (`WorkerClient`, no
+  session, no screen), is fed the issue-11 mix (`bench/logmix.generate_mix`) in blocks as the pump
+  would send them; after 10 thousand lines and after each further checkpoint, it gets one interval's
+  lines (750, 1,000 lines/s for 0.75 s) and the update that follows is timed (the window's tables, the
+  analysis, the kept findings, the snapshot: the `Analysed` reply's seconds, and the worker's CPU
+  seconds after the lines were parsed), the median of 5, with the ratio to the first checkpoint's;
 - memory: a whole session (the followers, the pump, the log index and the worker process, no screen)
   follows a file a writer thread appends the same mix to at ``--rate`` lines/s (1,000 lines/s sped up
   ``--speedup`` times); the process tree's PSS is sampled every few seconds and printed against the
@@ -195,19 +195,46 @@ def _mix_file(lines: int) -> Path:
 
 
 def update_cost(checkpoints: list[int], window: int, interval_lines: int = 750) -> None:
-    from tracelens.live.messages import WorkerConfig
-    from tracelens.live.worker import _Worker
+    """Drive the live worker process through its public client (`WorkerClient`: the pipes and the
+    messages a session uses), no session and no screen: blocks of the mix as the pump sends them, and
+    at each checkpoint five intervals of new lines, each answered by an `Analysed` whose ``seconds``
+    is the update's wall time in the worker; its CPU is the worker process's between the interval's
+    `RowsParsed` and that `Analysed` (the update alone: the 750 lines were parsed before)."""
+    import psutil
+
+    from tracelens.live.messages import Analysed, RowsParsed, WorkerConfig
+    from tracelens.live.worker import WorkerClient
     from tracelens.parsers import ParseOptions
-    from tracelens.sources.files import block_lines
-    from tracelens.sources.protocol import Block
 
     checkpoints = sorted(checkpoints)
-    path = _mix_file(checkpoints[-1] + 4 * interval_lines)
-    config = WorkerConfig(["mix.log"], [ParseOptions()], None, None, 900.0, 0.75, window)
-    sink = open(os.devnull, "wb")  # noqa: SIM115 (the worker's replies, dropped)
-    worker = _Worker(config, sink)
+    path = _mix_file(checkpoints[-1] + 6 * interval_lines)
+    config = WorkerConfig(["mix.log"], [ParseOptions()], None, None, 900.0, 0.05, window)
+    state = {"parsed": 0, "cpu_parsed": {}, "updates": {}}
+    changed = threading.Condition()
+    worker_cpu = [lambda: 0.0]
+
+    def on_message(message) -> None:
+        with changed:
+            if isinstance(message, RowsParsed):
+                state["parsed"] = max(state["parsed"], message.seq)
+                state["cpu_parsed"][message.seq] = worker_cpu[0]()
+            elif isinstance(message, Analysed):
+                state["updates"][message.through] = (message.seconds, worker_cpu[0]())
+            changed.notify_all()
+
+    def ended(reason: str) -> None:
+        print(f"the worker ended: {reason}", file=sys.stderr)
+
+    client = WorkerClient(config, on_message, ended)
+    process = psutil.Process(client.process.pid)
+    worker_cpu[0] = lambda: sum(process.cpu_times()[:2])
     fed = offset = seq = 0
     results: list[tuple[int, float, float]] = []
+
+    def wait(condition, timeout: float = 600.0) -> None:
+        with changed:
+            if not changed.wait_for(condition, timeout):
+                raise SystemExit("the worker did not answer in time")
 
     with path.open("rb") as fh:
 
@@ -215,7 +242,7 @@ def update_cost(checkpoints: list[int], window: int, interval_lines: int = 750) 
             nonlocal fed, offset, seq
             data = b"".join(itertools.islice(fh, count))
             seq += 1
-            worker._parse(seq, 0, block_lines(Block("mix.log", fed + 1, offset, data)), False)
+            client.parse(seq, 0, fed + 1, offset, data, False)
             fed += data.count(b"\n")
             offset += len(data)
 
@@ -223,29 +250,32 @@ def update_cost(checkpoints: list[int], window: int, interval_lines: int = 750) 
         for checkpoint in checkpoints:
             while fed < checkpoint:
                 feed(min(25_000, checkpoint - fed))
-                with worker._lock:  # as the periodic updates do: the window is cut, older rows spilled
-                    worker._tables.view()
+            wait(lambda: state["parsed"] >= seq)
             walls, cpus = [], []
             for _ in range(5):
+                wait(lambda: max(state["updates"], default=0) >= seq)  # nothing pending: the next is ours
                 feed(interval_lines)
-                wall, cpu = time.perf_counter(), time.process_time()
-                worker._analyse_once(seq, wall)
-                walls.append(time.perf_counter() - wall)
-                cpus.append(time.process_time() - cpu)
+                mine = seq
+                wait(lambda mine=mine: mine in state["updates"])
+                wall, cpu_after = state["updates"][mine]
+                walls.append(wall)
+                cpus.append(cpu_after - state["cpu_parsed"][mine])
             results.append((fed, sorted(walls)[2], sorted(cpus)[2]))
             base_wall, base_cpu = results[0][1], results[0][2]
             print(
                 f"after {checkpoint:>11,} lines: update {results[-1][1]:.3f} s wall, {results[-1][2]:.3f} CPU-s "
-                f"({results[-1][1] / base_wall:.2f}x / {results[-1][2] / base_cpu:.2f}x the first); "
+                f"({results[-1][1] / base_wall:.2f}x / {results[-1][2] / max(base_cpu, 1e-9):.2f}x the first); "
                 f"{time.perf_counter() - started:.0f} s so far",
                 flush=True,
             )
-    worker._tables.close()
-    sink.close()
+    worker_total = worker_cpu[0]()
+    peak = process.memory_info().rss
+    client.close()
     path.unlink()
     path.parent.rmdir()
     print(
-        f"window {window:,} lines per source; the whole bench took {time.process_time():.0f} CPU-s (this process)"
+        f"window {window:,} lines per source; the worker took {worker_total:.0f} CPU-s (RSS at the end "
+        f"{peak / 2**20:.0f} MiB), this process {time.process_time():.0f} CPU-s (generating the mix)"
     )
 
 
