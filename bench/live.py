@@ -16,14 +16,15 @@
   analysis, the kept findings, the snapshot: the `Analysed` reply's seconds, and the worker's CPU
   seconds after the lines were parsed), the median of 5, with the ratio to the first checkpoint's;
 - memory: a whole session (the followers, the pump, the log index and the worker process, no screen)
-  follows a file a writer thread appends the same mix to at ``--rate`` lines/s (1,000 lines/s sped up
-  ``--speedup`` times); the process tree's PSS is sampled every few seconds and printed against the
-  session time simulated, with its slope.
+  follows a file a writer thread appends a replayed log to at 1,000 lines/s sped up ``--speedup``
+  times, its timestamps on the simulated clock, until ``--hours`` (24) of session time; each process's
+  PSS is sampled every few seconds and printed against the session time simulated, with the slope
+  per simulated hour (`live_memory.py`).
 
     python bench/live.py first-paint [--size-mb 1024] [--keep PATH]
     python bench/live.py latency [--rate 10000] [--seconds 10]
     python bench/live.py update-cost [--lines 10000,100000,1000000] [--window 20000]
-    python bench/live.py memory [--speedup 20] [--seconds 120]
+    python bench/live.py memory [--speedup 40] [--hours 24] [--seconds 3600]
 
 The figures depend on the machine; the README records them with the machine they came from.
 """
@@ -43,7 +44,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from logmix import generate, generate_mix
+from live_memory import memory, mix_file
+from logmix import generate
 
 from tracelens.live import LiveSession, parse_spec
 from tracelens.live import events as ev
@@ -181,19 +183,6 @@ def _latencies(written: list[tuple[float, int]], seen: list[tuple[float, int]]) 
     return sorted(out)
 
 
-def _mix_file(lines: int) -> Path:
-    """A generated issue-11 mix of at least ``lines`` lines (about 130 bytes a line)."""
-    path = Path(tempfile.mkdtemp(prefix="tracelens-bench-")) / "mix.log"
-    size = lines * 140
-    while True:
-        generate_mix(path, size)
-        with path.open("rb") as fh:
-            count = sum(block.count(b"\n") for block in iter(lambda: fh.read(1 << 24), b""))
-        if count >= lines:
-            return path
-        size = int(size * 1.2 * lines / max(count, 1))
-
-
 def update_cost(checkpoints: list[int], window: int, interval_lines: int = 750) -> None:
     """Drive the live worker process through its public client (`WorkerClient`: the pipes and the
     messages a session uses), no session and no screen: blocks of the mix as the pump sends them, and
@@ -207,7 +196,7 @@ def update_cost(checkpoints: list[int], window: int, interval_lines: int = 750) 
     from tracelens.parsers import ParseOptions
 
     checkpoints = sorted(checkpoints)
-    path = _mix_file(checkpoints[-1] + 6 * interval_lines)
+    path = mix_file(checkpoints[-1] + 6 * interval_lines)
     config = WorkerConfig(["mix.log"], [ParseOptions()], None, None, 900.0, 0.05, window)
     state = {"parsed": 0, "cpu_parsed": {}, "updates": {}}
     changed = threading.Condition()
@@ -279,87 +268,6 @@ def update_cost(checkpoints: list[int], window: int, interval_lines: int = 750) 
     )
 
 
-def memory(speedup: float, seconds: float, sample_every: float = 5.0) -> None:
-    import psutil
-
-    rate = int(1000 * speedup)
-    source = _mix_file(int(rate * seconds) + 1000)
-    folder = Path(tempfile.mkdtemp(prefix="tracelens-bench-"))
-    path = folder / "server.log"
-    path.write_text("")
-    spec = parse_spec(str(path))
-    session = LiveSession([spec])
-    session.start()
-    me = psutil.Process()
-    written = [0]
-    done = threading.Event()
-
-    def writer() -> None:
-        began = time.perf_counter()
-        with source.open("rb") as src_fh, path.open("ab") as fh:
-            while not done.is_set():
-                batch = max(rate // 20, 1)  # every 50 ms
-                data = b"".join(itertools.islice(src_fh, batch))
-                if not data:
-                    break
-                fh.write(data)
-                fh.flush()
-                written[0] += batch
-                pause = began + written[0] / rate - time.perf_counter()
-                if pause > 0:
-                    time.sleep(pause)
-
-    def tree() -> tuple[int, int, float]:
-        """(PSS of this process, PSS of its children, CPU seconds of all)."""
-        own = me.memory_full_info().pss
-        kids, cpu = 0, sum(me.cpu_times()[:2])
-        for child in me.children(recursive=True):
-            try:
-                kids += child.memory_full_info().pss
-                cpu += sum(child.cpu_times()[:2])
-            except psutil.Error:
-                continue
-        return own, kids, cpu
-
-    thread = threading.Thread(target=writer, daemon=True)
-    began = time.perf_counter()
-    thread.start()
-    samples = []
-    print(f"appending the mix at {rate:,} lines/s (1,000 lines/s sped up {speedup:g}x)")
-    print("wall s | session time at 1,000 lines/s | lines parsed | parent PSS MiB | worker PSS MiB | CPU-s")
-    try:
-        while time.perf_counter() - began < seconds:
-            time.sleep(sample_every)
-            own, kids, cpu = tree()
-            parsed = session.snapshot.lines
-            samples.append((parsed, own + kids))
-            print(
-                f"{time.perf_counter() - began:6.0f} | {duration_words(parsed / 1000)} | {parsed:>12,} | "
-                f"{own / 2**20:8.0f} | {kids / 2**20:8.0f} | {cpu:6.0f}",
-                flush=True,
-            )
-    finally:
-        done.set()
-        thread.join()
-        session.stop()
-    if len(samples) > 3:
-        (l0, m0), (l1, m1) = samples[len(samples) // 3], samples[-1]
-        hours = max(l1 - l0, 1) / 1000 / 3600
-        print(
-            f"peak tree PSS {max(m for _, m in samples) / 2**20:.0f} MiB; from the first third on it grew "
-            f"{(m1 - m0) / 2**20:+.0f} MiB over {hours * 60:.0f} simulated minutes "
-            f"({(m1 - m0) / 2**20 / hours:+.0f} MiB per simulated hour)"
-        )
-    path.unlink()
-    folder.rmdir()
-    source.unlink()
-    source.parent.rmdir()
-
-
-def duration_words(seconds: float) -> str:
-    return f"{int(seconds // 3600):3d} h {int(seconds % 3600 // 60):02d} min"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -375,13 +283,16 @@ def main() -> None:
     uc.add_argument("--lines", default="10000,100000,1000000", help="checkpoints, comma-separated")
     uc.add_argument("--window", type=int, default=20_000)
     mm = sub.add_parser("memory")
-    mm.add_argument("--speedup", type=float, default=20.0)
-    mm.add_argument("--seconds", type=float, default=120.0)
+    mm.add_argument("--speedup", type=float, default=40.0)
+    mm.add_argument("--hours", type=float, default=24.0, help="session time to simulate")
+    mm.add_argument("--seconds", type=float, default=3600.0, help="wall time at most")
+    mm.add_argument("--sample-every", type=float, default=5.0)
+    mm.add_argument("--rotate-lines", type=int, default=2_000_000)
     args = parser.parse_args()
     if args.what == "update-cost":
         update_cost([int(n) for n in args.lines.split(",")], args.window)
     elif args.what == "memory":
-        memory(args.speedup, args.seconds)
+        memory(args.speedup, args.hours, args.seconds, args.sample_every, args.rotate_lines)
     elif args.what == "first-paint":
         path = args.keep or Path(tempfile.mkdtemp(prefix="tracelens-bench-")) / "big.log"
         if not path.exists():
