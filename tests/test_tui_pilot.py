@@ -259,11 +259,16 @@ async def test_the_title_says_the_scroll_back_limit_once_lines_were_dropped(tmp_
         view = app.log_view
         assert await until(lambda: app.session.analyses >= 1 and len(view.view) == 8)
         assert "scroll-back" not in view.border_title
-        append(log, *TRACEBACK, *(decode(60 + i, 2.6) for i in range(20)))
+        append(log, *TRACEBACK)
         assert await until(lambda: any(f.code == "fault-oom" for f in app.findings.findings))
+        append(log, *(decode(60 + i, 2.6) for i in range(20)))
         assert await until(
             lambda: app.session.index.count() == 32 and "scroll-back" in str(view.border_title)
         )
+        # the evidence text read while its line was held stays with the finding after the line went
+        assert await until(app.session.idle)  # an analysis covers the lines that pushed it out
+        oom = next(f for f in app.session.findings if f.code == "fault-oom")
+        assert any("hit an exception" in e.text for e in oom.evidence), oom.evidence
         assert "scroll-back: newest 10 lines" in str(view.border_title)
         assert 10 <= len(view.view) <= 11 and view.index.line_numbers(view.view[-1:]).tolist() == [32]
         # the traceback's lines are gone from the view: its finding says so instead of jumping

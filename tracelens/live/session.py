@@ -35,7 +35,7 @@ from tracelens.analysis import Analysis, Evidence, Finding
 from tracelens.analysis.expectations import Expectations
 from tracelens.analysis.startup import DEFAULT_STALL_SECONDS
 from tracelens.live import events as ev
-from tracelens.live.index import SCROLLBACK_LINES, LogIndex
+from tracelens.live.index import NOT_HELD, SCROLLBACK_LINES, LogIndex
 from tracelens.live.messages import Analysed, FromWorker, NotAnalysed, ParseFailed, RowsParsed, WorkerConfig
 from tracelens.live.spec import FILE, SourceSpec
 from tracelens.live.status import Snapshot
@@ -133,6 +133,9 @@ class LiveSession:
         self._analysed_seq = 0
         self._seq_lock = threading.Lock()
         self._fetched: tuple[int, Analysis | None] = (0, None)  # (analyses, full analysis) last fetched
+        self._evidence_text: dict[
+            tuple[str, int], str
+        ] = {}  # evidence lines' text, kept past the scroll-back
 
     # ----- lifecycle -----
 
@@ -398,12 +401,20 @@ class LiveSession:
     def _fill_evidence(self, findings: list[Finding]) -> None:
         """Evidence text from the session's own store: a live source's offsets are in its logical
         stream (across rotations), not necessarily in the file its label names."""
+        known: dict[tuple[str, int], str] = {}
         for finding in findings:
             out = []
             for e in finding.evidence:
+                where = (e.source, e.line_no)
                 key = self.index.key_of(e.source, e.line_no)
-                out.append(Evidence(e.source, e.line_no, self.index.text(key) if key is not None else e.text))
+                if key is not None:
+                    text = self.index.text(key)
+                else:  # read while it was held, or dropped by the scroll-back limit before it was
+                    text = self._evidence_text.get(where) or e.text or NOT_HELD
+                known[where] = text
+                out.append(Evidence(e.source, e.line_no, text))
             finding.evidence = out
+        self._evidence_text = known  # of the current findings only: bounded
 
 
 def _options(spec: SourceSpec, base_date: dt.date | None) -> ParseOptions:
