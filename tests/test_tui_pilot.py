@@ -265,7 +265,7 @@ async def test_the_title_says_the_scroll_back_limit_once_lines_were_dropped(tmp_
         assert await until(
             lambda: app.session.index.count() == 32 and "scroll-back" in str(view.border_title)
         )
-        # the evidence text read while its line was held stays with the finding after the line went
+        # the finding keeps its evidence text after the line left the index (the worker's copy)
         assert await until(app.session.idle)  # an analysis covers the lines that pushed it out
         oom = next(f for f in app.session.findings if f.code == "fault-oom")
         assert any("hit an exception" in e.text for e in oom.evidence), oom.evidence
