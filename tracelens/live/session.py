@@ -133,9 +133,6 @@ class LiveSession:
         self._analysed_seq = 0
         self._seq_lock = threading.Lock()
         self._fetched: tuple[int, Analysis | None] = (0, None)  # (analyses, full analysis) last fetched
-        self._evidence_text: dict[
-            tuple[str, int], str
-        ] = {}  # evidence lines' text, kept past the scroll-back
 
     # ----- lifecycle -----
 
@@ -401,20 +398,14 @@ class LiveSession:
     def _fill_evidence(self, findings: list[Finding]) -> None:
         """Evidence text from the session's own store: a live source's offsets are in its logical
         stream (across rotations), not necessarily in the file its label names."""
-        known: dict[tuple[str, int], str] = {}
         for finding in findings:
             out = []
             for e in finding.evidence:
-                where = (e.source, e.line_no)
                 key = self.index.key_of(e.source, e.line_no)
-                if key is not None:
-                    text = self.index.text(key)
-                else:  # read while it was held, or dropped by the scroll-back limit before it was
-                    text = self._evidence_text.get(where) or e.text or NOT_HELD
-                known[where] = text
+                # a line the scroll-back dropped: the text the worker kept with the finding
+                text = self.index.text(key) if key is not None else e.text or NOT_HELD
                 out.append(Evidence(e.source, e.line_no, text))
             finding.evidence = out
-        self._evidence_text = known  # of the current findings only: bounded
 
 
 def _options(spec: SourceSpec, base_date: dt.date | None) -> ParseOptions:
