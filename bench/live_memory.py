@@ -25,6 +25,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -63,8 +64,12 @@ def _body_start(path: Path) -> int:
 class Replay:
     """Writes the replayed log at ``rate`` lines/s, its timestamps on the simulated clock."""
 
-    def __init__(self, source: Path, path: Path, rate: int, rotate_lines: int) -> None:
+    def __init__(
+        self, source: Path, path: Path, rate: int, rotate_lines: int, indexed: Callable[[], int]
+    ) -> None:
         self.source, self.path, self.rate, self.rotate_lines = source, path, rate, rotate_lines
+        self.indexed = indexed  # lines the session has taken in: the writer keeps at most 1 s ahead
+        self.waited = 0.0  # seconds the writer waited for the session (the machine did not keep up)
         self.written = 0
         self.rotations = 0
         self.done = threading.Event()
@@ -111,6 +116,14 @@ class Replay:
                 pause = began + self.written / self.rate - time.perf_counter()
                 if pause > 0:
                     time.sleep(pause)
+                if self.written - self.indexed() > self.rate:
+                    # behind by more than a second: wait, then go on at the rate from here (a
+                    # rotation must never overtake the follower, or a whole file would be skipped)
+                    waited = time.perf_counter()
+                    while self.written - self.indexed() > self.rate // 4 and not self.done.is_set():
+                        time.sleep(0.05)
+                    self.waited += time.perf_counter() - waited
+                    began += time.perf_counter() - waited
         finally:
             out.close()
 
@@ -141,7 +154,7 @@ def memory(speedup: float, hours: float, seconds: float, sample_every: float, ro
     session = LiveSession([parse_spec(str(path))])
     session.start()
     me = psutil.Process()
-    replay = Replay(source, path, rate, rotate_lines)
+    replay = Replay(source, path, rate, rotate_lines, session.index.count)
     target = int(hours * 3600 * LINES_PER_SECOND)
     print(
         f"replaying the mix at {rate:,} lines/s (1,000 lines/s sped up {speedup:g}x) until {hours:g} "
@@ -192,7 +205,8 @@ def _summary(samples: list[tuple[int, int, int]], wall: float, replay: Replay) -
     own, kids = data[:, 1] / 2**20, data[:, 2] / 2**20
     print(
         f"\n{wall:.0f} s wall, {replay.written:,} lines written ({replay.rotations} rotations), "
-        f"{int(data[-1, 0]):,} parsed: {hours[-1]:.1f} simulated hours"
+        f"{int(data[-1, 0]):,} parsed: {hours[-1]:.1f} simulated hours; the writer waited "
+        f"{replay.waited:.0f} s for the session ({replay.written / max(wall, 1e-9):,.0f} lines/s on average)"
     )
     print("\n| session time at 1,000 lines/s | lines parsed | session process PSS | worker PSS |")
     print("|---|---:|---:|---:|")
