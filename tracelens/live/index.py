@@ -32,7 +32,7 @@ KIND_CODES: dict[str, int] = {kind: i for i, kind in enumerate(KINDS)}
 FAULT = KIND_CODES[Kind.FAULT]
 _SCAN_BYTES = 16 << 20
 _SCAN_LINES = 250_000
-SCROLLBACK_LINES = 1_000_000  # per source; about 40 bytes a line held (README: "Scroll-back")
+SCROLLBACK_LINES = 1_000_000  # per source; about 57 bytes a line held, 56 MiB (README: "Scroll-back")
 NOT_HELD = "[line no longer held: the log view keeps each source's newest lines (--scrollback)]"
 
 
