@@ -36,6 +36,7 @@ class Tally:
     def __init__(self, session: LiveSession, most: int) -> None:
         self.session = session
         self.seen = np.zeros(most, dtype=np.uint8)
+        self.seen.fill(0)  # touched now: calloc'd pages would otherwise be committed as the run goes
         self.received = 0
         self.last = -1
         self.in_order = True
