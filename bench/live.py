@@ -9,21 +9,22 @@
   past them), p50/p99/max. The load average is printed too: on a busy machine the tail is the
   scheduler's.
 
-- update cost (issue 10, part 5): the live worker's own code (`_Worker`, no screen, no pipes) is fed
-  the issue-11 mix (`bench/logmix.generate_mix`) in blocks as the pump would send them; after 10
-  thousand lines and after each further checkpoint, it parses one interval's lines (750, 1,000 lines/s
-  for 0.75 s) and times the update (`_analyse_once`: the window's tables, the analysis, the kept
-  findings, the snapshot), wall and CPU seconds, the median of 5, with the ratio to the first
-  checkpoint's;
+- update cost (issue 10, part 5): the live worker process, through its client (`WorkerClient`, no
+  session, no screen), is fed the issue-11 mix (`bench/logmix.generate_mix`) in blocks as the pump
+  would send them; after 10 thousand lines and after each further checkpoint, it gets one interval's
+  lines (750, 1,000 lines/s for 0.75 s) and the update that follows is timed (the window's tables, the
+  analysis, the kept findings, the snapshot: the `Analysed` reply's seconds, and the worker's CPU
+  seconds after the lines were parsed), the median of 5, with the ratio to the first checkpoint's;
 - memory: a whole session (the followers, the pump, the log index and the worker process, no screen)
-  follows a file a writer thread appends the same mix to at ``--rate`` lines/s (1,000 lines/s sped up
-  ``--speedup`` times); the process tree's PSS is sampled every few seconds and printed against the
-  session time simulated, with its slope.
+  follows a file a writer thread appends a replayed log to at 1,000 lines/s sped up ``--speedup``
+  times, its timestamps on the simulated clock, until ``--hours`` (24) of session time; each process's
+  PSS is sampled every few seconds and printed against the session time simulated, with the slope
+  per simulated hour (`live_memory.py`).
 
     python bench/live.py first-paint [--size-mb 1024] [--keep PATH]
     python bench/live.py latency [--rate 10000] [--seconds 10]
     python bench/live.py update-cost [--lines 10000,100000,1000000] [--window 20000]
-    python bench/live.py memory [--speedup 20] [--seconds 120]
+    python bench/live.py memory [--speedup 40] [--hours 24] [--seconds 3600]
 
 The figures depend on the machine; the README records them with the machine they came from.
 """
@@ -43,7 +44,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from logmix import generate, generate_mix
+from live_memory import memory, mix_file
+from logmix import generate
 
 from tracelens.live import LiveSession, parse_spec
 from tracelens.live import events as ev
@@ -181,33 +183,47 @@ def _latencies(written: list[tuple[float, int]], seen: list[tuple[float, int]]) 
     return sorted(out)
 
 
-def _mix_file(lines: int) -> Path:
-    """A generated issue-11 mix of at least ``lines`` lines (about 130 bytes a line)."""
-    path = Path(tempfile.mkdtemp(prefix="tracelens-bench-")) / "mix.log"
-    size = lines * 140
-    while True:
-        generate_mix(path, size)
-        with path.open("rb") as fh:
-            count = sum(block.count(b"\n") for block in iter(lambda: fh.read(1 << 24), b""))
-        if count >= lines:
-            return path
-        size = int(size * 1.2 * lines / max(count, 1))
-
-
 def update_cost(checkpoints: list[int], window: int, interval_lines: int = 750) -> None:
-    from tracelens.live.messages import WorkerConfig
-    from tracelens.live.worker import _Worker
+    """Drive the live worker process through its public client (`WorkerClient`: the pipes and the
+    messages a session uses), no session and no screen: blocks of the mix as the pump sends them, and
+    at each checkpoint five intervals of new lines, each answered by an `Analysed` whose ``seconds``
+    is the update's wall time in the worker; its CPU is the worker process's between the interval's
+    `RowsParsed` and that `Analysed` (the update alone: the 750 lines were parsed before)."""
+    import psutil
+
+    from tracelens.live.messages import Analysed, RowsParsed, WorkerConfig
+    from tracelens.live.worker import WorkerClient
     from tracelens.parsers import ParseOptions
-    from tracelens.sources.files import block_lines
-    from tracelens.sources.protocol import Block
 
     checkpoints = sorted(checkpoints)
-    path = _mix_file(checkpoints[-1] + 4 * interval_lines)
-    config = WorkerConfig(["mix.log"], [ParseOptions()], None, None, 900.0, 0.75, window)
-    sink = open(os.devnull, "wb")  # noqa: SIM115 (the worker's replies, dropped)
-    worker = _Worker(config, sink)
+    path = mix_file(checkpoints[-1] + 6 * interval_lines)
+    config = WorkerConfig(["mix.log"], [ParseOptions()], None, None, 900.0, 0.05, window)
+    state = {"parsed": 0, "cpu_parsed": {}, "updates": {}}
+    changed = threading.Condition()
+    worker_cpu = [lambda: 0.0]
+
+    def on_message(message) -> None:
+        with changed:
+            if isinstance(message, RowsParsed):
+                state["parsed"] = max(state["parsed"], message.seq)
+                state["cpu_parsed"][message.seq] = worker_cpu[0]()
+            elif isinstance(message, Analysed):
+                state["updates"][message.through] = (message.seconds, worker_cpu[0]())
+            changed.notify_all()
+
+    def ended(reason: str) -> None:
+        print(f"the worker ended: {reason}", file=sys.stderr)
+
+    client = WorkerClient(config, on_message, ended)
+    process = psutil.Process(client.process.pid)
+    worker_cpu[0] = lambda: sum(process.cpu_times()[:2])
     fed = offset = seq = 0
     results: list[tuple[int, float, float]] = []
+
+    def wait(condition, timeout: float = 600.0) -> None:
+        with changed:
+            if not changed.wait_for(condition, timeout):
+                raise SystemExit("the worker did not answer in time")
 
     with path.open("rb") as fh:
 
@@ -215,7 +231,7 @@ def update_cost(checkpoints: list[int], window: int, interval_lines: int = 750) 
             nonlocal fed, offset, seq
             data = b"".join(itertools.islice(fh, count))
             seq += 1
-            worker._parse(seq, 0, block_lines(Block("mix.log", fed + 1, offset, data)), False)
+            client.parse(seq, 0, fed + 1, offset, data, False)
             fed += data.count(b"\n")
             offset += len(data)
 
@@ -223,111 +239,33 @@ def update_cost(checkpoints: list[int], window: int, interval_lines: int = 750) 
         for checkpoint in checkpoints:
             while fed < checkpoint:
                 feed(min(25_000, checkpoint - fed))
-                with worker._lock:  # as the periodic updates do: the window is cut, older rows spilled
-                    worker._tables.view()
+            wait(lambda: state["parsed"] >= seq)
             walls, cpus = [], []
             for _ in range(5):
+                wait(lambda: max(state["updates"], default=0) >= seq)  # nothing pending: the next is ours
                 feed(interval_lines)
-                wall, cpu = time.perf_counter(), time.process_time()
-                worker._analyse_once(seq, wall)
-                walls.append(time.perf_counter() - wall)
-                cpus.append(time.process_time() - cpu)
+                mine = seq
+                wait(lambda mine=mine: mine in state["updates"])
+                wall, cpu_after = state["updates"][mine]
+                walls.append(wall)
+                cpus.append(cpu_after - state["cpu_parsed"][mine])
             results.append((fed, sorted(walls)[2], sorted(cpus)[2]))
             base_wall, base_cpu = results[0][1], results[0][2]
             print(
                 f"after {checkpoint:>11,} lines: update {results[-1][1]:.3f} s wall, {results[-1][2]:.3f} CPU-s "
-                f"({results[-1][1] / base_wall:.2f}x / {results[-1][2] / base_cpu:.2f}x the first); "
+                f"({results[-1][1] / base_wall:.2f}x / {results[-1][2] / max(base_cpu, 1e-9):.2f}x the first); "
                 f"{time.perf_counter() - started:.0f} s so far",
                 flush=True,
             )
-    worker._tables.close()
-    sink.close()
+    worker_total = worker_cpu[0]()
+    peak = process.memory_info().rss
+    client.close()
     path.unlink()
     path.parent.rmdir()
     print(
-        f"window {window:,} lines per source; the whole bench took {time.process_time():.0f} CPU-s (this process)"
+        f"window {window:,} lines per source; the worker took {worker_total:.0f} CPU-s (RSS at the end "
+        f"{peak / 2**20:.0f} MiB), this process {time.process_time():.0f} CPU-s (generating the mix)"
     )
-
-
-def memory(speedup: float, seconds: float, sample_every: float = 5.0) -> None:
-    import psutil
-
-    rate = int(1000 * speedup)
-    source = _mix_file(int(rate * seconds) + 1000)
-    folder = Path(tempfile.mkdtemp(prefix="tracelens-bench-"))
-    path = folder / "server.log"
-    path.write_text("")
-    spec = parse_spec(str(path))
-    session = LiveSession([spec])
-    session.start()
-    me = psutil.Process()
-    written = [0]
-    done = threading.Event()
-
-    def writer() -> None:
-        began = time.perf_counter()
-        with source.open("rb") as src_fh, path.open("ab") as fh:
-            while not done.is_set():
-                batch = max(rate // 20, 1)  # every 50 ms
-                data = b"".join(itertools.islice(src_fh, batch))
-                if not data:
-                    break
-                fh.write(data)
-                fh.flush()
-                written[0] += batch
-                pause = began + written[0] / rate - time.perf_counter()
-                if pause > 0:
-                    time.sleep(pause)
-
-    def tree() -> tuple[int, int, float]:
-        """(PSS of this process, PSS of its children, CPU seconds of all)."""
-        own = me.memory_full_info().pss
-        kids, cpu = 0, sum(me.cpu_times()[:2])
-        for child in me.children(recursive=True):
-            try:
-                kids += child.memory_full_info().pss
-                cpu += sum(child.cpu_times()[:2])
-            except psutil.Error:
-                continue
-        return own, kids, cpu
-
-    thread = threading.Thread(target=writer, daemon=True)
-    began = time.perf_counter()
-    thread.start()
-    samples = []
-    print(f"appending the mix at {rate:,} lines/s (1,000 lines/s sped up {speedup:g}x)")
-    print("wall s | session time at 1,000 lines/s | lines parsed | parent PSS MiB | worker PSS MiB | CPU-s")
-    try:
-        while time.perf_counter() - began < seconds:
-            time.sleep(sample_every)
-            own, kids, cpu = tree()
-            parsed = session.snapshot.lines
-            samples.append((parsed, own + kids))
-            print(
-                f"{time.perf_counter() - began:6.0f} | {duration_words(parsed / 1000)} | {parsed:>12,} | "
-                f"{own / 2**20:8.0f} | {kids / 2**20:8.0f} | {cpu:6.0f}",
-                flush=True,
-            )
-    finally:
-        done.set()
-        thread.join()
-        session.stop()
-    if len(samples) > 3:
-        (l0, m0), (l1, m1) = samples[len(samples) // 3], samples[-1]
-        hours = max(l1 - l0, 1) / 1000 / 3600
-        print(
-            f"peak tree PSS {max(m for _, m in samples) / 2**20:.0f} MiB; from the first third on it grew "
-            f"{(m1 - m0) / 2**20:+.0f} MiB over {hours * 60:.0f} simulated minutes "
-            f"({(m1 - m0) / 2**20 / hours:+.0f} MiB per simulated hour)"
-        )
-    path.unlink()
-    folder.rmdir()
-    source.unlink()
-    source.parent.rmdir()
-
-
-def duration_words(seconds: float) -> str:
-    return f"{int(seconds // 3600):3d} h {int(seconds % 3600 // 60):02d} min"
 
 
 def main() -> None:
@@ -345,13 +283,16 @@ def main() -> None:
     uc.add_argument("--lines", default="10000,100000,1000000", help="checkpoints, comma-separated")
     uc.add_argument("--window", type=int, default=20_000)
     mm = sub.add_parser("memory")
-    mm.add_argument("--speedup", type=float, default=20.0)
-    mm.add_argument("--seconds", type=float, default=120.0)
+    mm.add_argument("--speedup", type=float, default=40.0)
+    mm.add_argument("--hours", type=float, default=24.0, help="session time to simulate")
+    mm.add_argument("--seconds", type=float, default=3600.0, help="wall time at most")
+    mm.add_argument("--sample-every", type=float, default=5.0)
+    mm.add_argument("--rotate-lines", type=int, default=2_000_000)
     args = parser.parse_args()
     if args.what == "update-cost":
         update_cost([int(n) for n in args.lines.split(",")], args.window)
     elif args.what == "memory":
-        memory(args.speedup, args.seconds)
+        memory(args.speedup, args.hours, args.seconds, args.sample_every, args.rotate_lines)
     elif args.what == "first-paint":
         path = args.keep or Path(tempfile.mkdtemp(prefix="tracelens-bench-")) / "big.log"
         if not path.exists():

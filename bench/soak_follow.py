@@ -17,14 +17,23 @@ import sys
 import time
 from pathlib import Path
 
+from tracelens.live.index import SCROLLBACK_LINES
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=30.0)
+    parser.add_argument(
+        "--scrollback", type=int, default=SCROLLBACK_LINES, help="lines the log index holds (as `follow`)"
+    )
     args = parser.parse_args()
-    env = {**os.environ, "TRACELENS_SOAK_SECONDS": str(args.minutes * 60)}
+    env = {
+        **os.environ,
+        "TRACELENS_SOAK_SECONDS": str(args.minutes * 60),
+        "TRACELENS_SOAK_SCROLLBACK": str(args.scrollback),
+    }
     started = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "tests/test_soak.py"],

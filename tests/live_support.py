@@ -31,9 +31,7 @@ def view_texts(session: LiveSession) -> list[str]:
 def source_texts(session: LiveSession, source: int = 0) -> list[str]:
     index = session.index
     lines = index.lines[source]
-    return [
-        lines.store.line(int(lines.offset.data[i]), int(lines.length.data[i])) for i in range(lines.count)
-    ]
+    return [lines.store.line(int(lines.offset.data[i]), int(lines.length.data[i])) for i in range(lines.held)]
 
 
 class Recorder:
@@ -49,12 +47,13 @@ class Recorder:
         return [e for e in self.events if isinstance(e, kind)]
 
 
-def ssh_session(sshd: dict, log: Path, interval: float, backoff: Backoff) -> LiveSession:
+def ssh_session(sshd: dict, log: Path, interval: float, backoff: Backoff, **kwargs) -> LiveSession:
     """A live session (not started) following ``log`` over the test's real sshd (the `sshd` fixture)."""
     target = RemoteTarget("127.0.0.1", str(log), getpass.getuser(), sshd["port"])
     spec = SourceSpec(SSH, target.label, target=target)
     return LiveSession(
         [spec],
         interval=interval,
+        **kwargs,
         follower_options={spec.label: {"extra_options": sshd["options"], "backoff": backoff}},
     )

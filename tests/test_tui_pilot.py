@@ -249,3 +249,35 @@ async def test_the_screen_keeps_a_bounded_history(tmp_path: Path) -> None:
         assert len(app.events_seen) == EVENTS_KEPT and app.events_seen[-1] == "SessionFailed"
         toasts = [n.message for n in app._notifications]
         assert len(toasts) <= TOASTS_KEPT and toasts[-1] == last
+
+
+async def test_the_title_says_the_scroll_back_limit_once_lines_were_dropped(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    write_start(log, decodes=2)  # 8 lines: all held
+    app = _app(log, scrollback=10)
+    async with app.run_test(size=SIZE) as pilot:
+        view = app.log_view
+        assert await until(lambda: app.session.analyses >= 1 and len(view.view) == 8)
+        assert "scroll-back" not in view.border_title
+        append(log, *TRACEBACK)
+        assert await until(lambda: any(f.code == "fault-oom" for f in app.findings.findings))
+        append(log, *(decode(60 + i, 2.6) for i in range(20)))
+        assert await until(
+            lambda: app.session.index.count() == 32 and "scroll-back" in str(view.border_title)
+        )
+        # the finding keeps its evidence text after the line left the index (the worker's copy)
+        assert await until(app.session.idle)  # an analysis covers the lines that pushed it out
+        oom = next(f for f in app.session.findings if f.code == "fault-oom")
+        assert any("hit an exception" in e.text for e in oom.evidence), oom.evidence
+        assert "scroll-back: newest 10 lines" in str(view.border_title)
+        assert 10 <= len(view.view) <= 11 and view.index.line_numbers(view.view[-1:]).tolist() == [32]
+        # the traceback's lines are gone from the view: its finding says so instead of jumping
+        app.findings.focus()
+        app.findings.highlighted = 0
+        await pilot.press("enter")
+        assert await until(lambda: any("no longer held" in str(n.message) for n in app._notifications))
+        # filters keep working on what is held
+        view.set_filter(LineFilter(kinds=frozenset({Kind.FAULT})))
+        assert len(view.view) == 0
+        view.set_filter(LineFilter(kinds=frozenset({Kind.BATCH})))
+        assert await until(lambda: len(view.view) >= 10)

@@ -44,6 +44,7 @@ from tracelens.cli.options import (
 )
 from tracelens.engine.lock import DEFAULT_LOCK_TIMEOUT
 from tracelens.errors import InputError
+from tracelens.live.index import SCROLLBACK_LINES
 
 Sources = Annotated[
     list[str] | None,
@@ -64,6 +65,15 @@ LiveDateOpt = Annotated[
     typer.Option(
         "--date",
         help="Date (YYYY-MM-DD) for logs whose prefix has only a time. Default: a local file's modification date, else today.",
+    ),
+]
+ScrollbackOpt = Annotated[
+    int,
+    typer.Option(
+        "--scrollback",
+        min=1000,
+        metavar="LINES",
+        help="Lines of each source the session keeps for the log view (the oldest are dropped; the analysis keeps every finding).",
     ),
 ]
 IntervalOpt = Annotated[
@@ -178,7 +188,17 @@ def _loaded(specs, date: str | None, dataset: Path | None, no_cache: bool, lock_
             shutil.rmtree(temporary, ignore_errors=True)
 
 
-def _session(specs, expect, baseline, stall_seconds, date, interval, stdin_fd: int | None = None, cuts=None):
+def _session(
+    specs,
+    expect,
+    baseline,
+    stall_seconds,
+    date,
+    interval,
+    scrollback: int,
+    stdin_fd: int | None = None,
+    cuts=None,
+):
     from tracelens.live import LiveSession
 
     options = {s.label: {"fd": stdin_fd} for s in specs if s.kind == "stdin" and stdin_fd is not None}
@@ -189,6 +209,7 @@ def _session(specs, expect, baseline, stall_seconds, date, interval, stdin_fd: i
         stall_seconds=stall_seconds,
         base_date=date_option(date),
         interval=interval,
+        scrollback=scrollback,
         follower_options=options,
         cuts=cuts,
     )
@@ -210,6 +231,7 @@ def follow(
     baseline: BaselineOpt = None,
     stall_seconds: StallOpt = DEFAULT_STALL,
     interval: IntervalOpt = 1.0,
+    scrollback: ScrollbackOpt = SCROLLBACK_LINES,
     date: LiveDateOpt = None,
     dataset: DatasetOpt = None,
     no_cache: NoCacheOpt = False,
@@ -230,7 +252,9 @@ def follow(
             sys.stderr.write(f"tracelens: waiting for {spec.path} to appear (it does not exist yet)\n")
             sys.stderr.flush()
     with _loaded(specs, date, dataset, no_cache, lock_timeout) as cuts:
-        session = _session(specs, expect, baseline, stall_seconds, date, interval, stdin_fd=0, cuts=cuts)
+        session = _session(
+            specs, expect, baseline, stall_seconds, date, interval, scrollback, stdin_fd=0, cuts=cuts
+        )
         _follow(session, as_json, stats_every)
 
 
@@ -266,6 +290,7 @@ def tui(
     baseline: BaselineOpt = None,
     stall_seconds: StallOpt = DEFAULT_STALL,
     interval: IntervalOpt = 0.75,
+    scrollback: ScrollbackOpt = SCROLLBACK_LINES,
     report: Annotated[Path | None, typer.Option("--report", help="Where `r` writes the HTML report.")] = None,
     date: LiveDateOpt = None,
     dataset: DatasetOpt = None,
@@ -283,7 +308,7 @@ def tui(
     specs = _specs(sources, cmd)
     with _loaded(specs, date, dataset, no_cache, lock_timeout) as cuts:
         stdin_fd = _stdin_for_tui() if any(s.kind == "stdin" for s in specs) else None
-        session = _session(specs, expect, baseline, stall_seconds, date, interval, stdin_fd, cuts)
+        session = _session(specs, expect, baseline, stall_seconds, date, interval, scrollback, stdin_fd, cuts)
         _screen(session, report)
 
 

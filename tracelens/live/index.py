@@ -6,6 +6,10 @@ a regex runs (Rust's engine, through polars) on blocks of text read back from th
 pattern, then only on new lines.
 
 One writer (the session thread) appends; readers (the UI thread) read columns under the same lock.
+
+Scroll-back is bounded: each source keeps its newest `limit` lines (`SCROLLBACK_LINES` by default). A
+key names a line by its number in its source for the whole session, so a view made before a trim stays
+valid; a key below the source's `base` (the lines dropped) reads as `NOT_HELD`, never as another line.
 """
 
 from __future__ import annotations
@@ -27,20 +31,23 @@ UNKNOWN = -1
 KIND_CODES: dict[str, int] = {kind: i for i, kind in enumerate(KINDS)}
 FAULT = KIND_CODES[Kind.FAULT]
 _SCAN_BYTES = 16 << 20
+_SCAN_LINES = 250_000
+SCROLLBACK_LINES = 1_000_000  # per source; about 57 bytes a line held, 56 MiB (README: "Scroll-back")
+NOT_HELD = "[line no longer held: the log view keeps each source's newest lines (--scrollback)]"
 
 
 class _Column:
-    """A numpy array that grows by doubling."""
+    """A numpy array that grows by doubling (up to a cap) and drops its oldest values."""
 
     def __init__(self, dtype: type, fill: int) -> None:
         self.data: np.ndarray = np.full(1024, fill, dtype=dtype)
         self.fill = fill
         self.size = 0
 
-    def extend(self, values: np.ndarray) -> None:
+    def extend(self, values: np.ndarray, cap: int) -> None:
         need = self.size + len(values)
         if need > len(self.data):
-            grown = np.full(max(need, 2 * len(self.data)), self.fill, dtype=self.data.dtype)
+            grown = np.full(max(need, min(2 * len(self.data), cap)), self.fill, dtype=self.data.dtype)
             grown[: self.size] = self.data[: self.size]
             self.data = grown
         self.data[self.size : need] = values
@@ -49,12 +56,23 @@ class _Column:
     def view(self) -> np.ndarray:
         return self.data[: self.size]
 
+    def drop(self, n: int) -> None:
+        """Forget the oldest ``n`` values (in place: the array keeps its size)."""
+        kept = self.size - n
+        self.data[:kept] = self.data[n : self.size]
+        self.data[kept : self.size] = self.fill
+        self.size = kept
+
 
 @dataclass
 class SourceLines:
-    """Columns of one source's lines (index i is line_no i+1) and the store that holds their text."""
+    """Columns of one source's newest lines (index i is line_no base+i+1) and the store that holds
+    their text; at most ``limit`` lines, and ``limit // 16`` more between two trims (trimming copies the
+    columns: once every so many lines, not at every append)."""
 
     store: TextStore = field(default_factory=TextStore)
+    limit: int | None = None  # None: every line
+    base: int = 0  # lines dropped from the front
     offset: _Column = field(default_factory=lambda: _Column(np.int64, 0))
     length: _Column = field(default_factory=lambda: _Column(np.int32, 0))
     kind: _Column = field(default_factory=lambda: _Column(np.int8, UNKNOWN))
@@ -64,16 +82,47 @@ class SourceLines:
 
     @property
     def count(self) -> int:
+        """Lines seen (held or dropped)."""
+        return self.base + self.offset.size
+
+    @property
+    def held(self) -> int:
         return self.offset.size
 
-    def append(self, offsets: np.ndarray, lengths: np.ndarray) -> None:
+    def _columns(self) -> tuple[_Column, ...]:
+        return (self.offset, self.length, self.kind, self.tp, self.dp, self.ts)
+
+    def append(self, offsets: np.ndarray, lengths: np.ndarray) -> int:
+        """Add lines; returns how many of the oldest were dropped to stay within the limit."""
         n = len(offsets)
-        self.offset.extend(offsets)
-        self.length.extend(lengths)
-        self.kind.extend(np.full(n, UNKNOWN, dtype=np.int8))
-        self.tp.extend(np.full(n, UNKNOWN, dtype=np.int32))
-        self.dp.extend(np.full(n, UNKNOWN, dtype=np.int32))
-        self.ts.extend(np.full(n, NO_TS, dtype=np.int64))
+        cap = 1 << 62
+        dropped = 0
+        if self.limit is not None:
+            cap = self.limit + max(self.limit // 16, 1)
+            if self.held + n > cap:
+                dropped = self.held + n - self.limit
+                if n > self.limit:  # even some of the new ones go
+                    offsets, lengths = offsets[n - self.limit :], lengths[n - self.limit :]
+                old = min(dropped, self.held)  # (the new lines beyond the limit were never stored)
+                for column in self._columns():
+                    column.drop(old)
+                self.base += dropped
+                n = len(offsets)
+        self.offset.extend(offsets, cap)
+        self.length.extend(lengths, cap)
+        self.kind.extend(np.full(n, UNKNOWN, dtype=np.int8), cap)
+        self.tp.extend(np.full(n, UNKNOWN, dtype=np.int32), cap)
+        self.dp.extend(np.full(n, UNKNOWN, dtype=np.int32), cap)
+        self.ts.extend(np.full(n, NO_TS, dtype=np.int64), cap)
+        if dropped and self.held:
+            self.store.release(int(self.offset.data[0]))
+        return dropped
+
+    def positions(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(held, position in the columns) of line indexes (line_no - 1)."""
+        pos = idx - self.base
+        held = (pos >= 0) & (pos < self.held)
+        return held, np.where(held, pos, 0)
 
     def set_parsed(self, lines: pl.DataFrame, first_index: int = 0) -> None:
         """Fill kind, ranks and time from a parsed `lines` frame (line_no 1-based, after ``first_index``)."""
@@ -83,9 +132,12 @@ class SourceLines:
         """Fill kind, ranks and time from `parsed_columns` (plain array stores: quick under a lock)."""
         if not len(columns[C.LINE_NO]):
             return
-        idx = columns[C.LINE_NO] - 1 - first_index
+        held, pos = self.positions(columns[C.LINE_NO] - 1 - first_index)
+        if not held.all():  # parsed after its line was dropped (a limit smaller than a batch)
+            pos = pos[held]
         for name in ("kind", "tp", "dp", "ts"):
-            getattr(self, name).data[idx] = columns[name]
+            values = columns[name]
+            getattr(self, name).data[pos] = values if held.all() else values[held]
 
 
 def parsed_columns(lines: pl.DataFrame) -> dict[str, np.ndarray]:
@@ -147,7 +199,10 @@ def check_pattern(pattern: str) -> None:
 
 
 class LogIndex:
-    def __init__(self) -> None:
+    def __init__(self, limit: int | None = SCROLLBACK_LINES) -> None:
+        if limit is not None and limit < 1:
+            raise InputError(f"the scroll-back is at least 1 line, got {limit}")
+        self.limit = limit  # lines held per source (None: every line)
         self.labels: list[str] = []
         self.lines: list[SourceLines] = []
         self.previews: list[SourceLines | None] = []
@@ -162,7 +217,7 @@ class LogIndex:
     def add_source(self, label: str) -> int:
         with self._lock:
             self.labels.append(label)
-            self.lines.append(SourceLines())
+            self.lines.append(SourceLines(limit=self.limit))
             self.previews.append(None)
             self.version += 1
             return len(self.labels) - 1
@@ -174,7 +229,12 @@ class LogIndex:
         """Lines (byte offsets in the source's stream, byte lengths) whose bytes are already in the
         source's store."""
         with self._lock:
-            self.lines[source].append(offsets, lengths)
+            dropped = self.lines[source].append(offsets, lengths)
+            if dropped and self.previews[source] is None:
+                # the search caches hold one bool per held line: the dropped lines' go too
+                for cache in self._matches.values():
+                    if source < len(cache):
+                        cache[source] = cache[source][dropped:].copy()
             self.version += 1
 
     def fill_parsed(self, source: int, columns: dict[str, np.ndarray]) -> None:
@@ -229,8 +289,25 @@ class LogIndex:
         return preview if preview is not None else self.lines[source]
 
     def count(self) -> int:
+        """Lines seen, held or not."""
         with self._lock:
             return sum(self._shown(s).count for s in range(len(self.labels)))
+
+    def held(self) -> int:
+        """Lines the view can show."""
+        with self._lock:
+            return sum(self._shown(s).held for s in range(len(self.labels)))
+
+    def dropped(self) -> int:
+        """Lines dropped by the scroll-back limit, over all sources."""
+        with self._lock:
+            return sum(lines.base for lines in self.lines)
+
+    def is_dropped(self, label: str, line_no: int) -> bool:
+        """Whether a line was seen but is no longer held (evidence older than the scroll-back)."""
+        if label not in self.labels:
+            return False
+        return 0 < line_no <= self.lines[self.labels.index(label)].base
 
     def order(self) -> np.ndarray:
         """Keys of every shown line, merged by time across sources."""
@@ -239,9 +316,11 @@ class LogIndex:
                 return self._order
             shown = [self._shown(s) for s in range(len(self.labels))]
             if len(shown) == 1:
-                order = np.arange(shown[0].count, dtype=np.int64)
+                order = np.arange(shown[0].base, shown[0].count, dtype=np.int64)
             else:
-                order = merged_order([forward_fill(lines.ts.view().copy()) for lines in shown])
+                order = merged_order(
+                    [forward_fill(lines.ts.view().copy()) for lines in shown], [lines.base for lines in shown]
+                )
             for s, preview in enumerate(self.previews):
                 if preview is not None:
                     mine = (order >> 40) == s
@@ -264,7 +343,8 @@ class LogIndex:
                     if lines is None:
                         out[mine] = UNKNOWN
                         continue
-                    out[mine] = getattr(lines, name).data[idx[mine]]
+                    held, pos = lines.positions(idx[mine])
+                    out[mine] = np.where(held, getattr(lines, name).data[pos], UNKNOWN)
         return out
 
     def kinds(self, keys: np.ndarray) -> np.ndarray:
@@ -279,9 +359,16 @@ class LogIndex:
         source, idx = int(key_) >> 40, int(key_) & INDEX_MASK
         lines = self.previews[source] if idx & PREVIEW_BIT else self.lines[source]
         idx &= ~PREVIEW_BIT
-        if lines is None or idx >= lines.count:
-            return ""
-        return lines.store.line(int(lines.offset.data[idx]), int(lines.length.data[idx]))
+        with self._lock:  # a trim moves the columns
+            if lines is None or idx >= lines.count:
+                return ""
+            if idx < lines.base:
+                return NOT_HELD
+            offset, length = (
+                int(lines.offset.data[idx - lines.base]),
+                int(lines.length.data[idx - lines.base]),
+            )
+        return lines.store.line(offset, length)
 
     def label(self, key_: int) -> str:
         return self.labels[int(key_) >> 40]
@@ -291,8 +378,8 @@ class LogIndex:
             source = self.labels.index(label)
         except ValueError:
             return None
-        if not 0 < line_no <= self.lines[source].count:
-            return None
+        if not self.lines[source].base < line_no <= self.lines[source].count:
+            return None  # not seen yet, or no longer held (`is_dropped`)
         return (source << 40) | (line_no - 1)
 
     # ----- filtering and search -----
@@ -326,13 +413,18 @@ class LogIndex:
         idx = idx & ~PREVIEW_BIT
         out = np.zeros(len(keys), dtype=bool)
         for s in np.unique(sources):
-            lines = self._shown(int(s))
-            done = cache[s]
-            if len(done) < lines.count:
-                done = np.concatenate([done, self._scan(lines, len(done), lines.count, pattern)])
-                cache[s] = done
-            mine = sources == s
-            out[mine] = done[idx[mine]]
+            while True:
+                # under the lock (a trim moves the columns), a slice at a time: the pump that appends
+                # waits for one slice, not for a whole scan
+                with self._lock:
+                    lines, done = self._shown(int(s)), cache[s]
+                    if len(done) >= lines.held:
+                        mine = sources == s
+                        held, pos = lines.positions(idx[mine])
+                        out[mine] = held & done[pos] if len(done) else False
+                        break
+                    hi = min(len(done) + _SCAN_LINES, lines.held)
+                    cache[s] = np.concatenate([done, self._scan(lines, len(done), hi, pattern)])
         return out
 
     def _scan(self, lines: SourceLines, lo: int, hi: int, pattern: str) -> np.ndarray:

@@ -35,13 +35,18 @@ def forward_fill(ts: np.ndarray, carry: int = NO_TS) -> np.ndarray:
     return out.astype(np.int64)
 
 
-def merged_order(ts_per_source: list[np.ndarray]) -> np.ndarray:
+def merged_order(ts_per_source: list[np.ndarray], bases: list[int] | None = None) -> np.ndarray:
     """Keys of every line of every source, in time order (stable: a source's own order is kept, and
-    at equal times the earlier source comes first)."""
+    at equal times the earlier source comes first). ``bases``: each source's first line index (the
+    lines before it were dropped by the scroll-back limit)."""
+    starts = bases or [0] * len(ts_per_source)
     if len(ts_per_source) == 1:
-        return np.arange(len(ts_per_source[0]), dtype=np.int64)
+        return np.arange(starts[0], starts[0] + len(ts_per_source[0]), dtype=np.int64)
     keys = np.concatenate(
-        [np.arange(len(ts), dtype=np.int64) | (s << SOURCE_SHIFT) for s, ts in enumerate(ts_per_source)]
+        [
+            np.arange(base, base + len(ts), dtype=np.int64) | (s << SOURCE_SHIFT)
+            for s, (ts, base) in enumerate(zip(ts_per_source, starts, strict=True))
+        ]
     )
     # A source's own order wins over its timestamps (a clock that steps back must not shuffle lines):
     # sort by the running maximum of each source's timestamps.

@@ -37,7 +37,7 @@ from tracelens.analysis import Analysis, Evidence, Finding
 from tracelens.analysis.expectations import Expectations
 from tracelens.analysis.startup import DEFAULT_STALL_SECONDS
 from tracelens.live import events as ev
-from tracelens.live.index import LogIndex
+from tracelens.live.index import NOT_HELD, SCROLLBACK_LINES, LogIndex
 from tracelens.live.messages import Analysed, FromWorker, NotAnalysed, ParseFailed, RowsParsed, WorkerConfig
 from tracelens.live.seed import Cut, index_lines, opened
 from tracelens.live.spec import FILE, SourceSpec
@@ -98,6 +98,7 @@ class LiveSession:
         base_date: dt.date | None = None,
         interval: float = ANALYSIS_INTERVAL,
         window_lines: int = WINDOW_LINES,
+        scrollback: int | None = SCROLLBACK_LINES,
         follower_options: dict[str, dict[str, Any]] | None = None,
         clock: Callable[[], float] = time.monotonic,
         cuts: dict[str, Cut] | None = None,
@@ -111,7 +112,7 @@ class LiveSession:
         self.interval = interval
         self.window_lines = window_lines
         self.clock = clock
-        self.index = LogIndex()
+        self.index = LogIndex(scrollback)  # the log view: each source's newest `scrollback` lines
         self.sources = [SourceState(s.label, s, options=_options(s, base_date)) for s in specs]
         for state in self.sources:
             self.index.add_source(state.label)
@@ -445,7 +446,9 @@ class LiveSession:
             out = []
             for e in finding.evidence:
                 key = self.index.key_of(e.source, e.line_no)
-                out.append(Evidence(e.source, e.line_no, self.index.text(key) if key is not None else e.text))
+                # a line the scroll-back dropped: the text the worker kept with the finding
+                text = self.index.text(key) if key is not None else e.text or NOT_HELD
+                out.append(Evidence(e.source, e.line_no, text))
             finding.evidence = out
 
 

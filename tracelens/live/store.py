@@ -5,6 +5,11 @@ in a local file are read back from that file (an `os.dup` of the descriptor the 
 with, so a rename rotation does not lose them); bytes from ssh, a command or stdin go to an unlinked
 spool file. Reads use `os.pread` and never move a shared cursor, so the UI thread reads while the
 session thread appends.
+
+The log view keeps only each source's newest lines (`index.SourceLines.trim`); `release` then drops
+the extents below the oldest line held, closing the descriptors of rotated files and the spool
+segments that no held line needs any more (the spool is written in segments for that: an unlinked
+file's pages go back when it is closed).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from dataclasses import dataclass, field
 from tracelens.sources.generation import FileGeneration
 
 GONE = "[text no longer available: the file was truncated]"
+SPOOL_SEGMENT = 64 << 20  # a new spool file after this many bytes, so that old ones can be closed
 
 
 @dataclass
@@ -25,7 +31,21 @@ class _Extent:
     start: int  # logical offset
     length: int
     generation: FileGeneration | None  # None: in the spool
-    at: int  # offset in the generation's file, or in the spool
+    at: int  # offset in the generation's file, or in the spool segment
+    spool: _Segment | None = None  # the spool segment (when generation is None)
+
+
+@dataclass(eq=False)
+class _Segment:
+    """One unlinked spool file."""
+
+    fd: int
+    size: int = 0
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
 
 
 @dataclass
@@ -34,9 +54,9 @@ class TextStore:
 
     _extents: list[_Extent] = field(default_factory=list)
     _starts: list[int] = field(default_factory=list)
-    _spool_fd: int = -1
-    _spool_size: int = 0
+    _spools: list[_Segment] = field(default_factory=list)
     _size: int = 0
+    _released: int = 0  # logical offset below which the text was released
     _generations: list[FileGeneration] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -50,19 +70,26 @@ class TextStore:
         if not data:
             return start
         with self._lock:
+            segment = None
             if generation is None:
-                if self._spool_fd < 0:
-                    self._spool_fd, _ = _spool()
-                at = self._spool_size
-                os.pwrite(self._spool_fd, data, at)
-                self._spool_size += len(data)
+                if not self._spools or self._spools[-1].size >= SPOOL_SEGMENT:
+                    self._spools.append(_Segment(_spool()))
+                segment = self._spools[-1]
+                at = segment.size
+                os.pwrite(segment.fd, data, at)
+                segment.size += len(data)
             elif not any(g is generation for g in self._generations):
                 self._generations.append(generation)
             last = self._extents[-1] if self._extents else None
-            if last is not None and last.generation is generation and last.at + last.length == at:
+            if (
+                last is not None
+                and last.generation is generation
+                and last.spool is segment
+                and last.at + last.length == at
+            ):
                 last.length += len(data)
             else:
-                self._extents.append(_Extent(start, len(data), generation, at))
+                self._extents.append(_Extent(start, len(data), generation, at, segment))
                 self._starts.append(start)
             self._size += len(data)
         return start
@@ -82,9 +109,9 @@ class TextStore:
                     offset = hi
                 i += 1
         for ext, lo, hi in pieces:
-            if ext.generation is None:
-                out.append(os.pread(self._spool_fd, hi - lo, ext.at + lo - ext.start))
-            elif ext.generation.gone or ext.generation.fd < 0:
+            if ext.spool is not None:
+                out.append(os.pread(ext.spool.fd, hi - lo, ext.at + lo - ext.start))
+            elif ext.generation is None or ext.generation.gone or ext.generation.fd < 0:
                 out.append(GONE.encode())
             else:
                 out.append(os.pread(ext.generation.fd, hi - lo, ext.at + lo - ext.start))
@@ -94,17 +121,52 @@ class TextStore:
         data = self.read(offset, length)
         return data.decode("utf-8", "replace").rstrip("\r\n")
 
+    @property
+    def released(self) -> int:
+        return self._released
+
+    def release(self, offset: int) -> None:
+        """Forget the bytes below ``offset`` (no line before it is read any more): drop the extents
+        that end at or below it, and close the spool segments and rotated files none of the rest
+        needs. The newest of each stays open: the followers append to it."""
+        with self._lock:
+            if offset <= self._released:
+                return
+            self._released = offset
+            drop = bisect.bisect_right(self._starts, offset) - 1  # the extent holding offset stays
+            if drop <= 0:
+                return
+            del self._extents[:drop], self._starts[:drop]
+            used_spools = {id(e.spool) for e in self._extents}
+            used_files = {id(e.generation) for e in self._extents}
+            for segment in self._spools[:-1]:
+                if id(segment) not in used_spools:
+                    segment.close()
+            self._spools = [s for s in self._spools[:-1] if s.fd >= 0] + self._spools[-1:]
+            keep = []
+            for i, generation in enumerate(self._generations):
+                if id(generation) in used_files or i == len(self._generations) - 1:
+                    keep.append(generation)
+                else:
+                    generation.close()
+            self._generations = keep
+
+    def open_files(self) -> int:
+        """Descriptors held (spool segments and files), for tests and benches."""
+        with self._lock:
+            return sum(s.fd >= 0 for s in self._spools) + sum(g.fd >= 0 for g in self._generations)
+
     def close(self, close_generations: bool = True) -> None:
         with self._lock:
             for generation in self._generations if close_generations else ():
                 generation.close()
             self._generations.clear()
-            if self._spool_fd >= 0:
-                os.close(self._spool_fd)
-                self._spool_fd = -1
+            for segment in self._spools:
+                segment.close()
+            self._spools.clear()
 
 
-def _spool() -> tuple[int, str]:
+def _spool() -> int:
     fd, path = tempfile.mkstemp(prefix="tracelens-spool-")
     os.unlink(path)  # gone when closed, even after a crash
-    return fd, path
+    return fd

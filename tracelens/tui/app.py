@@ -290,6 +290,13 @@ class TraceLensApp(App[None]):
             if key is not None and self.log_view.jump_to_key(key):
                 self.log_view.focus()
                 return
+        dropped = [e for e in message.finding.evidence if self.session.index.is_dropped(e.source, e.line_no)]
+        if dropped:
+            self.notify(
+                f"line {dropped[0].line_no:,} no longer held: the log view keeps each source's newest "
+                f"{self.session.index.limit:,} lines (--scrollback)"
+            )
+            return
         self.notify("its evidence line is not in the log view")
 
     def action_report(self) -> None:

@@ -125,6 +125,8 @@ class LogView(ScrollView, can_focus=True):
         if self.search:
             shown += f" · search /{self.search}/"
         mode = "following" if self.follow and not self.frozen else "paused"
+        if self.index.limit is not None and self.index.dropped():
+            shown += f" · scroll-back: newest {self.index.limit:,} lines"
         self.border_title = f"log · {shown} · {mode}"
 
     def set_filter(self, line_filter: LineFilter) -> None:
