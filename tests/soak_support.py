@@ -73,13 +73,27 @@ class Tally:
         }
 
 
-def _tree_rss(process: psutil.Process) -> int:
-    """RSS of a process and its children; a child that ends while it is read counts as nothing."""
-    total = process.memory_info().rss
+# Where the memory is: this process (the session and the harness), the live worker, the rest (ssh, sshd).
+ROLES = ("session and harness", "live worker", "ssh, sshd and the rest")
+
+
+def _rss_by_role(process: psutil.Process) -> tuple[float, float, float]:
+    """RSS in MiB of a process, of its live worker and of its other descendants (``ROLES``); a child
+    that ends while it is read counts as nothing."""
+    own, worker, rest = process.memory_info().rss, 0, 0
     for child in process.children(recursive=True):
         with contextlib.suppress(psutil.NoSuchProcess):
-            total += child.memory_info().rss
-    return total
+            rss = child.memory_info().rss
+            if "tracelens.live.worker" in " ".join(child.cmdline()):
+                worker += rss
+            else:
+                rest += rss
+    return own / 2**20, worker / 2**20, rest / 2**20
+
+
+def _slope(times: np.ndarray, mib: np.ndarray) -> float:
+    """MiB a minute of a line fitted to the samples."""
+    return float(np.polyfit(times, mib, 1)[0] * 60) if len(times) > 1 else 0.0
 
 
 def _children(pid: int) -> list[int]:
@@ -133,7 +147,7 @@ def soak(
     session.start()
     stop = threading.Event()
     result: dict = {"seconds": seconds, "rate": rate, "rotate_every": rotate_every, "scrollback": scrollback}
-    memory: list[tuple[float, float]] = []
+    memory: list[tuple[float, float, float, float]] = []
     try:
         assert wait_for(lambda: session.sources[0].state == src.CONNECTED, timeout=30)
         writer = threading.Thread(target=_writer, args=(log, rate, seconds, rotate_every, stop, result))
@@ -144,7 +158,8 @@ def soak(
         me = psutil.Process()
         while writer.is_alive():
             elapsed = time.monotonic() - started
-            memory.append((elapsed, _tree_rss(me) / 2**20))
+            own, worker, rest = _rss_by_role(me)
+            memory.append((elapsed, own + worker + rest, own, worker))
             if dropped < drops and elapsed >= seconds * (dropped + 1) / (drops + 1):
                 # A process may end between being found and being killed (a connection the
                 # follower is already replacing): the drop has happened either way.
@@ -167,14 +182,20 @@ def soak(
             reconnects=session.sources[0].reconnects,
             held=session.index.held(),
         )
-        times, mib = np.array(memory).T if memory else (np.array([0.0]), np.array([0.0]))
+        times, mib, own, worker = np.array(memory).T if memory else np.zeros((4, 1))
         result["rss_mib_first_last"] = (float(mib[0]), float(mib[-1]))
-        result["rss_slope_mib_per_min"] = float(np.polyfit(times, mib, 1)[0] * 60) if len(times) > 1 else 0.0
+        result["rss_slope_mib_per_min"] = _slope(times, mib)
         # the second half: once the index holds its scroll-back, memory must stop growing
         late = times >= times[-1] / 2
-        result["rss_slope_2nd_half_mib_per_min"] = (
-            float(np.polyfit(times[late], mib[late], 1)[0] * 60) if late.sum() > 1 else 0.0
-        )
+        result["rss_slope_2nd_half_mib_per_min"] = _slope(times[late], mib[late])
+        parts = (own, worker, mib - own - worker)
+        result["rss_2nd_half_by_process"] = {
+            role: {
+                "mib_first_last": (float(part[late][0]), float(part[late][-1])),
+                "slope_mib_per_min": _slope(times[late], part[late]),
+            }
+            for role, part in zip(ROLES, parts, strict=True)
+        }
         return result
     finally:
         stop.set()
