@@ -49,7 +49,7 @@ from tracelens.live.index import SCROLLBACK_LINES
 Sources = Annotated[
     list[str] | None,
     typer.Argument(
-        help="What to follow: FILE, HOST:/path, USER@HOST:/path, ssh://USER@HOST:PORT/path, - (stdin), replay:FILE?speed=N. Several are merged by time.",
+        help="What to follow: FILE, HOST:/path, USER@HOST:/path, ssh://USER@HOST:PORT/path, - (stdin), replay:FILE?speed=N. A compressed log or an archive (each log in it, as ARCHIVE:MEMBER) is read once to its end. Several are merged by time.",
         show_default=False,
     ),
 ]
@@ -83,9 +83,10 @@ IntervalOpt = Annotated[
 
 
 def _specs(sources: list[str] | None, cmds: list[str] | None):
-    from tracelens.live.spec import command_spec, parse_spec
+    from tracelens.live.spec import command_spec, expand_recorded, parse_spec
 
-    specs = [parse_spec(s) for s in sources or []] + [command_spec(c) for c in cmds or []]
+    named = [parse_spec(s) for s in sources or []] + [command_spec(c) for c in cmds or []]
+    specs = [each for spec in named for each in expand_recorded(spec)]
     if not specs:
         raise InputError("name at least one source (a file, HOST:/path, -, replay:FILE) or --cmd COMMAND")
     if sum(s.kind == "stdin" for s in specs) > 1:
@@ -126,15 +127,13 @@ def _loaded(specs, date: str | None, dataset: Path | None, no_cache: bool, lock_
     cache's, as every command that takes log paths does; ``dataset``; or a temporary one with
     ``no_cache``), and yield where the live session takes each over (`live.seed`). With ``dataset``
     every existing local file is read into it, whatever its size. Compressed files and archives are
-    not followed: one line, exit 2."""
+    not among them: they are read once to their end by their own sources (`live.spec.RECORDED`)."""
     from rich.console import Console
 
     from tracelens.cli.progress import engine_progress
     from tracelens.engine import EngineOptions
     from tracelens.engine.cache import dataset_for, resolve_args
     from tracelens.live.seed import LOAD_BYTES, load_files
-    from tracelens.sources.files import compression_of
-    from tracelens.sources.inputs import FILE, container_of
 
     if dataset is not None and no_cache:
         raise InputError("--dataset and --no-cache exclude each other")
@@ -143,16 +142,6 @@ def _loaded(specs, date: str | None, dataset: Path | None, no_cache: bool, lock_
         if spec.kind != "file" or not spec.path or not os.path.isfile(spec.path):
             continue
         path = Path(spec.path)
-        try:
-            compression, container = compression_of(path), container_of(path)
-        except OSError as exc:
-            raise InputError(f"cannot read {spec.path}: {exc.strerror or exc}") from exc
-        if compression or container != FILE:
-            what = f"compressed ({compression})" if compression else f"a {container} archive"
-            raise InputError(
-                f"{spec.path} is {what}: tui and follow read a plain log as it grows; "
-                f"`tracelens check` or `report` read it"
-            )
         if dataset is not None or path.stat().st_size > LOAD_BYTES:
             files[spec.label] = spec.path
     if not files:
@@ -239,8 +228,9 @@ def follow(
 ) -> None:
     """Follow logs as they grow and print new findings, source states and each run's stats (phase,
     accept len, tok/s) as they arrive. Ends when every source has ended (stdin closed, the command
-    exited, the replay finished); files and ssh sources are followed until Ctrl-C. A local file over
-    32 MiB is first read through the engine into the cache dataset, as `check` reads it."""
+    exited, the replay finished, a compressed log or archive was read to its end); files and ssh
+    sources are followed until Ctrl-C. A local file over 32 MiB is first read through the engine into
+    the cache dataset, as `check` reads it."""
     expect = expectations_from(
         draft_config, target_config, expectations_file, expect_aux, hidden_size, embed_capture
     )
@@ -276,6 +266,20 @@ def _follow(session, as_json: bool, stats_every: float) -> None:
             printer.flush_stats(session.snapshot.runs)
         finally:
             session.stop()
+    _exit_if_read_in_part(session)
+
+
+def _exit_if_read_in_part(session) -> None:
+    """A compressed file or archive member that broke was read in part: named on stderr, exit 1, as
+    every command that takes log paths does (the lines before the break were kept and analysed)."""
+    from tracelens.live.spec import RECORDED
+    from tracelens.sources.events import FAILED
+
+    broken = [s for s in session.sources if s.spec.kind == RECORDED and s.state == FAILED]
+    for state in broken:
+        sys.stderr.write(f"tracelens: {state.label}: {state.detail}\n")
+    if broken:
+        raise typer.Exit(1)
 
 
 def tui(
@@ -335,6 +339,7 @@ def _screen(session, report: Path | None) -> None:
             session.stop()
     if received:
         raise SystemExit(128 + received[0])
+    _exit_if_read_in_part(session)
 
 
 def _stdin_for_tui() -> int:

@@ -13,6 +13,6 @@ process), `store` (line text), `index` (the log view's model), `merge` (several 
 """
 
 from tracelens.live.session import LiveSession, SourceState
-from tracelens.live.spec import SourceSpec, command_spec, parse_spec
+from tracelens.live.spec import SourceSpec, command_spec, expand_recorded, parse_spec
 
-__all__ = ["LiveSession", "SourceSpec", "SourceState", "command_spec", "parse_spec"]
+__all__ = ["LiveSession", "SourceSpec", "SourceState", "command_spec", "expand_recorded", "parse_spec"]

@@ -40,7 +40,7 @@ from tracelens.live import events as ev
 from tracelens.live.index import NOT_HELD, SCROLLBACK_LINES, LogIndex
 from tracelens.live.messages import Analysed, FromWorker, NotAnalysed, ParseFailed, RowsParsed, WorkerConfig
 from tracelens.live.seed import Cut, index_lines, opened
-from tracelens.live.spec import FILE, SourceSpec
+from tracelens.live.spec import FILE, RECORDED, SourceSpec
 from tracelens.live.status import Snapshot
 from tracelens.live.store import TextStore
 from tracelens.live.window import WINDOW_LINES
@@ -456,6 +456,8 @@ def _options(spec: SourceSpec, base_date: dt.date | None) -> ParseOptions:
     """Time-only prefixes need a date: the one given, else a local file's modification date, else today."""
     if base_date is not None:
         return ParseOptions(base_date=base_date)
+    if spec.kind == RECORDED and spec.mtime is not None:  # as the engine dates a file or a member
+        return ParseOptions(base_date=dt.datetime.fromtimestamp(spec.mtime).date(), base_date_is_end=True)
     if spec.kind == FILE and spec.path and Path(spec.path).exists():
         return ParseOptions(
             base_date=dt.date.fromtimestamp(os.stat(spec.path).st_mtime), base_date_is_end=True

@@ -5,6 +5,8 @@
     ssh://USER@HOST:PORT/path        the same with a port
     -                                standard input
     replay:FILE?speed=N              a recorded log at its original pace times N
+    server.log.gz  logs.tar.gz       a compressed log, or each log in an archive (`ARCHIVE:MEMBER`):
+                                     read once to its end (`expand_recorded`), then ended
     --cmd "kubectl logs -f POD"      a command's output (an option, not a source argument)
 
 An existing local path always wins, so a file whose name holds a colon is still a file.
@@ -27,6 +29,7 @@ SSH = "ssh"
 COMMAND = "cmd"
 STDIN = "stdin"
 REPLAY = "replay"
+RECORDED = "recorded"  # a compressed file or an archive member: read once to its end
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,8 @@ class SourceSpec:
     target: RemoteTarget | None = None
     command: str | None = None
     speed: float = 1.0
+    member: str | None = None  # RECORDED: the archive member (None: the compressed file itself)
+    mtime: float | None = None  # RECORDED: the file's or member's modification time (its base date)
 
     def follower(self, **options: Any):
         """A follower object with `run(emit, stop)` for this source."""
@@ -57,6 +62,10 @@ class SourceSpec:
             from tracelens.sources.command import StreamFollower
 
             return StreamFollower(options.get("fd", 0), self.label)
+        if self.kind == RECORDED:
+            from tracelens.sources.recorded import RecordedFollower
+
+            return RecordedFollower(self.path or "", self.member, self.label, **options)
         from tracelens.live.pace import replay_schedule
         from tracelens.sources.replay import ReplayFollower
 
@@ -80,6 +89,43 @@ def parse_spec(text: str) -> SourceSpec:
         user, at, name = host.rpartition("@")
         return _remote(RemoteTarget(name if at else host, path, user if at else None), text)
     return _local(text)
+
+
+def expand_recorded(spec: SourceSpec) -> list[SourceSpec]:
+    """A local file that is compressed or an archive, as the sources `check` reads in it: the file
+    itself, or each log member labelled `ARCHIVE:MEMBER` (`Input.source_name`), each read once to its
+    end. Any other spec is returned as it is. An archive that lists no log is an `InputError`."""
+    if spec.kind != FILE or not spec.path or not os.path.isfile(spec.path):
+        return [spec]
+    from tracelens.sources.archives import log_members
+    from tracelens.sources.files import compression_of
+    from tracelens.sources.inputs import FILE as PLAIN
+    from tracelens.sources.inputs import Input, container_of
+
+    path = Path(spec.path)
+    try:
+        compression, container = compression_of(path), container_of(path)
+        mtime = path.stat().st_mtime
+    except OSError as exc:
+        raise InputError(f"cannot read {spec.path}: {exc.strerror or exc}") from exc
+    item = Input(str(path), container, compression, 0, mtime)
+    if container == PLAIN:
+        if compression is None:
+            return [spec]
+        return [SourceSpec(RECORDED, item.source_name(), path=item.path, mtime=mtime)]
+    members, broken = log_members(path)
+    if not members:
+        why = (
+            f"unreadable ({broken})"
+            if broken is not None
+            else "holds no log files (*.log, *.txt, *.out, *.err)"
+        )
+        raise InputError(f"the {container} archive {spec.path} {why}")
+    # a listing cut short by a break: the member it broke in says "read in part" when it is read
+    return [
+        SourceSpec(RECORDED, item.source_name(name), path=item.path, member=name, mtime=when)
+        for name, when in members
+    ]
 
 
 def command_spec(command: str) -> SourceSpec:

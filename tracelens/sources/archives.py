@@ -7,6 +7,7 @@ once per line; a plain file is read with a seek per line.
 
 from __future__ import annotations
 
+import datetime as dt
 import tarfile
 import zipfile
 from collections.abc import Iterator
@@ -14,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
-from tracelens.sources.files import compression_of, decompressing, is_read_error, open_source
+from tracelens.sources.files import compression_of, decompressing, is_read_error, looks_like_log, open_source
 
 _SKIP = 1 << 20
 
@@ -49,6 +50,29 @@ def open_member(archive: Path, member: str) -> Iterator[BinaryIO]:
                     yield fh
                 return
     raise FileNotFoundError(f"{member} is not in {archive}")
+
+
+def log_members(archive: Path) -> tuple[list[tuple[str, float]], Exception | None]:
+    """(name, modification time) of the members of a tar or zip archive that the engine reads as logs
+    (files named like logs, as `engine.task` picks them), in archive order; and the read error that
+    ended the listing early (a truncated or corrupt archive), the members listed before it kept."""
+    found: list[tuple[str, float]] = []
+    try:
+        if zipfile.is_zipfile(archive):
+            with zipfile.ZipFile(archive) as zf:
+                for info in zf.infolist():
+                    if not info.is_dir() and looks_like_log(Path(info.filename)):
+                        found.append((info.filename, dt.datetime(*info.date_time).timestamp()))
+            return found, None
+        with open_source(archive) as raw, tarfile.open(fileobj=raw, mode="r|") as tar:
+            for info in tar:
+                if info.isfile() and looks_like_log(Path(info.name)):
+                    found.append((info.name, float(info.mtime)))
+    except Exception as exc:
+        if isinstance(exc, KeyError) or is_read_error(exc):
+            return found, exc
+        raise
+    return found, None
 
 
 def _forward(fh: BinaryIO, spans: list[tuple[int, int, int]]) -> dict[int, str]:
