@@ -60,9 +60,9 @@ def log_members(archive: Path) -> tuple[list[tuple[str, float]], Exception | Non
     try:
         if zipfile.is_zipfile(archive):
             with zipfile.ZipFile(archive) as zf:
-                for info in zf.infolist():
-                    if not info.is_dir() and looks_like_log(Path(info.filename)):
-                        found.append((info.filename, dt.datetime(*info.date_time).timestamp()))
+                for entry in zf.infolist():
+                    if not entry.is_dir() and looks_like_log(Path(entry.filename)):
+                        found.append((entry.filename, dt.datetime(*entry.date_time).timestamp()))
             return found, None
         with open_source(archive) as raw, tarfile.open(fileobj=raw, mode="r|") as tar:
             for info in tar:
