@@ -52,9 +52,11 @@ def _made(kind: str, folder: Path) -> tuple[Path, dict[str, Path]]:
         with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
             for name, log in logs.items():
                 zf.write(log, f"logs/{name}")
+            zf.writestr("logs/README.md", "not a log: `check` leaves it out, so does the session\n")
     else:
         path = folder / "two.tar.gz"
         with tarfile.open(path, "w:gz") as tar:
+            tar.add(SAMPLE_LOGS / "README.md", "README.md")  # not a log: left out, as `check` does
             for name, log in logs.items():
                 tar.add(log, f"logs/{name}")
     return path, {f"{path}:logs/{name}": log for name, log in logs.items()}
