@@ -305,6 +305,10 @@ class _Site:
     bad: int = 0
 
 
+# The columns of `batches` the running figures read of each decode line (`live.seed` reads only these).
+DECODE_COLUMNS = (*RUN_KEY, C.LINE_NO, C.TS, C.DP, C.ACCEPT_LEN, C.GEN_THROUGHPUT, C.RUNNING_REQ)
+
+
 class RunningFigures:
     """Every run's decode and capture sums, fed each parse's new rows (`add`)."""
 
@@ -322,8 +326,7 @@ class RunningFigures:
                 self._run(source, run).set_ready(ts)
         decode = tables[T.BATCHES].filter(pl.col(C.PHASE) == "decode")
         if decode.height:
-            columns = [*RUN_KEY, C.LINE_NO, C.TS, C.DP, C.ACCEPT_LEN, C.GEN_THROUGHPUT, C.RUNNING_REQ]
-            for (source, run), rows in decode.select(columns).group_by(RUN_KEY, maintain_order=True):
+            for (source, run), rows in decode.select(DECODE_COLUMNS).group_by(RUN_KEY, maintain_order=True):
                 self._run(str(source), int(run)).add(rows.sort(C.LINE_NO))
         self._add_debug(tables[T.DEBUG])
         metrics = tables[T.SPEC_METRICS]

@@ -43,6 +43,7 @@ from tracelens.engine.manifest import InputRecord, Manifest
 from tracelens.engine.plan import DEFAULT_RANGE_BYTES
 from tracelens.errors import InputError
 from tracelens.live.index import LogIndex, parsed_columns
+from tracelens.live.running import DECODE_COLUMNS
 from tracelens.sources.generation import FileGeneration
 from tracelens.tables.frames import DatasetTables, Tables
 from tracelens.tables.schema import TABLES, C, T, polars_schema
@@ -256,21 +257,7 @@ def read_seed(cuts: dict[str, Cut]) -> Seed:
 
 # What `RunningFigures.add` reads of the bulk tables, and how many line numbers one slice spans: the
 # rows of a 1 GiB log are read a bounded slice at a time (274 MiB at most), only these columns of `batches`.
-_RUNNING_TABLES = {
-    T.BATCHES: [
-        C.SOURCE,
-        C.RUN,
-        C.LINE_NO,
-        C.TS,
-        C.DP,
-        C.PHASE,
-        C.ACCEPT_LEN,
-        C.GEN_THROUGHPUT,
-        C.RUNNING_REQ,
-    ],
-    T.DEBUG: None,
-    T.SPEC_METRICS: None,
-}
+_RUNNING_TABLES = {T.BATCHES: [*DECODE_COLUMNS, C.PHASE], T.DEBUG: None, T.SPEC_METRICS: None}
 RUNNING_SLICE_LINES = 250_000
 
 

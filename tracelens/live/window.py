@@ -119,15 +119,7 @@ class LiveTables:
         held = Tables.concat([*([self._held] if self._held is not None else []), *self._parts])
         if self._spill is None and self._seed is None:
             return finalize(held)
-        chunks = [self._seed.older(list(BULK), None)] if self._seed is not None else []
-        if self._spill is not None:
-            folder = Path(self._spill.name)
-            for name in SPILLED:
-                files = sorted(folder.glob(f"{name}.*.arrow"))
-                if files:
-                    chunks.append(
-                        Tables({name: pl.concat([pl.read_ipc(f) for f in files], how="vertical_relaxed")})
-                    )
+        chunks = self._older(None)
         # per source, the dataset's rows come first, the spilled chunks hold its older lines in order,
         # the window its newest
         made = self._with_seed(finalize(Tables.concat([*chunks, held])))
@@ -135,18 +127,27 @@ class LiveTables:
             made.frames[T.RUNS] = runs_from_spans(self._spans, made[T.SERVER_ARGS])
         return made
 
-    def with_whole_run(self, source: str, run: int) -> Tables:
-        """The tables of `view` (call it first) with every row of one run: its spilled rows read back.
-        An ended run is judged once on them (the worker's `_judge_ended`)."""
-        held = self._held if self._held is not None else Tables({})
-        mine = (pl.col(C.SOURCE) == source) & (pl.col(C.RUN) == run)
-        chunks = [self._seed.older(list(BULK), mine)] if self._seed is not None else []
+    def _older(self, where: pl.Expr | None) -> list[Tables]:
+        """The rows outside the window (``where`` filters them): the dataset's before the cuts, then the
+        spilled chunks, each table's in the order they were spilled."""
+        chunks = [self._seed.older(list(BULK), where)] if self._seed is not None else []
         if self._spill is not None:
             folder = Path(self._spill.name)
             for name in SPILLED:
                 files = sorted(folder.glob(f"{name}.*.arrow"))
                 if files:
-                    chunks.append(Tables({name: pl.concat([pl.read_ipc(f).filter(mine) for f in files])}))
+                    frames = [pl.read_ipc(f) for f in files]
+                    if where is not None:
+                        frames = [frame.filter(where) for frame in frames]
+                    chunks.append(Tables({name: pl.concat(frames, how="vertical_relaxed")}))
+        return chunks
+
+    def with_whole_run(self, source: str, run: int) -> Tables:
+        """The tables of `view` (call it first) with every row of one run: its spilled rows read back.
+        An ended run is judged once on them (the worker's `_judge_ended`)."""
+        held = self._held if self._held is not None else Tables({})
+        mine = (pl.col(C.SOURCE) == source) & (pl.col(C.RUN) == run)
+        chunks = self._older(mine)
         made = self._with_seed(finalize(Tables.concat([*chunks, held])))
         if self._spans is not None:
             made.frames[T.RUNS] = runs_from_spans(self._spans, made[T.SERVER_ARGS])
