@@ -181,9 +181,17 @@ def _blank() -> pl.Expr:
 
 
 def _trailing_blank_lines(df: pl.DataFrame) -> int:
-    """How many lines at the end of the block are blank."""
-    not_blank = df.select(~_blank()).to_series().arg_true()
-    return df.height - (int(not_blank[-1]) + 1 if len(not_blank) else 0)
+    """How many lines at the end of the block are blank. Tested from the end in growing tails: a block
+    nearly always ends with a line that is not blank, and then one line is tested, not the block."""
+    tail = 1
+    while True:
+        tail = min(tail, df.height)
+        not_blank = df.tail(tail).select(~_blank()).to_series().arg_true()
+        if len(not_blank):
+            return tail - (int(not_blank[-1]) + 1)
+        if tail == df.height:
+            return tail
+        tail *= 16
 
 
 def _roll_days(df: pl.DataFrame, state: ParseState, options: ParseOptions) -> tuple[pl.DataFrame, ParseState]:
@@ -220,13 +228,9 @@ def _join_tracebacks(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFrame,
     """Give traceback continuation lines the kind and record of the fault line they follow."""
     clean = pl.col(W.CLEAN)
     blank = pl.col(C.KIND) == Kind.BLANK
-    is_frame = _on_unprefixed(df, FRAME_PATTERN)
+    is_frame, continues = _on_unprefixed(df, (FRAME_PATTERN, CONTINUATION_PATTERN))
     df = df.with_columns(is_frame.shift(1, fill_value=state.prev_frame).alias(W.AFTER_FRAME))
-    shape = (
-        ~pl.col(W.PREFIXED)
-        & (pl.col(C.FORMAT).is_null())
-        & (_on_unprefixed(df, CONTINUATION_PATTERN) | pl.col(W.AFTER_FRAME))
-    )
+    shape = ~pl.col(W.PREFIXED) & (pl.col(C.FORMAT).is_null()) & (continues | pl.col(W.AFTER_FRAME))
     df = df.with_columns(shape.alias(W.CONT))
     # Blank lines inside a traceback (chained exceptions, interleaved ranks) keep the record open when
     # the next non-blank line continues it.
@@ -270,18 +274,23 @@ def _join_tracebacks(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFrame,
     )
 
 
-def _on_unprefixed(df: pl.DataFrame, pattern: str) -> pl.Series:
-    """Whether ``pattern`` (anchored at a line's start) matches each line's clean text, tested on the
-    lines without SGLang's prefix only: a prefixed line starts with `[` or `Rank `, which no traceback
-    pattern takes, and prefixed lines are most of a log."""
+def _on_unprefixed(df: pl.DataFrame, patterns: tuple[str, ...]) -> list[pl.Series]:
+    """Whether each of ``patterns`` (anchored at a line's start) matches each line's clean text, tested on
+    the lines without SGLang's prefix only, in one pass: a prefixed line starts with `[` or `Rank `,
+    which no traceback pattern takes, and prefixed lines are most of a log."""
     unprefixed = ~df.get_column(W.PREFIXED)
+    tests = [pl.col(W.CLEAN).str.contains(pattern).alias(str(i)) for i, pattern in enumerate(patterns)]
     if unprefixed.all():
-        return df.get_column(W.CLEAN).str.contains(pattern)
-    found = pl.repeat(False, df.height, dtype=pl.Boolean, eager=True)
+        return df.select(tests).get_columns()
+
+    def none() -> pl.Series:  # a new one each time: `scatter` writes in place
+        return pl.repeat(False, df.height, dtype=pl.Boolean, eager=True)
+
     if not unprefixed.any():
-        return found
+        return [none() for _ in patterns]
     idx = unprefixed.arg_true()
-    return found.scatter(idx, df.get_column(W.CLEAN).gather(idx).str.contains(pattern))
+    read = df.select(pl.col(W.CLEAN).gather(idx)).select(tests)
+    return [none().scatter(idx, column) for column in read.get_columns()]
 
 
 def _frame_source_line_is_code() -> pl.Expr:
@@ -379,6 +388,9 @@ def run_start_expr() -> pl.Expr:
 
 def _number_runs(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFrame, ParseState]:
     """Each server start (`run_start_expr`) starts a new run; lines before the first one are run 0."""
+    # Only lifecycle and foreign lines can start a run: a block without them is all one run.
+    if not df.get_column(C.KIND).is_in([Kind.LIFECYCLE, Kind.FOREIGN]).any():
+        return df.with_columns(pl.lit(state.run, dtype=pl.Int32).alias(C.RUN)), state
     starts = (pl.col(C.RECORD) == pl.col(C.LINE_NO)) & run_start_expr()
     df = df.with_columns((starts.cum_sum() + state.run).cast(pl.Int32).alias(C.RUN))
     last_run = int(df.item(-1, C.RUN)) if df.height else state.run

@@ -34,7 +34,8 @@ WRAPPER_PATTERN = (
 )
 # Another process's output spliced in front of an SGLang record (`ml-h2[2025-06-03 20:04:36] INFO: ...`,
 # `host:1:2 [3] NCCL INFO [2025-02-08 00:25:32 TP15] ...`): the record starts at its timestamp bracket.
-SPLICED_PATTERN = r"^[^\[]*?\S.*?(\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?(?: [A-Z_]+\d+)*\] )"
+STAMP_BRACKET = r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?(?: [A-Z_]+\d+)*\] "
+SPLICED_PATTERN = rf"^[^\[]*?\S.*?({STAMP_BRACKET})"
 # A log collector's outer timestamp in front of SGLang's own: `[T] [T TP0] ...` keeps the inner one.
 OUTER_TS_PATTERN = r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?\] (\[\d)"
 
@@ -97,10 +98,16 @@ def clean_frame(df: pl.DataFrame) -> pl.DataFrame:
     needs = (
         text.str.contains(_NEEDS_CLEANING_ANYWHERE).any()
         or text.str.contains(_NEEDS_CLEANING_AT_START).any()
-        # the spliced-record pattern scans a whole line: only lines that do not start a record need it
-        or (unbracketed.any() and text.filter(unbracketed).str.contains(SPLICED_PATTERN).any())
+        # the spliced-record pattern scans a whole line: only lines that do not start a record need it,
+        # and only those that hold a stamp bracket at all (found by its `[`, a fraction of the cost)
+        or (unbracketed.any() and _any_spliced(text.filter(unbracketed)))
     )
     return df.with_columns((clean(pl.col(C.TEXT)) if needs else pl.col(C.TEXT)).alias(W.CLEAN))
+
+
+def _any_spliced(text: pl.Series) -> bool:
+    stamped = text.filter(text.str.contains(STAMP_BRACKET))
+    return bool(len(stamped)) and bool(stamped.str.contains(SPLICED_PATTERN).any())
 
 
 # The lead of nearly every line of today's logs, read by position: `[YYYY-MM-DD HH:MM:SS`, then rank tags

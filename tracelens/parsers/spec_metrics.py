@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 import polars as pl
 
@@ -15,6 +16,8 @@ VLLM_SERVER_START = "vLLM API server version"
 _VLLM_STAMP = (
     r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d)-(\d\d) (\d\d:\d\d:\d\d(?:\.\d{1,6})?) \[?[\w.]+:\d+\] "
 )
+# The same test without captures: cheaper to compile and to run, on every untimed line of a block.
+_VLLM_STAMP_TEST = re.sub(r"\((?!\?)", "(?:", _VLLM_STAMP)  # it has no escaped `(`
 
 
 def vllm_timestamps(df: pl.DataFrame, base_date: dt.date | None, base_is_end: bool) -> pl.DataFrame:
@@ -31,7 +34,7 @@ def vllm_timestamps(df: pl.DataFrame, base_date: dt.date | None, base_is_end: bo
     # Only lines without a time can carry vLLM's stamp, and it is read on the lines that have it: in an
     # SGLang log a handful (vLLM-style warnings) or none, never the bulk.
     untimed = missing.arg_true()
-    has_stamp = df.get_column(W.CLEAN).gather(untimed).str.contains(_VLLM_STAMP)
+    has_stamp = df.get_column(W.CLEAN).gather(untimed).str.contains(_VLLM_STAMP_TEST)
     if not has_stamp.any():
         return df
     rows = untimed.filter(has_stamp)
