@@ -116,9 +116,14 @@ def _contains(route: Route) -> pl.Expr | None:
     return pl.col(W.CLEAN).str.contains(_alternation(route.contains, anchored=False))
 
 
+_FEW_STARTS = 4
+
+
 def _route_test(route: Route, contains: pl.Expr | None) -> pl.Expr:
     tests = []
-    if route.starts:
+    if len(route.starts) <= _FEW_STARTS:  # a few `starts_with` cost less than one anchored regex
+        tests.extend(pl.col(W.BODY).str.starts_with(start) for start in route.starts)
+    else:
         tests.append(pl.col(W.BODY).str.contains(_alternation(route.starts, anchored=True)))
     if contains is not None:
         tests.append(contains)
@@ -388,10 +393,14 @@ def run_start_expr() -> pl.Expr:
 
 def _number_runs(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFrame, ParseState]:
     """Each server start (`run_start_expr`) starts a new run; lines before the first one are run 0."""
-    # Only lifecycle and foreign lines can start a run: a block without them is all one run.
-    if not df.get_column(C.KIND).is_in([Kind.LIFECYCLE, Kind.FOREIGN]).any():
+    # Only lifecycle and foreign lines can start a run, a handful per block: they alone are tested.
+    candidates = df.get_column(C.KIND).is_in([Kind.LIFECYCLE, Kind.FOREIGN])
+    idx = candidates.arg_true()
+    tested = df.select(pl.col(C.RECORD, C.LINE_NO, C.KIND, C.FORMAT, W.BODY).gather(idx))
+    is_start = tested.select((pl.col(C.RECORD) == pl.col(C.LINE_NO)) & run_start_expr()).to_series()
+    if not is_start.any():
         return df.with_columns(pl.lit(state.run, dtype=pl.Int32).alias(C.RUN)), state
-    starts = (pl.col(C.RECORD) == pl.col(C.LINE_NO)) & run_start_expr()
+    starts = pl.repeat(False, df.height, dtype=pl.Boolean, eager=True).scatter(idx, is_start)
     df = df.with_columns((starts.cum_sum() + state.run).cast(pl.Int32).alias(C.RUN))
     last_run = int(df.item(-1, C.RUN)) if df.height else state.run
     return df, replace(state, run=last_run)

@@ -157,9 +157,17 @@ def add_prefix_columns(df: pl.DataFrame, base_date: dt.date | None, by_position:
         return _pattern_columns(df, base_date)
     clean = pl.col(W.CLEAN)
     width = _window_width(df.get_column(W.CLEAN).head(LEAD_SAMPLE))
-    df = df.with_columns(clean.str.slice(_DATED_LEN, width).alias(W.LEAD_KEY))
+    # Only a line that starts with `[` has a window: the others' lead fields come out of the join null,
+    # and those of a `[` line whose window does not decide it are replaced below (it is in `rest`), so
+    # the window's fields need no test per line.
+    df = df.with_columns(
+        pl.when(clean.str.starts_with("[")).then(clean.str.slice(_DATED_LEN, width)).alias(W.LEAD_KEY)
+    )
     df = df.join(
-        _WINDOWS.leads(df.get_column(W.LEAD_KEY), width), on=W.LEAD_KEY, how="left", maintain_order="left"
+        _WINDOWS.leads(df.get_column(W.LEAD_KEY).drop_nulls(), width),
+        on=W.LEAD_KEY,
+        how="left",
+        maintain_order="left",
     )
     lead_may_start = clean.str.contains(_LEAD_MAY_START)
     modes = df.select(
@@ -181,11 +189,10 @@ def add_prefix_columns(df: pl.DataFrame, base_date: dt.date | None, by_position:
         when_taken(clean.str.slice(1, 10)).alias(W.DATE),
         when_taken(clean.str.slice(12, 8)).alias(W.TIME),
         pl.lit(None, dtype=pl.String).alias(W.FRAC),
-        *(when_taken(pl.col(col)).alias(col) for col in (W.GPU, C.LEVEL, C.LOGGER)),
-        *(
-            when_taken(pl.coalesce(pl.col(C.TP), pl.col(W.GPU)) if col == C.TP else pl.col(col)).alias(col)
-            for col in RANK_TAGS
-        ),
+        W.GPU,
+        C.LEVEL,
+        C.LOGGER,
+        *(pl.coalesce(pl.col(C.TP), pl.col(W.GPU)).alias(C.TP) if col == C.TP else col for col in RANK_TAGS),
         on_position.alias(W.PREFIXED),
         clean.str.slice(pl.when(on_position).then(pl.col(W.LEAD_END)).otherwise(0)).alias(W.BODY),
         when_taken(
