@@ -63,9 +63,11 @@ def format_expr() -> pl.Expr:
 def parse_foreign(df: pl.DataFrame) -> pl.DataFrame:
     """Rows routed to `foreign` (with their `format`) -> the `foreign` table."""
     parts = []
+    # One partition, not a filter per format: a block holds one or two of the eleven formats.
+    by_format = df.partition_by(C.FORMAT, as_dict=True)
     for fmt in FOREIGN_FORMATS:
-        sub = df.filter(pl.col(C.FORMAT) == fmt.name)
-        if not sub.height:
+        sub = by_format.get((fmt.name,))
+        if sub is None:
             continue
         groups = groups_expr(W.CLEAN, fmt.pattern)
         names = [g for g in _GROUP_COLUMNS if f"?P<{g}>" in fmt.pattern]
