@@ -3,6 +3,16 @@
 Parsed generically, so a new debug print needs no new code: every `key=value` item is kept as text in
 `items`, and the keys EAGLE-3 debugging relies on get typed columns.
 
+Read by template: a debug print repeats its text but for a value that changes every step
+(`aux capture: layer_id=30 shape=torch.Size([1, 7168]) norm=40.9112`), so the first `norm=` value of
+each line is cut out (`SLOT_PATTERN`), leaving a template with a placeholder; a block holds a handful
+of templates where it held thousands of distinct bodies. Each template is read once by the patterns,
+and remembered for the process's next blocks (`_Memo`: reading is a pure function of the text). The
+value is then put back where the template's reading holds the placeholder: into `norm` and into the
+item that carries it. That is exact when the placeholder stands alone as a bare value after the header
+(`_template_flags` says why); a line whose template fails the test is read from its whole body.
+`parse_debug(df, templates=False)` reads every distinct body whole: the reference the tests compare with.
+
 Speed notes: an eager polars `select` recomputes a subexpression for every column that uses it, so
 intermediate values (`_rest`, the item list) are materialised once as columns; no pattern captures
 `.*` to the end of the line (the rest is sliced off after the header instead).
@@ -11,6 +21,7 @@ intermediate values (`_rest`, the item list) are materialised once as columns; n
 from __future__ import annotations
 
 import polars as pl
+import pyarrow as pa
 
 from tracelens.parsers.distinct import with_groups
 from tracelens.tables.schema import COMMON_COLUMNS, C, T, W, conform
@@ -26,6 +37,28 @@ EVENT_BEFORE_ITEMS_PATTERN = r"^([^=]*?)\s*(?:[\w.]+=.*)?$"
 # line was cut off, an unclosed list running to the end of the line.
 ITEM_PATTERN = r"[\w.]+=(?:torch\.Size\(\[[^\]]*\]\)|\[(?:[^\[\]]|\[[^\[\]]*\])*\]|[^\s,\[\]]+|\[.*$)"
 SIZE_PATTERN = r"torch\.Size\(\[[\d, ]*\]\)"
+NORM_PATTERN = r"\bnorm=([^\s,]+)"
+# The value a line's template leaves out: the first `norm=` followed by a bare word (`40.9`, `1e-05`,
+# `nan`, `-3`). Neither a word boundary nor what follows is tested here: the template's own reading
+# decides whether putting the value back is exact, and reads the line whole when it is not.
+SLOT_PATTERN = r"norm=[-+.0-9A-Za-z_]+"
+SLOT_KEY = "norm="
+SLOT_MARK = "\x00"  # the placeholder; a body that holds one itself is read whole
+# The placeholder where a cut is exact: a bare value of its own (a separator or the end follows).
+SLOT_END_PATTERN = r"\x00(?:[\s,]|$)"
+FIELDS = (
+    C.TAG,
+    C.SITE,
+    C.EVENT,
+    C.ITEMS,
+    C.NUM_AUX,
+    C.NUM_ITEMS,
+    C.LAYER_ID,
+    C.LAYER_IDS,
+    C.NORM,
+    C.SHAPES,
+    C.TRUNCATED,
+)
 
 
 def _int_list(expr: pl.Expr) -> pl.Expr:
@@ -47,18 +80,162 @@ def _event(found: pl.DataFrame) -> pl.Series:
     return pl.select(pl.when(closed).then(event.str.strip_chars())).to_series().alias(C.EVENT)
 
 
-def parse_debug(df: pl.DataFrame) -> pl.DataFrame:
-    """Rows routed to `debug` -> the `debug` table. A debug print repeats its text often (the same
-    `forward end: num_aux=3, shapes=[...]` every step), so each distinct body is read once and the
-    rows are joined back; lines whose header does not match are dropped."""
+def parse_debug(df: pl.DataFrame, templates: bool = True) -> pl.DataFrame:
+    """Rows routed to `debug` -> the `debug` table; lines whose header does not match are dropped.
+    Each line is read by its template (its body with the `norm=` value cut out); ``templates=False``
+    reads each distinct body whole instead (the reference)."""
+    if not templates or df.is_empty():
+        return _parse_whole(df)
+    body = pl.col(W.BODY)
+    cut = df.select(
+        body.str.replace(SLOT_PATTERN, SLOT_KEY + SLOT_MARK).alias(W.TEMPLATE),
+        body.str.extract(SLOT_PATTERN, 0).str.slice(len(SLOT_KEY)).alias(W.SLOT),
+    )
+    fields = _MEMO.fields(cut.select(W.TEMPLATE))
+    slot = cut.get_column(W.SLOT)
+    whole = slot.is_not_null() & ~fields.get_column(W.TEMPLATE_OK)
+    if whole.any():  # rare: these lines are read from their body, with nothing cut out
+        again = pl.select(
+            pl.when(whole)
+            .then(df.get_column(W.BODY))
+            .otherwise(cut.get_column(W.TEMPLATE))
+            .alias(W.TEMPLATE),
+            pl.when(~whole).then(slot).alias(W.SLOT),
+        )
+        fields = _MEMO.fields(again.select(W.TEMPLATE))
+        slot = again.get_column(W.SLOT)
+    out = pl.concat([df.select(COMMON_COLUMNS), slot.to_frame(), fields], how="horizontal")
+    if out.get_column(C.TAG).null_count():
+        out = out.filter(pl.col(C.TAG).is_not_null())
+    value = pl.col(W.SLOT)
+    put = value.is_not_null() & pl.col(W.TEMPLATE_OK)
+    back = out.select(
+        pl.when(put & pl.col(W.SLOT_NORM))
+        .then(value.cast(pl.Float64, strict=False))
+        .otherwise(pl.col(C.NORM))
+        .alias(C.NORM),
+        pl.when(put).then(pl.col(W.SLOT_ITEM)).alias(W.SLOT_ITEM),
+        pl.col(W.SLOT_ITEM_VALUE).str.replace(SLOT_MARK, value, literal=True).alias(W.SLOT_ITEM_VALUE),
+    )
+    items = _put_back(
+        out.get_column(C.ITEMS), back.get_column(W.SLOT_ITEM), back.get_column(W.SLOT_ITEM_VALUE)
+    )
+    return conform(T.DEBUG, out.with_columns(back.get_column(C.NORM), items))
+
+
+def _parse_whole(df: pl.DataFrame) -> pl.DataFrame:
+    """The reference read: each distinct body read whole by the patterns, the rows joined back."""
     bodies = df.select(pl.col(W.BODY).unique())
     fields = _parse_bodies(bodies)
     rows = df.select(*COMMON_COLUMNS, W.BODY).join(fields, on=W.BODY, how="inner", maintain_order="left")
     return conform(T.DEBUG, rows.drop(W.BODY))
 
 
+class _Memo:
+    """The templates this process has read, with their fields and how to put a value back (one row
+    per template). The same few templates come back in every block, and reading one costs the block
+    the patterns' fixed cost (about 4 ms of polars calls and regex compiles, whatever the row count).
+    Bounded: past ``LIMIT`` bytes it starts again from the templates of the block at hand."""
+
+    LIMIT = 8 << 20
+
+    def __init__(self) -> None:
+        self.known: pl.DataFrame | None = None
+
+    def fields(self, keys: pl.DataFrame) -> pl.DataFrame:
+        """``keys`` (one TEMPLATE column, a row per line) with each template's fields, in the same order."""
+        if self.known is not None:
+            found = keys.join(self.known, on=W.TEMPLATE, how="left", maintain_order="left")
+            if not found.get_column(W.TEMPLATE_OK).null_count():  # TEMPLATE_OK is never null once read
+                return found
+            new = found.filter(pl.col(W.TEMPLATE_OK).is_null()).select(pl.col(W.TEMPLATE).unique())
+        else:
+            new = keys.unique()
+        read = _read_templates(new)
+        if self.known is None or self.known.estimated_size() > self.LIMIT:
+            self.known = read
+        else:
+            self.known = pl.concat([self.known, read])
+        return keys.join(self.known, on=W.TEMPLATE, how="left", maintain_order="left")
+
+
+_MEMO = _Memo()
+
+
+def _read_templates(templates: pl.DataFrame) -> pl.DataFrame:
+    """TEMPLATE, the debug columns of each (null when its header does not match) and `_template_flags`."""
+    found = _template_flags(_read_bodies(templates.rename({W.TEMPLATE: W.BODY})))
+    fields = found.select(
+        pl.col(W.BODY).alias(W.TEMPLATE),
+        *FIELDS,
+        W.TEMPLATE_OK,
+        W.SLOT_NORM,
+        W.SLOT_ITEM,
+        W.SLOT_ITEM_VALUE,
+    )
+    joined = templates.join(fields, on=W.TEMPLATE, how="left")
+    return joined.with_columns(pl.col(W.TEMPLATE_OK).fill_null(False))
+
+
+def _template_flags(found: pl.DataFrame) -> pl.DataFrame:
+    """Where a template's reading holds the placeholder, and whether putting a value back is exact.
+
+    The line is `P norm=V D Q` and its template `P norm=\\x00 D Q`, with V a run of `[-+.0-9A-Za-z_]`.
+    TEMPLATE_OK holds when the template has one placeholder, in the part after the header, followed by a
+    separator D of `[\\s,]` or the end. Then every pattern reads the line as it reads the template:
+    V and the placeholder are both inside every class the patterns run through values with (`[^\\]]`,
+    `[^\\[\\]]`, `[^\\s,\\[\\]]`, `.`) and outside `[`, `]`, `(`, `)`, `:`, `=`, `,` and whitespace; the
+    `=` before V ends every header, event and key attempt before it; and no key, size, `\\b`-led key or
+    header can start inside V, for a separator follows it. So the fields are the template's but for the
+    one item whose value holds the placeholder (SLOT_ITEM, its value SLOT_ITEM_VALUE) and `norm`, which
+    is V when the template's first `norm=` reads the placeholder alone (SLOT_NORM; any other reading that
+    runs into it holds an `=` and is null either way)."""
+    holds = pl.col(C.ITEMS).list.eval(
+        pl.element().struct.field(C.VALUE).str.contains(SLOT_MARK, literal=True)
+    )
+    one = pl.col(W.BODY).str.count_matches(SLOT_MARK, literal=True) == 1
+    found = found.with_columns(
+        (one & pl.col(W.REST).str.contains(SLOT_END_PATTERN)).alias(W.TEMPLATE_OK),
+        (pl.col(W.REST).str.extract(NORM_PATTERN, 1) == SLOT_MARK).fill_null(False).alias(W.SLOT_NORM),
+        pl.when(holds.list.any()).then(holds.list.arg_max()).alias(W.SLOT_ITEM),
+    )
+    item = pl.col(C.ITEMS).list.get(pl.col(W.SLOT_ITEM), null_on_oob=True)
+    return found.with_columns(item.struct.field(C.VALUE).alias(W.SLOT_ITEM_VALUE))
+
+
+def _put_back(items: pl.Series, at: pl.Series, values: pl.Series) -> pl.Series:
+    """``items`` where, in each row whose ``at`` is not null, the value of item ``at`` is that row's
+    ``values``. Done on the flat Arrow child of the list column: a list rebuilt per row by polars
+    (`concat_list`, `list.eval`) costs 3 µs a row, this a scatter over the block's items."""
+    rows = at.is_not_null()
+    if not rows.any():
+        return items
+    lists = items.to_arrow(compat_level=pl.CompatLevel.newest())
+    if isinstance(lists, pa.ChunkedArray):
+        lists = lists.combine_chunks()
+    flat = pl.Series(lists.values)  # the whole child: the offsets below point into it
+    starts = pl.Series(lists.offsets).head(len(lists))
+    where = starts.filter(rows) + at.filter(rows).cast(pl.Int64)
+    value = flat.struct.field(C.VALUE).scatter(where, values.filter(rows))
+    child = pl.select(pl.struct(flat.struct.field(C.KEY), value)).to_series()
+    child_arrow = child.to_arrow(compat_level=pl.CompatLevel.newest())
+    rebuilt = pa.Array.from_buffers(
+        pa.large_list(child_arrow.type),
+        len(lists),
+        lists.buffers()[:2],
+        offset=lists.offset,
+        children=[child_arrow],
+    )
+    return pl.Series(C.ITEMS, rebuilt)
+
+
 def _parse_bodies(bodies: pl.DataFrame) -> pl.DataFrame:
     """BODY and the debug table's own columns, for the bodies whose header matches."""
+    return _read_bodies(bodies).select(W.BODY, *FIELDS)
+
+
+def _read_bodies(bodies: pl.DataFrame) -> pl.DataFrame:
+    """BODY, REST and the debug table's own columns, for the bodies whose header matches."""
     found = with_groups(bodies, W.BODY, HEADER_PATTERN, W.HEADER).filter(pl.col(C.TAG).is_not_null())
     found = found.with_columns(
         pl.when(pl.col(W.SPACE).is_not_null())
@@ -76,28 +253,14 @@ def _parse_bodies(bodies: pl.DataFrame) -> pl.DataFrame:
     unbalanced = (rest.str.count_matches("[", literal=True) != rest.str.count_matches("]", literal=True)) | (
         rest.str.count_matches("(", literal=True) != rest.str.count_matches(")", literal=True)
     )
-    out = found.with_columns(
+    return found.with_columns(
         _event(found),
         items.alias(C.ITEMS),
         rest.str.extract(r"\bnum_aux=(-?\d+)", 1).cast(pl.Int64).alias(C.NUM_AUX),
         rest.str.extract(r"\bnum_items=(-?\d+)", 1).cast(pl.Int64).alias(C.NUM_ITEMS),
         rest.str.extract(r"\blayer_id=(-?\d+)", 1).cast(pl.Int64).alias(C.LAYER_ID),
         _int_list(rest.str.extract(r"\blayer_ids=\[([-\d, ]*)\]", 1)).alias(C.LAYER_IDS),
-        rest.str.extract(r"\bnorm=([^\s,]+)", 1).cast(pl.Float64, strict=False).alias(C.NORM),
+        rest.str.extract(NORM_PATTERN, 1).cast(pl.Float64, strict=False).alias(C.NORM),
         sizes.alias(C.SHAPES),
         (pl.col(W.CLOSE).is_null() | unbalanced).alias(C.TRUNCATED),
-    )
-    return out.select(
-        W.BODY,
-        C.TAG,
-        C.SITE,
-        C.EVENT,
-        C.ITEMS,
-        C.NUM_AUX,
-        C.NUM_ITEMS,
-        C.LAYER_ID,
-        C.LAYER_IDS,
-        C.NORM,
-        C.SHAPES,
-        C.TRUNCATED,
     )
