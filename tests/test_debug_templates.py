@@ -21,7 +21,7 @@ from tracelens.parsers.debug import parse_debug
 from tracelens.parsers.pipeline import add_kinds
 from tracelens.parsers.prefix import add_prefix_columns
 from tracelens.sources.files import lines_of_text
-from tracelens.tables.schema import COMMON_COLUMNS, C, Kind, W, polars_schema, T
+from tracelens.tables.schema import COMMON_COLUMNS, C, Kind, T, W, polars_schema
 
 from conftest import SAMPLE_LOGS, real_corpus_files
 
@@ -58,8 +58,12 @@ def _first_difference(got: pl.DataFrame, want: pl.DataFrame) -> str:
     if got.height != want.height:
         return f"{got.height} rows, the reference {want.height}"
     for name in want.columns:
-        for i, (a, b) in enumerate(zip(got.get_column(name).to_list(), want.get_column(name).to_list())):
-            if a != b and not (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b)):
+        for i, (a, b) in enumerate(
+            zip(got.get_column(name).to_list(), want.get_column(name).to_list(), strict=True)
+        ):
+            if a != b and not (
+                isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b)
+            ):
                 return f"row {i} {name}: {a!r}, the reference {b!r}"
     return "equal values, different types or nulls"
 
@@ -111,7 +115,14 @@ def test_the_awkward_cases_read_as_their_whole_body() -> None:
     assert known is not None and known.height < len(set(lines)) - 40
 
 
-HEADS = ["EAGLE3_DEBUG[dsv2] ", "EAGLE3_DEBUG[logits] ", "X_DEBUG[", "EAGLE3_DEBUG[norm=5,a] ", "A_DEBUG[s]", ""]
+HEADS = [
+    "EAGLE3_DEBUG[dsv2] ",
+    "EAGLE3_DEBUG[logits] ",
+    "X_DEBUG[",
+    "EAGLE3_DEBUG[norm=5,a] ",
+    "A_DEBUG[s]",
+    "",
+]
 PRE = ["", "", "norm=1 ", "x: ", "[2026-11-20 09:00:00 TP0] "]
 EVENTS = ["aux capture: ", "input hidden: ", "forward end: ", "", "norm=2: ", "a b "]
 KEYS = ["norm", "norm", "norm", "xnorm", "a.norm", "layer_id", "num_aux", "layer_ids", "shape", "NORM", "é"]
