@@ -20,6 +20,7 @@ intermediate values (`_rest`, the item list) are materialised once as columns; n
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
 
@@ -93,34 +94,25 @@ def parse_debug(df: pl.DataFrame, templates: bool = True) -> pl.DataFrame:
     )
     fields = _MEMO.fields(cut.select(W.TEMPLATE))
     slot = cut.get_column(W.SLOT)
-    whole = slot.is_not_null() & ~fields.get_column(W.TEMPLATE_OK)
-    if whole.any():  # rare: these lines are read from their body, with nothing cut out
-        again = pl.select(
-            pl.when(whole)
-            .then(df.get_column(W.BODY))
-            .otherwise(cut.get_column(W.TEMPLATE))
-            .alias(W.TEMPLATE),
-            pl.when(~whole).then(slot).alias(W.SLOT),
-        )
-        fields = _MEMO.fields(again.select(W.TEMPLATE))
-        slot = again.get_column(W.SLOT)
+    if fields.get_column(W.TEMPLATE_OK).null_count():  # a template where putting back is not exact
+        whole = slot.is_not_null() & fields.get_column(W.TEMPLATE_OK).is_null()
+        if whole.any():  # rare: these lines are read from their body, with nothing cut out
+            again = pl.select(
+                pl.when(whole)
+                .then(df.get_column(W.BODY))
+                .otherwise(cut.get_column(W.TEMPLATE))
+                .alias(W.TEMPLATE),
+                pl.when(~whole).then(slot).alias(W.SLOT),
+            )
+            fields = _MEMO.fields(again.select(W.TEMPLATE))
+            slot = again.get_column(W.SLOT)
+    # Now a line has a cut value only where its template puts it back exactly.
     out = pl.concat([df.select(COMMON_COLUMNS), slot.to_frame(), fields], how="horizontal")
     if out.get_column(C.TAG).null_count():
         out = out.filter(pl.col(C.TAG).is_not_null())
     value = pl.col(W.SLOT)
-    put = value.is_not_null() & pl.col(W.TEMPLATE_OK)
-    back = out.select(
-        pl.when(put & pl.col(W.SLOT_NORM))
-        .then(value.cast(pl.Float64, strict=False))
-        .otherwise(pl.col(C.NORM))
-        .alias(C.NORM),
-        pl.when(put).then(pl.col(W.SLOT_ITEM)).alias(W.SLOT_ITEM),
-        pl.col(W.SLOT_ITEM_VALUE).str.replace(SLOT_MARK, value, literal=True).alias(W.SLOT_ITEM_VALUE),
-    )
-    items = _put_back(
-        out.get_column(C.ITEMS), back.get_column(W.SLOT_ITEM), back.get_column(W.SLOT_ITEM_VALUE)
-    )
-    return conform(T.DEBUG, out.with_columns(back.get_column(C.NORM), items))
+    norm = pl.when(value.is_not_null() & pl.col(W.SLOT_NORM)).then(value.cast(pl.Float64, strict=False))
+    return conform(T.DEBUG, out.with_columns(norm.otherwise(pl.col(C.NORM)).alias(C.NORM), _put_back(out)))
 
 
 def _parse_whole(df: pl.DataFrame) -> pl.DataFrame:
@@ -146,9 +138,9 @@ class _Memo:
         """``keys`` (one TEMPLATE column, a row per line) with each template's fields, in the same order."""
         if self.known is not None:
             found = keys.join(self.known, on=W.TEMPLATE, how="left", maintain_order="left")
-            if not found.get_column(W.TEMPLATE_OK).null_count():  # TEMPLATE_OK is never null once read
+            if not found.get_column(W.SLOT_NORM).null_count():  # SLOT_NORM is never null once read
                 return found
-            new = found.filter(pl.col(W.TEMPLATE_OK).is_null()).select(pl.col(W.TEMPLATE).unique())
+            new = found.filter(pl.col(W.SLOT_NORM).is_null()).select(pl.col(W.TEMPLATE).unique())
         else:
             new = keys.unique()
         read = _read_templates(new)
@@ -174,7 +166,13 @@ def _read_templates(templates: pl.DataFrame) -> pl.DataFrame:
         W.SLOT_ITEM_VALUE,
     )
     joined = templates.join(fields, on=W.TEMPLATE, how="left")
-    return joined.with_columns(pl.col(W.TEMPLATE_OK).fill_null(False))
+    # TEMPLATE_OK: true where a value is put back exactly, false where there is no placeholder, null
+    # where a line with a cut value must be read whole (its template, or its template's header, fails).
+    holds = pl.col(W.TEMPLATE).str.contains(SLOT_MARK, literal=True)
+    return joined.with_columns(
+        pl.when(holds).then(pl.when(pl.col(W.TEMPLATE_OK)).then(True)).otherwise(False).alias(W.TEMPLATE_OK),
+        pl.col(W.SLOT_NORM).fill_null(False),  # never null once read: the memo's mark of a known template
+    )
 
 
 def _template_flags(found: pl.DataFrame) -> pl.DataFrame:
@@ -203,28 +201,36 @@ def _template_flags(found: pl.DataFrame) -> pl.DataFrame:
     return found.with_columns(item.struct.field(C.VALUE).alias(W.SLOT_ITEM_VALUE))
 
 
-def _put_back(items: pl.Series, at: pl.Series, values: pl.Series) -> pl.Series:
-    """``items`` where, in each row whose ``at`` is not null, the value of item ``at`` is that row's
-    ``values``. Done on the flat Arrow child of the list column: a list rebuilt per row by polars
-    (`concat_list`, `list.eval`) costs 3 µs a row, this a scatter over the block's items."""
-    rows = at.is_not_null()
-    if not rows.any():
+def _put_back(out: pl.DataFrame) -> pl.Series:
+    """ITEMS where, in each row with a cut value, the item that holds the placeholder (SLOT_ITEM) has
+    its value back. Done on the flat Arrow child of the list column: a list rebuilt per row by polars
+    (`concat_list`, `list.gather` of a second list) cost 3 µs a row, this a scatter over the block."""
+    held = pl.col(W.SLOT).is_not_null() & pl.col(W.SLOT_ITEM).is_not_null()
+    picked = out.select(
+        pl.arg_where(held).alias(W.ROW),
+        pl.col(W.SLOT_ITEM).filter(held),
+        pl.col(W.SLOT_ITEM_VALUE)
+        .filter(held)
+        .str.replace(SLOT_MARK, pl.col(W.SLOT).filter(held), literal=True),
+    )
+    items = out.get_column(C.ITEMS)
+    if not picked.height:
         return items
     lists = items.to_arrow(compat_level=pl.CompatLevel.newest())
     if isinstance(lists, pa.ChunkedArray):
         lists = lists.combine_chunks()
-    flat = pl.Series(lists.values)  # the whole child: the offsets below point into it
-    starts = pl.Series(lists.offsets).head(len(lists))
-    where = starts.filter(rows) + at.filter(rows).cast(pl.Int64)
-    value = flat.struct.field(C.VALUE).scatter(where, values.filter(rows))
-    child = pl.select(pl.struct(flat.struct.field(C.KEY), value)).to_series()
-    child_arrow = child.to_arrow(compat_level=pl.CompatLevel.newest())
+    # The offsets point into the child as a whole (a sliced list keeps its whole child).
+    where = (
+        np.asarray(lists.offsets)[picked.get_column(W.ROW).to_numpy()]
+        + picked.get_column(W.SLOT_ITEM).to_numpy()
+    )
+    keys, values = lists.values.flatten()
+    value = pl.Series(values).scatter(where, picked.get_column(W.SLOT_ITEM_VALUE))
+    child = pa.StructArray.from_arrays(
+        [keys, value.to_arrow(compat_level=pl.CompatLevel.newest())], names=[C.KEY, C.VALUE]
+    )
     rebuilt = pa.Array.from_buffers(
-        pa.large_list(child_arrow.type),
-        len(lists),
-        lists.buffers()[:2],
-        offset=lists.offset,
-        children=[child_arrow],
+        pa.large_list(child.type), len(lists), lists.buffers()[:2], offset=lists.offset, children=[child]
     )
     return pl.Series(C.ITEMS, rebuilt)
 
