@@ -197,8 +197,9 @@ def _template_flags(found: pl.DataFrame) -> pl.DataFrame:
         (pl.col(W.REST).str.extract(NORM_PATTERN, 1) == SLOT_MARK).fill_null(False).alias(W.SLOT_NORM),
         pl.when(holds.list.any()).then(holds.list.arg_max()).alias(W.SLOT_ITEM),
     )
-    item = pl.col(C.ITEMS).list.get(pl.col(W.SLOT_ITEM), null_on_oob=True)
-    return found.with_columns(item.struct.field(C.VALUE).alias(W.SLOT_ITEM_VALUE))
+    item = pl.col(C.ITEMS).list.get(pl.col(W.SLOT_ITEM), null_on_oob=True).struct.field(C.VALUE)
+    # null when the item's value is the placeholder alone (the usual case): the value is put back as is
+    return found.with_columns(pl.when(item != SLOT_MARK).then(item).alias(W.SLOT_ITEM_VALUE))
 
 
 def _put_back(out: pl.DataFrame) -> pl.Series:
@@ -206,12 +207,14 @@ def _put_back(out: pl.DataFrame) -> pl.Series:
     its value back. Done on the flat Arrow child of the list column: a list rebuilt per row by polars
     (`concat_list`, `list.gather` of a second list) cost 3 µs a row, this a scatter over the block."""
     held = pl.col(W.SLOT).is_not_null() & pl.col(W.SLOT_ITEM).is_not_null()
+    value = pl.col(W.SLOT)
+    if out.get_column(W.SLOT_ITEM_VALUE).null_count() < out.height:  # the placeholder inside a longer value
+        inside = pl.col(W.SLOT_ITEM_VALUE).str.replace(SLOT_MARK, value, literal=True)
+        value = pl.when(pl.col(W.SLOT_ITEM_VALUE).is_null()).then(value).otherwise(inside)
     picked = out.select(
         pl.arg_where(held).alias(W.ROW),
         pl.col(W.SLOT_ITEM).filter(held),
-        pl.col(W.SLOT_ITEM_VALUE)
-        .filter(held)
-        .str.replace(SLOT_MARK, pl.col(W.SLOT).filter(held), literal=True),
+        value.filter(held).alias(W.SLOT_ITEM_VALUE),
     )
     items = out.get_column(C.ITEMS)
     if not picked.height:
