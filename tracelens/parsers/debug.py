@@ -228,9 +228,9 @@ def _put_back(out: pl.DataFrame) -> pl.Series:
         + picked.get_column(W.SLOT_ITEM).to_numpy()
     )
     keys, values = lists.values.flatten()
-    value = pl.Series(values).scatter(where, picked.get_column(W.SLOT_ITEM_VALUE))
+    put = pl.Series(values).scatter(where, picked.get_column(W.SLOT_ITEM_VALUE))
     child = pa.StructArray.from_arrays(
-        [keys, value.to_arrow(compat_level=pl.CompatLevel.newest())], names=[C.KEY, C.VALUE]
+        [keys, put.to_arrow(compat_level=pl.CompatLevel.newest())], names=[C.KEY, C.VALUE]
     )
     rebuilt = pa.Array.from_buffers(
         pa.large_list(child.type), len(lists), lists.buffers()[:2], offset=lists.offset, children=[child]
