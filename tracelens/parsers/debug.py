@@ -39,6 +39,7 @@ EVENT_BEFORE_ITEMS_PATTERN = r"^([^=]*?)\s*(?:[\w.]+=.*)?$"
 ITEM_PATTERN = r"[\w.]+=(?:torch\.Size\(\[[^\]]*\]\)|\[(?:[^\[\]]|\[[^\[\]]*\])*\]|[^\s,\[\]]+|\[.*$)"
 SIZE_PATTERN = r"torch\.Size\(\[[\d, ]*\]\)"
 NORM_PATTERN = r"\bnorm=([^\s,]+)"
+NORM_MATCH = r"\bnorm=[^\s,]+"  # NORM_PATTERN's whole match, read without a capture (twice as fast)
 # The value a line's template leaves out: the first `norm=` followed by a bare word (`40.9`, `1e-05`,
 # `nan`, `-3`). Neither a word boundary nor what follows is tested here: the template's own reading
 # decides whether putting the value back is exact, and reads the line whole when it is not.
@@ -127,51 +128,55 @@ class _Memo:
     """The templates this process has read, with their fields and how to put a value back (one row
     per template). The same few templates come back in every block, and reading one costs the block
     the patterns' fixed cost (about 4 ms of polars calls and regex compiles, whatever the row count).
-    Bounded: past ``LIMIT`` bytes it starts again from the templates of the block at hand."""
+    Kept: a block's new templates when they are few, else only those it repeats (a print that counts
+    something makes every line a template of its own, seen once). Bounded: past ``LIMIT`` bytes it
+    starts again from the templates of the block at hand."""
 
     LIMIT = 8 << 20
+    FEW = 64
 
     def __init__(self) -> None:
         self.known: pl.DataFrame | None = None
 
     def fields(self, keys: pl.DataFrame) -> pl.DataFrame:
         """``keys`` (one TEMPLATE column, a row per line) with each template's fields, in the same order."""
-        if self.known is not None:
-            found = keys.join(self.known, on=W.TEMPLATE, how="left", maintain_order="left")
+        known = self.known
+        if known is not None:
+            found = keys.join(known, on=W.TEMPLATE, how="left", maintain_order="left")
             if not found.get_column(W.SLOT_NORM).null_count():  # SLOT_NORM is never null once read
                 return found
-            new = found.filter(pl.col(W.SLOT_NORM).is_null()).select(pl.col(W.TEMPLATE).unique())
+            keys_new = found.filter(pl.col(W.SLOT_NORM).is_null()).select(W.TEMPLATE)
         else:
-            new = keys.unique()
-        read = _read_templates(new)
-        if self.known is None or self.known.estimated_size() > self.LIMIT:
-            self.known = read
+            keys_new = keys
+        read = _read_templates(keys_new.group_by(W.TEMPLATE).len(W.REPEATS))
+        keep = read if read.height <= self.FEW else read.filter(pl.col(W.REPEATS) > 1)
+        if known is None or known.estimated_size() > self.LIMIT:
+            self.known = keep.drop(W.REPEATS)
         else:
-            self.known = pl.concat([self.known, read])
-        return keys.join(self.known, on=W.TEMPLATE, how="left", maintain_order="left")
+            self.known = pl.concat([known, keep.drop(W.REPEATS)])
+        table = read.drop(W.REPEATS) if known is None else pl.concat([known, read.drop(W.REPEATS)])
+        return keys.join(table, on=W.TEMPLATE, how="left", maintain_order="left")
 
 
 _MEMO = _Memo()
 
 
 def _read_templates(templates: pl.DataFrame) -> pl.DataFrame:
-    """TEMPLATE, the debug columns of each (null when its header does not match) and `_template_flags`."""
-    found = _template_flags(_read_bodies(templates.rename({W.TEMPLATE: W.BODY})))
-    fields = found.select(
-        pl.col(W.BODY).alias(W.TEMPLATE),
-        *FIELDS,
-        W.TEMPLATE_OK,
-        W.SLOT_NORM,
-        W.SLOT_ITEM,
-        W.SLOT_ITEM_VALUE,
-    )
-    joined = templates.join(fields, on=W.TEMPLATE, how="left")
+    """``templates`` (TEMPLATE and any other column) with the debug columns of each (TAG null when its
+    header does not match) and `_template_flags`."""
+    found = _template_flags(_read_bodies(templates.rename({W.TEMPLATE: W.BODY}), keep_all=True))
     # TEMPLATE_OK: true where a value is put back exactly, false where there is no placeholder, null
     # where a line with a cut value must be read whole (its template, or its template's header, fails).
-    holds = pl.col(W.TEMPLATE).str.contains(SLOT_MARK, literal=True)
-    return joined.with_columns(
-        pl.when(holds).then(pl.when(pl.col(W.TEMPLATE_OK)).then(True)).otherwise(False).alias(W.TEMPLATE_OK),
-        pl.col(W.SLOT_NORM).fill_null(False),  # never null once read: the memo's mark of a known template
+    holds = pl.col(W.BODY).str.contains(SLOT_MARK, literal=True)
+    exact = pl.col(W.TEMPLATE_OK) & pl.col(C.TAG).is_not_null()
+    return found.select(
+        pl.col(W.BODY).alias(W.TEMPLATE),
+        *(c for c in templates.columns if c != W.TEMPLATE),
+        *FIELDS,
+        pl.when(holds).then(pl.when(exact).then(True)).otherwise(False).alias(W.TEMPLATE_OK),
+        W.SLOT_NORM,  # never null: the memo's mark of a template it has read
+        W.SLOT_ITEM,
+        W.SLOT_ITEM_VALUE,
     )
 
 
@@ -194,7 +199,9 @@ def _template_flags(found: pl.DataFrame) -> pl.DataFrame:
     one = pl.col(W.BODY).str.count_matches(SLOT_MARK, literal=True) == 1
     found = found.with_columns(
         (one & pl.col(W.REST).str.contains(SLOT_END_PATTERN)).alias(W.TEMPLATE_OK),
-        (pl.col(W.REST).str.extract(NORM_PATTERN, 1) == SLOT_MARK).fill_null(False).alias(W.SLOT_NORM),
+        (pl.col(W.REST).str.extract(NORM_MATCH, 0) == SLOT_KEY + SLOT_MARK)
+        .fill_null(False)
+        .alias(W.SLOT_NORM),
         pl.when(holds.list.any()).then(holds.list.arg_max()).alias(W.SLOT_ITEM),
     )
     item = pl.col(C.ITEMS).list.get(pl.col(W.SLOT_ITEM), null_on_oob=True).struct.field(C.VALUE)
@@ -243,9 +250,12 @@ def _parse_bodies(bodies: pl.DataFrame) -> pl.DataFrame:
     return _read_bodies(bodies).select(W.BODY, *FIELDS)
 
 
-def _read_bodies(bodies: pl.DataFrame) -> pl.DataFrame:
-    """BODY, REST and the debug table's own columns, for the bodies whose header matches."""
-    found = with_groups(bodies, W.BODY, HEADER_PATTERN, W.HEADER).filter(pl.col(C.TAG).is_not_null())
+def _read_bodies(bodies: pl.DataFrame, keep_all: bool = False) -> pl.DataFrame:
+    """BODY, REST and the debug table's own columns, for the bodies whose header matches (for every
+    body with ``keep_all``: those without a header have a null TAG)."""
+    found = with_groups(bodies, W.BODY, HEADER_PATTERN, W.HEADER)
+    if not keep_all:
+        found = found.filter(pl.col(C.TAG).is_not_null())
     found = found.with_columns(
         pl.when(pl.col(W.SPACE).is_not_null())
         .then(pl.col(W.BODY).str.slice(pl.col(W.HEADER).str.len_chars()))

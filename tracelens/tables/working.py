@@ -67,6 +67,7 @@ class W:
     TEMPLATE_OK = "_tpl_ok"  # a template's placeholder sits where putting the value back is exact
     SLOT_NORM = "_slot_norm"  # the template's `norm` column reads the placeholder: it is the value
     SLOT_ITEM = "_slot_item"  # which of the template's items holds the placeholder (null: none)
+    REPEATS = "_repeats"  # how many lines of the block share a template
     SLOT_ITEM_VALUE = "_slot_item_value"  # that item's value when it holds more than the placeholder
 
     # Access lines (parsers/http.py).
