@@ -142,7 +142,7 @@ class _Memo:
         """``keys`` (one TEMPLATE column, a row per line) with each template's fields, in the same order."""
         known = self.known
         if known is not None:
-            found = keys.join(known, on=W.TEMPLATE, how="left", maintain_order="left")
+            found = keys.join(known, on=W.TEMPLATE, how="left", maintain_order="left", nulls_equal=True)
             if not found.get_column(W.SLOT_NORM).null_count():  # SLOT_NORM is never null once read
                 return found
             keys_new = found.filter(pl.col(W.SLOT_NORM).is_null()).select(W.TEMPLATE)
@@ -155,7 +155,7 @@ class _Memo:
         else:
             self.known = pl.concat([known, keep.drop(W.REPEATS)])
         table = read.drop(W.REPEATS) if known is None else pl.concat([known, read.drop(W.REPEATS)])
-        return keys.join(table, on=W.TEMPLATE, how="left", maintain_order="left")
+        return keys.join(table, on=W.TEMPLATE, how="left", maintain_order="left", nulls_equal=True)
 
 
 _MEMO = _Memo()
