@@ -173,3 +173,15 @@ def test_generated_debug_lines_read_as_their_whole_body(lines: list[str], norms:
     # lines that differ by their `norm=` value only share a template: the value must come back per line
     lines = lines + [f"EAGLE3_DEBUG[dsv2] aux capture: layer_id=3 norm={value} shape=[1]" for value in norms]
     assert_read_alike(bodies(lines))
+
+
+def test_a_block_of_counting_lines_reads_as_its_whole_bodies_and_is_not_remembered() -> None:
+    # every line a template of its own: the block is read by body, and the memo does not fill with them
+    lines = [f"EAGLE3_DEBUG[dsv2] step: step={i} norm={i}.5 shape=torch.Size([1, {i}])" for i in range(300)]
+    debug._MEMO.known = None
+    parse_debug(bodies(AWKWARD[:2] * 10))  # two templates known
+    read = parse_debug(bodies(lines + AWKWARD[:2]))
+    assert read.equals(parse_debug(bodies(lines + AWKWARD[:2]), templates=False))
+    assert read.get_column(C.NORM).to_list()[:2] == [0.5, 1.5]
+    known = debug._MEMO.known
+    assert known is not None and known.height == 2

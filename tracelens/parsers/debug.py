@@ -94,6 +94,8 @@ def parse_debug(df: pl.DataFrame, templates: bool = True) -> pl.DataFrame:
         body.str.extract(SLOT_PATTERN, 0).str.slice(len(SLOT_KEY)).alias(W.SLOT),
     )
     fields = _MEMO.fields(cut.select(W.TEMPLATE))
+    if fields is None:  # most lines are new templates seen once: templates do not pay in this block
+        return _parse_whole(df)
     slot = cut.get_column(W.SLOT)
     if fields.get_column(W.TEMPLATE_OK).null_count():  # a template where putting back is not exact
         whole = slot.is_not_null() & fields.get_column(W.TEMPLATE_OK).is_null()
@@ -105,7 +107,8 @@ def parse_debug(df: pl.DataFrame, templates: bool = True) -> pl.DataFrame:
                 .alias(W.TEMPLATE),
                 pl.when(~whole).then(slot).alias(W.SLOT),
             )
-            fields = _MEMO.fields(again.select(W.TEMPLATE))
+            fields = _MEMO.fields(again.select(W.TEMPLATE), always=True)
+            assert fields is not None  # `always` never declines
             slot = again.get_column(W.SLOT)
     # Now a line has a cut value only where its template puts it back exactly.
     out = pl.concat([df.select(COMMON_COLUMNS), slot.to_frame(), fields], how="horizontal")
@@ -127,30 +130,36 @@ def _parse_whole(df: pl.DataFrame) -> pl.DataFrame:
 class _Memo:
     """The templates this process has read, with their fields and how to put a value back (one row
     per template). The same few templates come back in every block, and reading one costs the block
-    the patterns' fixed cost (about 4 ms of polars calls and regex compiles, whatever the row count).
-    Kept: a block's new templates when they are few, else only those it repeats (a print that counts
-    something makes every line a template of its own, seen once). Bounded: past ``LIMIT`` bytes it
-    starts again from the templates of the block at hand."""
+    the patterns' fixed cost (about 5 ms of polars calls and regex compiles, whatever the row count):
+    as much as the whole-body read of the block. So a block whose new templates are only a few keeps
+    them all, else only those it repeats; and a block with more than FEW lines of new templates seen
+    once (a print that counts something) is read by body. Bounded: past ``ROWS`` templates or ``BYTES``
+    it starts again from the templates of the block at hand."""
 
-    LIMIT = 8 << 20
+    ROWS = 1024
+    BYTES = 8 << 20
     FEW = 64
 
     def __init__(self) -> None:
         self.known: pl.DataFrame | None = None
 
-    def fields(self, keys: pl.DataFrame) -> pl.DataFrame:
-        """``keys`` (one TEMPLATE column, a row per line) with each template's fields, in the same order."""
+    def fields(self, keys: pl.DataFrame, always: bool = False) -> pl.DataFrame | None:
+        """``keys`` (one TEMPLATE column, a row per line) with each template's fields, in the same order;
+        None (unless ``always``) when more than FEW lines are of new templates seen once."""
         known = self.known
         if known is not None:
             found = keys.join(known, on=W.TEMPLATE, how="left", maintain_order="left", nulls_equal=True)
             if not found.get_column(W.SLOT_NORM).null_count():  # SLOT_NORM is never null once read
                 return found
-            keys_new = found.filter(pl.col(W.SLOT_NORM).is_null()).select(W.TEMPLATE)
+            keys_new = keys.filter(found.get_column(W.SLOT_NORM).is_null())
         else:
             keys_new = keys
-        read = _read_templates(keys_new.group_by(W.TEMPLATE).len(W.REPEATS))
+        new = keys_new.group_by(W.TEMPLATE).len(W.REPEATS)
+        if not always and new.get_column(W.REPEATS).eq(1).sum() > self.FEW:
+            return None
+        read = _read_templates(new)
         keep = read if read.height <= self.FEW else read.filter(pl.col(W.REPEATS) > 1)
-        if known is None or known.estimated_size() > self.LIMIT:
+        if known is None or known.height > self.ROWS or known.estimated_size() > self.BYTES:
             self.known = keep.drop(W.REPEATS)
         else:
             self.known = pl.concat([known, keep.drop(W.REPEATS)])
