@@ -98,6 +98,7 @@ AWKWARD = [
     "EAGLE3_DEBUG[dsv2] tag in the value: norm=X_DEBUG[y] z=1",
     "EAGLE3_DEBUG[dsv2] norm=7: an event after it",
     "EAGLE3_DEBUG[dsv2] aux capture: layer_id=30 shape=torch.Size([1, 71",
+    "EAGLE3_DEBUG[dsv2] too big: layer_id=99999999999999999999 num_aux=3 norm=1.5",
     "no header: norm=5",
 ]
 
@@ -110,6 +111,9 @@ def test_the_awkward_cases_read_as_their_whole_body() -> None:
     assert norms[0] == 40.9112 and math.isnan(norms[2]) and norms[3] == 1e-05 and norms[4] == -3
     assert norms[5] is None and norms[6] == 1.5 and norms[12] is None  # `norm=` cut off, twice, `4.5%`
     assert {"key": "norm", "value": "40.9112"} in read.get_column(C.ITEMS)[0].to_list()
+    # an integer past int64 is null where it stands, not the end of the parse
+    big = read.row(24, named=True)
+    assert (big[C.LAYER_ID], big[C.NUM_AUX], big[C.NORM]) == (None, 3, 1.5)
     # the 50 lines that differ by their value only are one template, read once
     known = debug._MEMO.known
     assert known is not None and known.height < len(set(lines)) - 40

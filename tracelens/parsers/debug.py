@@ -286,9 +286,9 @@ def _read_bodies(bodies: pl.DataFrame, keep_all: bool = False) -> pl.DataFrame:
     return found.with_columns(
         _event(found),
         items.alias(C.ITEMS),
-        rest.str.extract(r"\bnum_aux=(-?\d+)", 1).cast(pl.Int64).alias(C.NUM_AUX),
-        rest.str.extract(r"\bnum_items=(-?\d+)", 1).cast(pl.Int64).alias(C.NUM_ITEMS),
-        rest.str.extract(r"\blayer_id=(-?\d+)", 1).cast(pl.Int64).alias(C.LAYER_ID),
+        rest.str.extract(r"\bnum_aux=(-?\d+)", 1).cast(pl.Int64, strict=False).alias(C.NUM_AUX),
+        rest.str.extract(r"\bnum_items=(-?\d+)", 1).cast(pl.Int64, strict=False).alias(C.NUM_ITEMS),
+        rest.str.extract(r"\blayer_id=(-?\d+)", 1).cast(pl.Int64, strict=False).alias(C.LAYER_ID),
         _int_list(rest.str.extract(r"\blayer_ids=\[([-\d, ]*)\]", 1)).alias(C.LAYER_IDS),
         rest.str.extract(NORM_PATTERN, 1).cast(pl.Float64, strict=False).alias(C.NORM),
         sizes.alias(C.SHAPES),
