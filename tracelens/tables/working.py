@@ -62,6 +62,13 @@ class W:
     CLOSE = "_close"  # the header's `]` (null: the line was cut off inside the header)
     SPACE = "_sp"  # the space after the header: items follow
     REST = "_rest"  # the body after the header
+    TEMPLATE = "_tpl"  # the body with its `norm=` value cut out (a placeholder in its place)
+    SLOT = "_slot"  # the value cut out of the body (null: nothing was cut)
+    TEMPLATE_OK = "_tpl_ok"  # a template's placeholder sits where putting the value back is exact
+    SLOT_NORM = "_slot_norm"  # the template's `norm` column reads the placeholder: it is the value
+    SLOT_ITEM = "_slot_item"  # which of the template's items holds the placeholder (null: none)
+    REPEATS = "_repeats"  # how many lines of the block share a template
+    SLOT_ITEM_VALUE = "_slot_item_value"  # that item's value when it holds more than the placeholder
 
     # Access lines (parsers/http.py).
     FIELDS = "_f"  # an access line cut at spaces; also the prefix of its fields (`_f0`, ...)
