@@ -27,6 +27,7 @@ from enum import Enum
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
 
 
 class Kind(Enum):
@@ -48,6 +49,12 @@ class Lane:
     kinds: tuple[Kind, ...]
     columns: tuple[tuple[str, int], ...]
 
+    def reach(self) -> int:
+        """How far past a row's start its reads can begin: each piece and a value of at most 8
+        bytes, plus a window of the longest piece and a word."""
+        pieces = self.pieces()
+        return sum(len(p) + _MAX_VALUE for p in pieces) + max(len(p) for p in pieces) + 8
+
     def pieces(self) -> tuple[bytes, ...]:
         """The fixed text before each value."""
         return (
@@ -64,7 +71,8 @@ _ZERO_CHARS = _U64(0x3030303030303030)
 _SIX = _U64(0x0606060606060606)
 # _LOW[n]: the first n bytes of a word (n = 0..8).
 _LOW = np.array([(1 << (8 * n)) - 1 for n in range(9)], dtype=np.uint64)
-_POW10 = 10.0 ** np.arange(8)
+_POW10 = 10.0 ** np.arange(9)
+_POW10_INT = 10 ** np.arange(9, dtype=np.int64)
 _MAX_VALUE = 8  # bytes: one word
 
 
@@ -78,12 +86,14 @@ _TRAIL = _word(b", ")
 
 
 class _Words:
-    """The bodies' bytes, readable as a 64-bit little-endian word at every byte offset."""
+    """The bodies' bytes, readable as 64-bit little-endian words from any byte offset: one word, or
+    a run of consecutive words in one gather (a window)."""
 
-    def __init__(self, bodies: pl.Series) -> None:
-        # A last row of spaces pads the buffer, so that a word read up to a line's last byte stays
-        # in it. `to_arrow` gives large_string: one contiguous buffer with int64 offsets.
-        arrow = pl.concat([bodies, _PAD]).to_arrow()
+    def __init__(self, bodies: pl.Series, pad: int) -> None:
+        # A last row of ``pad`` spaces keeps every read of a row in the buffer: a row's reads start at
+        # most ``pad`` bytes past its start (`Lane.reach`). `to_arrow` gives large_string: one
+        # contiguous buffer with int64 offsets.
+        arrow = pl.concat([bodies, pl.Series([" " * pad])]).to_arrow()
         offsets = np.frombuffer(arrow.buffers()[1], dtype=np.int64)[
             arrow.offset : arrow.offset + len(arrow) + 1
         ]
@@ -92,10 +102,34 @@ class _Words:
         self.start = offsets[:-2] - offsets[0]
         self.end = offsets[1:-1] - offsets[0]
         self.valid = bodies.is_not_null().to_numpy()
-        self.last_read = len(self.words) - 1  # the last offset a word can be read at
+        self._windows: dict[int, np.ndarray] = {}
+
+    def window(self, pos: np.ndarray, count: int) -> np.ndarray:
+        """The ``count`` words at pos, pos + 8, ... for each of ``pos`` (count x rows, each word's
+        column contiguous). One gather of a run costs well under ``count`` gathers of a word."""
+        view = self._windows.get(count)
+        if view is None:
+            shape = (count, len(self.words) - 8 * (count - 1))
+            view = self._windows[count] = np.lib.stride_tricks.as_strided(self.words, shape, (8, 1))
+        return view[:, pos]
 
 
-_PAD = pl.Series([" " * 64])
+def _word_at(window: np.ndarray, offset: int) -> np.ndarray:
+    """The word at byte ``offset`` of each window."""
+    index, shift = divmod(offset, 8)
+    if not shift:
+        return window[index]
+    return (window[index] >> _U64(8 * shift)) | (window[index + 1] << _U64(64 - 8 * shift))
+
+
+def _has_piece(window: np.ndarray, text: bytes) -> np.ndarray:
+    """Whether each window (a column) starts with ``text``."""
+    ok = np.ones(window.shape[1], dtype=np.bool_)
+    for index, at in enumerate(range(0, len(text), 8)):
+        chunk = text[at : at + 8]
+        column = window[index]
+        ok &= (column == _word(chunk)) if len(chunk) == 8 else ((column & _LOW[len(chunk)]) == _word(chunk))
+    return ok
 
 
 def _first_byte(word: np.ndarray, byte: int) -> np.ndarray:
@@ -108,43 +142,43 @@ def _first_byte(word: np.ndarray, byte: int) -> np.ndarray:
     return (np.bitwise_count(below) >> 3).astype(np.int64)
 
 
-def _all_digits(word: np.ndarray, count: np.ndarray) -> np.ndarray:
-    """Whether the first ``count`` bytes of each word are ASCII digits, and ``count`` is 1..8."""
-    padded = (word & _LOW[count]) | (_ZERO_CHARS & ~_LOW[count])
-    return (
+def _digits(word: np.ndarray, low: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(whether the first ``count`` bytes of each word, whose other bytes are zero and ``low`` masks,
+    are 1..8 ASCII digits; the number they write times 10 ** (8 - count)). The bytes past them are
+    read as `0` digits, so the steps of fast_float's `parse_eight_digits` read all 8."""
+    padded = word | (_ZERO_CHARS & ~low)
+    ok = (
         ((padded & _NIBBLE_HIGH) == _ZERO_CHARS)
         & (((padded + _SIX) & _NIBBLE_HIGH) == _ZERO_CHARS)
         & (count >= 1)
     )
-
-
-def _digits_value(word: np.ndarray, count: np.ndarray) -> np.ndarray:
-    """The number written by the first ``count`` (1..8; anything for other counts) digit bytes of
-    each word."""
-    shift = (_U64(8) * (_U64(8) - count.astype(np.uint64))) & _U64(63)
-    aligned = ((word & _LOW[count]) << shift) | (_ZERO_CHARS & _LOW[8 - count])
-    v = aligned - _ZERO_CHARS
+    v = padded - _ZERO_CHARS
     v = v * _U64(10) + (v >> _U64(8))
     mask = _U64(0x000000FF000000FF)
     v = (
         (v & mask) * _U64(100 + (1000000 << 32)) + ((v >> _U64(16)) & mask) * _U64(1 + (10000 << 32))
     ) >> _U64(32)
-    return v.astype(np.int64)
+    return ok, v.astype(np.int64)
 
 
 def _read_int(word: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    return _all_digits(word, length), _digits_value(word, length)
+    ok, padded = _digits(word, _LOW[length], length)
+    return ok, padded // _POW10_INT[8 - length]
 
 
 def _read_float(word: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    dot = _first_byte(word, _DOT)  # 8 when there is none: the bytes past the value are zero
-    has_dot = dot < length
+    # The bytes past the value are zero, so the dot is at 0..length-1, or 8 when there is none (then
+    # `low` keeps the whole word and the digits are the word).
+    dot = _first_byte(word, _DOT)
     low = _LOW[dot]
-    digits = np.where(has_dot, (word & low) | ((word >> _U64(8)) & ~low), word)
-    count = length - has_dot
-    scale = np.where(has_dot, count - dot, 0)  # digits after the dot
-    ok = _all_digits(digits, count) & (~has_dot | ((dot >= 1) & (scale >= 1)))
-    value = _digits_value(digits, count) / _POW10[scale]
+    digits = (word & low) | ((word >> _U64(8)) & ~low)  # the dot taken out
+    count = length - (dot < 8)
+    ok, padded = _digits(digits, _LOW[count], count)
+    ok &= (dot != 0) & (dot != length - 1)  # a digit on each side of the dot
+    # The value is padded / 10 ** (8 - digits before the dot): both are exact in a float64
+    # (< 10 ** 8), so the quotient is the correctly rounded decimal, as polars' cast (a correctly
+    # rounded parse) gives.
+    value = padded / _POW10[8 - np.minimum(dot, length)]
     nan = (length == 3) & (word == _NAN)
     inf = (length == 3) & (word == _INF)
     if nan.any() or inf.any():
@@ -161,57 +195,71 @@ def _read_bool(word: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, np.nda
 _READERS = {Kind.INT: _read_int, Kind.FLOAT: _read_float, Kind.BOOL: _read_bool}
 
 
-def _matches(words: _Words, pos: np.ndarray, text: bytes) -> np.ndarray:
-    """Whether ``text`` is at each of ``pos`` (taken as at most `_PAD` bytes past the buffer's end)."""
-    ok = np.ones(len(pos), dtype=np.bool_)
-    for offset in range(0, len(text), 8):
-        chunk = text[offset : offset + 8]
-        read = words.words[pos + offset] if offset else words.words[pos]
-        ok &= (read & _LOW[len(chunk)]) == _word(chunk) if len(chunk) < 8 else read == _word(chunk)
-    return ok
-
-
-def _read_rows(words: _Words, rows: np.ndarray, lane: Lane) -> tuple[np.ndarray, list[np.ndarray]]:
-    """(which of ``rows`` are lines of ``lane``, each item's values for them). The lead is taken as
-    checked; each value runs to its word's first `,`, the piece after it must follow."""
+def _read_rows(
+    words: _Words, rows: np.ndarray, first: np.ndarray, lane: Lane
+) -> tuple[np.ndarray, list[np.ndarray]]:
+    """(which of ``rows`` are lines of ``lane``, each item's values for them); ``first`` is the word
+    of the first value (the lead is taken as checked). Each value runs to its word's first `,`; one
+    window read after it holds the next piece, checked, and the next value's word. The values of each
+    kind are then read together."""
     start, end = words.start[rows], words.end[rows]
     trail = (end - start >= 2) & ((words.words[np.maximum(end - 2, 0)] & _LOW[2]) == _TRAIL)
     stop = end - 2 * trail  # where the last value ends
     ok = words.valid[rows]
     pieces = lane.pieces()
-    limit = words.last_read - max(len(p) for p in pieces)
-    pos = start
-    values = []
-    for i, (piece, kind) in enumerate(zip(pieces, lane.kinds, strict=True)):
-        # Past `limit` a row has run beyond the last line: it fails, and its reads stay in the buffer.
+    pos = start + len(pieces[0])
+    word = first
+    found: list[tuple[np.ndarray, np.ndarray]] = []
+    for i in range(len(pieces)):
         if i:
-            ok &= _matches(words, np.minimum(pos, limit), piece)
-        pos = pos + len(piece)
-        word = words.words[np.minimum(pos, limit)]
-        length = stop - pos if i == len(pieces) - 1 else _first_byte(word, _COMMA)
-        length = np.where((length >= 1) & (length <= _MAX_VALUE), length, 0)
-        good, value = _READERS[kind](word & _LOW[length], length)
-        ok &= good
-        values.append(value)
+            piece = pieces[i]
+            window = words.window(pos, _words_for(len(piece) + 8))
+            ok &= _has_piece(window, piece)
+            pos = pos + len(piece)
+            word = _word_at(window, len(piece))
+        if i < len(pieces) - 1:
+            length = _first_byte(word, _COMMA)  # 0..8: the readers take 0 as no value
+        else:
+            length = stop - pos
+            length = np.where((length >= 1) & (length <= _MAX_VALUE), length, 0)
+        found.append((word, length))
         pos = pos + length
+    values: list[np.ndarray] = [np.empty(0)] * len(pieces)
+    n = len(rows)
+    for kind in Kind:
+        items = [i for i, k in enumerate(lane.kinds) if k is kind]
+        if not items:
+            continue
+        word = np.concatenate([found[i][0] for i in items])
+        length = np.concatenate([found[i][1] for i in items])
+        good, value = _READERS[kind](word & _LOW[length], length)
+        ok &= good.reshape(len(items), n).all(axis=0)
+        for j, i in enumerate(items):
+            values[i] = value[j * n : (j + 1) * n]
     return ok, values
+
+
+def _words_for(size: int) -> int:
+    return -(-size // 8)
 
 
 def read_lanes(bodies: pl.Series, lanes: list[Lane]) -> pl.DataFrame:
     """The rows of ``bodies`` that are lines of one of ``lanes`` (tried in order), read: a frame with
     one row per body, its lane's index in `lane` (-1: none) and the lanes' typed columns, null where
     the row's lane has no such column or it has no lane."""
-    words = _Words(bodies)
+    words = _Words(bodies, max(lane.reach() for lane in lanes) + 16)
     n = len(bodies)
     lane_of = np.full(n, -1, dtype=np.int8)
     values: dict[str, tuple[np.ndarray, np.ndarray, Kind]] = {}
     for index, lane in enumerate(lanes):
         lead = lane.pieces()[0]
         candidates = np.flatnonzero((lane_of < 0) & (words.end - words.start >= len(lead)))
-        candidates = candidates[_matches(words, words.start[candidates], lead)]
+        window = words.window(words.start[candidates], _words_for(len(lead) + 8))
+        match = _has_piece(window, lead)
+        candidates = candidates[match]
         if not len(candidates):
             continue
-        ok, items = _read_rows(words, candidates, lane)
+        ok, items = _read_rows(words, candidates, _word_at(window, len(lead))[match], lane)
         rows = candidates[ok]
         lane_of[rows] = index
         for column, item in lane.columns:
@@ -222,21 +270,25 @@ def read_lanes(bodies: pl.Series, lanes: list[Lane]) -> pl.DataFrame:
             data, valid, _ = values[column]
             data[rows] = items[item][ok]
             valid[rows] = True
-    frame = pl.DataFrame(
+    return pl.DataFrame(
         [
             pl.Series(LANE, lane_of),
-            *(pl.Series(c, data, dtype=kind.value) for c, (data, _, kind) in values.items()),
+            *(pl.Series(c, _arrow(data, valid, kind)) for c, (data, valid, kind) in values.items()),
         ]
     )
-    # A column is read on exactly the rows of the lanes that have it.
-    lane_index = pl.col(LANE)
-    exprs = []
-    for column, (_, _, _) in values.items():
-        having = [i for i, lane in enumerate(lanes) if column in dict(lane.columns)]
-        if len(having) < len(lanes) or not (lane_of >= 0).all():
-            has = lane_index == having[0] if len(having) == 1 else lane_index.is_in(having)
-            exprs.append(pl.when(has).then(pl.col(column)).alias(column))
-    return frame.with_columns(exprs) if exprs else frame
+
+
+_ARROW_TYPES = {Kind.INT: pa.int64(), Kind.FLOAT: pa.float64(), Kind.BOOL: pa.bool_()}
+
+
+def _arrow(data: np.ndarray, valid: np.ndarray, kind: Kind) -> pa.Array:
+    """An Arrow array of ``data`` with ``valid`` as its validity bitmap (no copy of numbers)."""
+    bits = pa.py_buffer(np.packbits(valid, bitorder="little"))
+    if kind is Kind.BOOL:
+        return pa.Array.from_buffers(
+            pa.bool_(), len(data), [bits, pa.py_buffer(np.packbits(data, bitorder="little"))]
+        )
+    return pa.Array.from_buffers(_ARROW_TYPES[kind], len(data), [bits, pa.py_buffer(data)])
 
 
 LANE = "lane"
