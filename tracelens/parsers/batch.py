@@ -9,14 +9,20 @@ regex. A shape whose keys do not all map to plain values (an unknown key, an odd
 `#token: full=N, swa=M`) sends its lines to the slow path, which reads each line key by key and keeps
 unknown keys in `extra`. Both paths give the same rows.
 
-Literal path, before both (issue 11): the bulk of a block's batch lines share one or two layouts,
-`key: value, key: value, ...` with known keys and plain values. The layouts are learnt from the shapes
-of the block's first lines; a line is of a layout when one anchored regex without captures matches it
+Lanes, first (issue 11, `batch_lane.py`): nearly every batch line of a block starts `Decode batch, ` or
+`Prefill batch, ` and has its phase's one layout, `key: value, key: value, ...` with known keys and short
+plain values. Each phase's layout is learnt from the block's first lines, and its lines are read from
+the bytes with numpy, every line at once: the fixed text between values compared 8 bytes at a time,
+numbers summed 8 digits at a time, no regex and no string column per item. A line is read there only
+when all of it is checked, so its row is the one the other paths give (tests/test_literal_paths.py).
+
+Literal path, for the lines no lane read: the block's one or two most common layouts, learnt from the
+shapes of its first lines; a line is of a layout when one anchored regex without captures matches it
 (the keys in order, one plain value each), and its values are then read with no regex: split on `, `,
-slice each key off. All layouts are read in one pass (no filter, concatenation or sort when every line is
-of one of them), and a block whose lines all start `Decode batch, ` or `Prefill batch, ` has its header
-read by those literals instead of HEADER_PATTERN. Lines of no layout go on to the shape path
-(tests/test_literal_paths.py checks that the three paths give the same rows).
+slice each key off. A block whose lines all start `Decode batch, ` or `Prefill batch, ` has its header
+read by those literals instead of HEADER_PATTERN. Lines of no layout go on to the shape path.
+``parse_batches(df, literal=False)`` skips the lanes and the literal path: the reference the tests
+compare them with.
 """
 
 from __future__ import annotations

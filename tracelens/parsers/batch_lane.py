@@ -1,4 +1,4 @@
-"""The batch parser's lane (issue 11): a block's main layout of each phase read straight from the bytes.
+r"""The batch parser's lane (issue 11): a block's main layout of each phase read straight from the bytes.
 
 Nearly every batch line of a block is one of two layouts, `Decode batch, k1: v1, k2: v2, ..., ` and the
 same for `Prefill batch, `, with known keys and short plain values. A `Lane` names one such layout; its
@@ -6,13 +6,15 @@ lines are read with numpy over the Arrow buffer of the bodies, every line at onc
 with no regex and no string column per item:
 
 - each fixed piece of text (the header with the first key, then `, key: ` between values) is compared
-  8 bytes at a time, as little-endian words read at any byte offset;
+  8 bytes at a time, as little-endian words read at any byte offset (one gather of a few consecutive
+  words holds a piece and the next value's word);
 - a value runs to the first `,` of the word that starts it (to the line's end, less SGLang's trailing
   `, `, for the last one), and is at most 8 bytes;
-- an integer is `-?\\d+`, a float `-?\\d+(\\.\\d+)?`, `nan` or `inf`, a boolean `True` or `False`;
-  digits are checked and summed 8 at a time (the SWAR steps of fast_float's `parse_eight_digits`), and a
-  float is its digits as an integer divided by a power of ten: both are exact in a float64 (at most 7
-  digits, at most 10^6), so the quotient is the correctly rounded value, the one polars' cast returns.
+- an integer is `\d+`, a float `\d+(\.\d+)?`, `nan` or `inf`, a boolean `True` or `False` (a negative
+  number, never seen in these lines, is left to the other paths); digits are checked and summed 8 at a
+  time (the SWAR steps of fast_float's `parse_eight_digits`, the digits padded with zeros to 8), and a
+  float is that sum over a power of ten: both are exact in a float64 (below 10^8), so the quotient is
+  the correctly rounded value, the one polars' cast (a correctly rounded parse) returns.
 
 A line is read only when all of it is checked: the pieces tile it exactly, and every value is plain and
 of its column's type. Such a line matches the layout's anchored pattern (`batch.layout_pattern`), so its
