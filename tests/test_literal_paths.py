@@ -15,12 +15,12 @@ import polars as pl
 import pytest
 
 from tracelens.parsers.batch import LAYOUT_SAMPLE, _lanes, parse_batches
-from tracelens.parsers.batch_lane import LANE, read_lanes
+from tracelens.parsers.batch_lane import read_lanes
 from tracelens.parsers.http import parse_http
 from tracelens.parsers.pipeline import add_kinds
 from tracelens.parsers.prefix import add_prefix_columns
 from tracelens.sources.files import lines_of_text
-from tracelens.tables.schema import Kind
+from tracelens.tables.schema import Kind, W
 
 from conftest import SAMPLE_LOGS, real_corpus_files
 
@@ -145,7 +145,7 @@ def test_lanes_read_awkward_values_as_the_regex_paths_do(seed: int) -> None:
     assert read.height == rows.height
     # The lanes read the plain lines (so this test exercises them), not the awkward ones.
     bodies = rows.get_column("_body")
-    taken = read_lanes(bodies, _lanes(rows.select("_body"))).get_column(LANE) >= 0
+    taken = read_lanes(bodies, _lanes(rows.select("_body"))).get_column(W.LAYOUT) >= 0
     assert taken.head(16).all()
     assert 0.1 < taken.mean() < 0.9  # type: ignore[operator]
 

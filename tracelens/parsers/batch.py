@@ -33,7 +33,7 @@ from functools import cache
 
 import polars as pl
 
-from tracelens.parsers.batch_lane import LANE, Kind, Lane, read_lanes
+from tracelens.parsers.batch_lane import Kind, Lane, read_lanes
 from tracelens.parsers.distinct import with_groups
 from tracelens.parsers.first_match import first_match
 from tracelens.tables.schema import BATCH_FIELDS, COMMON_COLUMNS, C, T, W, conform, polars_schema
@@ -138,11 +138,11 @@ def _by_lanes(df: pl.DataFrame) -> tuple[pl.DataFrame | None, pl.DataFrame]:
     if not lanes:
         return None, df
     got = read_lanes(df.get_column(W.BODY), lanes)
-    lane_of = got.get_column(LANE)
+    lane_of = got.get_column(W.LAYOUT)
     read = pl.concat([df.select(W.ROW, *COMMON_COLUMNS), got], how="horizontal").select(
         W.ROW,
         *COMMON_COLUMNS,
-        pl.col(LANE)
+        pl.col(W.LAYOUT)
         .replace_strict({i: lane.phase for i, lane in enumerate(lanes)}, default=None, return_dtype=pl.String)
         .alias(C.PHASE),
         pl.lit(None, dtype=pl.Int64).alias(C.FORWARD_ITER),

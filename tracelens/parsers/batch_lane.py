@@ -31,6 +31,8 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from tracelens.tables.schema import W
+
 
 class Kind(Enum):
     """How a value of a column is checked and read."""
@@ -247,7 +249,7 @@ def _words_for(size: int) -> int:
 
 def read_lanes(bodies: pl.Series, lanes: list[Lane]) -> pl.DataFrame:
     """The rows of ``bodies`` that are lines of one of ``lanes`` (tried in order), read: a frame with
-    one row per body, its lane's index in `lane` (-1: none) and the lanes' typed columns, null where
+    one row per body, its lane's index in `W.LAYOUT` (-1: none) and the lanes' typed columns, null where
     the row's lane has no such column or it has no lane."""
     words = _Words(bodies, max(lane.reach() for lane in lanes) + 16)
     n = len(bodies)
@@ -274,7 +276,7 @@ def read_lanes(bodies: pl.Series, lanes: list[Lane]) -> pl.DataFrame:
             valid[rows] = True
     return pl.DataFrame(
         [
-            pl.Series(LANE, lane_of),
+            pl.Series(W.LAYOUT, lane_of),
             *(pl.Series(c, _arrow(data, valid, kind)) for c, (data, valid, kind) in values.items()),
         ]
     )
@@ -291,6 +293,3 @@ def _arrow(data: np.ndarray, valid: np.ndarray, kind: Kind) -> pa.Array:
             pa.bool_(), len(data), [bits, pa.py_buffer(np.packbits(data, bitorder="little"))]
         )
     return pa.Array.from_buffers(_ARROW_TYPES[kind], len(data), [bits, pa.py_buffer(data)])
-
-
-LANE = "lane"
