@@ -97,7 +97,8 @@ class _Words:
         # A last row of ``pad`` spaces keeps every read of a row in the buffer: a row's reads start at
         # most ``pad`` bytes past its start (`Lane.reach`). `to_arrow` gives large_string: one
         # contiguous buffer with int64 offsets.
-        arrow = pl.concat([bodies, pl.Series([" " * pad])]).to_arrow()
+        padded = pl.concat([bodies, pl.Series([" " * pad])])
+        arrow = padded.to_arrow(compat_level=pl.CompatLevel.oldest())
         offsets = np.frombuffer(arrow.buffers()[1], dtype=np.int64)[
             arrow.offset : arrow.offset + len(arrow) + 1
         ]
@@ -183,11 +184,12 @@ def _read_float(word: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, np.nd
     # (< 10 ** 8), so the quotient is the correctly rounded decimal, as polars' cast (a correctly
     # rounded parse) gives.
     value = padded / _POW10[8 - np.minimum(dot, length)]
-    nan = (length == 3) & (word == _NAN)
-    inf = (length == 3) & (word == _INF)
-    if nan.any() or inf.any():
-        value = np.where(nan, np.nan, np.where(inf, np.inf, value))
-    return ok | nan | inf, value
+    odd = np.flatnonzero(~ok & (length == 3))  # `nan` and `inf` are among the few non-digit values
+    nan = odd[word[odd] == _NAN]
+    inf = odd[word[odd] == _INF]
+    ok[nan] = ok[inf] = True
+    value[nan], value[inf] = np.nan, np.inf
+    return ok, value
 
 
 def _read_bool(word: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
