@@ -9,22 +9,31 @@ regex. A shape whose keys do not all map to plain values (an unknown key, an odd
 `#token: full=N, swa=M`) sends its lines to the slow path, which reads each line key by key and keeps
 unknown keys in `extra`. Both paths give the same rows.
 
-Literal path, before both (issue 11): the bulk of a block's batch lines share one or two layouts,
-`key: value, key: value, ...` with known keys and plain values. The layouts are learnt from the shapes
-of the block's first lines; a line is of a layout when one anchored regex without captures matches it
+Lanes, first (issue 11, `batch_lane.py`): nearly every batch line of a block starts `Decode batch, ` or
+`Prefill batch, ` and has its phase's one layout, `key: value, key: value, ...` with known keys and short
+plain values. Each phase's layout is learnt from the block's first lines, and its lines are read from
+the bytes with numpy, every line at once: the fixed text between values compared 8 bytes at a time,
+numbers summed 8 digits at a time, no regex and no string column per item. A line is read there only
+when all of it is checked, so its row is the one the other paths give (tests/test_literal_paths.py).
+
+Literal path, for the lines no lane read: the block's one or two most common layouts, learnt from the
+shapes of its first lines; a line is of a layout when one anchored regex without captures matches it
 (the keys in order, one plain value each), and its values are then read with no regex: split on `, `,
-slice each key off. All layouts are read in one pass (no filter, concatenation or sort when every line is
-of one of them), and a block whose lines all start `Decode batch, ` or `Prefill batch, ` has its header
-read by those literals instead of HEADER_PATTERN. Lines of no layout go on to the shape path
-(tests/test_literal_paths.py checks that the three paths give the same rows).
+slice each key off. A block whose lines all start `Decode batch, ` or `Prefill batch, ` has its header
+read by those literals instead of HEADER_PATTERN. Lines of no layout go on to the shape path.
+``parse_batches(df, literal=False)`` skips the lanes and the literal path: the reference the tests
+compare them with.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
+from functools import cache
 
 import polars as pl
 
+from tracelens.parsers.batch_lane import Kind, Lane, read_lanes
 from tracelens.parsers.distinct import with_groups
 from tracelens.parsers.first_match import first_match
 from tracelens.tables.schema import BATCH_FIELDS, COMMON_COLUMNS, C, T, W, conform, polars_schema
@@ -55,6 +64,11 @@ _COLUMNS: tuple[str, ...] = tuple(dict.fromkeys(f.column for f in BATCH_FIELDS))
 # Layouts are learnt from this many first batch lines of a block, and at most this many are tried.
 LAYOUT_SAMPLE = 256
 MAX_LAYOUTS = 2
+# The lanes' layouts are learnt from fewer lines: a lane that misses costs only speed.
+LANE_SAMPLE = 64
+_LANE_KINDS = {
+    f.log_key: kind for f in BATCH_FIELDS for kind in Kind if polars_schema(T.BATCHES)[f.column] == kind.value
+}
 
 
 def _value_of(log_key: str) -> pl.Expr:
@@ -101,14 +115,79 @@ def read_shape(shape: str) -> dict[str, int] | None:
 
 def parse_batches(df: pl.DataFrame, literal: bool = True) -> pl.DataFrame:
     """Rows routed to `batch` -> the `batches` table (lines whose header does not match are dropped).
-    ``literal=False`` skips the literal path (tests compare the paths)."""
-    base = _literal_base(df) if literal else None
-    if base is None:
-        base = _base(df)
-    base = base.with_row_index(W.ROW)
-    if not base.height:
-        return conform(T.BATCHES, base)
-    return conform(T.BATCHES, read_batches(base, literal))
+    ``literal=False`` skips the lanes and the literal path (tests compare the paths)."""
+    df = df.select(*COMMON_COLUMNS, W.BODY).with_row_index(W.ROW)
+    parts = []
+    if literal and df.height:
+        read, df = _by_lanes(df)
+        if read is not None:
+            parts.append(read)
+    if df.height or not parts:
+        base = _literal_base(df) if literal else None
+        if base is None:
+            base = _base(df)
+        if base.height or not parts:
+            parts.append(read_batches(base, literal) if base.height else base)
+    out = parts[0] if len(parts) == 1 else pl.concat(parts, how="diagonal_relaxed").sort(W.ROW)
+    return conform(T.BATCHES, out)
+
+
+def _by_lanes(df: pl.DataFrame) -> tuple[pl.DataFrame | None, pl.DataFrame]:
+    """(the rows the lanes read, the other rows)."""
+    lanes = _lanes(df)
+    if not lanes:
+        return None, df
+    got = read_lanes(df.get_column(W.BODY), lanes)
+    lane_of = got.get_column(W.LAYOUT)
+    read = pl.concat([df.select(W.ROW, *COMMON_COLUMNS), got], how="horizontal").select(
+        W.ROW,
+        *COMMON_COLUMNS,
+        pl.col(W.LAYOUT)
+        .replace_strict({i: lane.phase for i, lane in enumerate(lanes)}, default=None, return_dtype=pl.String)
+        .alias(C.PHASE),
+        pl.lit(None, dtype=pl.Int64).alias(C.FORWARD_ITER),
+        *(c for c in _COLUMNS if c in got.columns),
+    )
+    taken = lane_of >= 0
+    if taken.all():
+        return read, df.clear()
+    if not taken.any():
+        return None, df
+    return read.filter(taken), df.filter(~taken)
+
+
+def _lanes(df: pl.DataFrame) -> list[Lane]:
+    """The lane of each literal header: the most common key sequence among the block's first lines
+    with that header, when it makes one. Read in Python, since the sample is small and fixed: a wrong
+    guess (a value holding `, `) only yields no lane or a lane that reads no line."""
+    counts: dict[str, Counter[tuple[str, ...]]] = {head: Counter() for head in _LITERAL_HEADS}
+    for body in df.get_column(W.BODY).head(LANE_SAMPLE).to_list():
+        for head, seen in counts.items():
+            if body is not None and body.startswith(head):
+                items = body[len(head) :].split(", ")
+                seen[tuple(item.partition(": ")[0] for item in items if item)] += 1
+                break
+    lanes = []
+    for head, seen in counts.items():
+        for keys, _ in seen.most_common():
+            lane = _lane(head, keys)
+            if lane is not None:
+                lanes.append(lane)
+                break
+    return lanes
+
+
+@cache
+def _lane(head: str, keys: tuple[str, ...]) -> Lane | None:
+    """The lane of a literal header and key sequence, when the keys are distinct known keys of numbers
+    or booleans (the layout's shape read as the shape path reads it, for the item of each column)."""
+    if len(set(keys)) != len(keys) or not all(k in _LANE_KINDS for k in keys):
+        return None
+    layout = _layout("".join(f"{key}: {_SLOT}, " for key in keys))
+    if layout is None:
+        return None
+    columns = tuple(sorted(layout[1].items(), key=lambda kv: _COLUMNS.index(kv[0])))
+    return Lane(_LITERAL_HEADS[head], head, keys, tuple(_LANE_KINDS[k] for k in keys), columns)
 
 
 # The two headers of nearly every batch line since 2024, each with its phase.
@@ -123,11 +202,12 @@ def _literal_base(df: pl.DataFrame) -> pl.DataFrame | None:
     phase = pl.lit(None, dtype=pl.String)
     for head, name in reversed(_LITERAL_HEADS.items()):
         phase = pl.when(body.str.starts_with(head)).then(pl.lit(name)).otherwise(phase)
-    base = df.select(*COMMON_COLUMNS, W.BODY, phase.alias(C.PHASE))
+    base = df.select(W.ROW, *COMMON_COLUMNS, W.BODY, phase.alias(C.PHASE))
     if base.get_column(C.PHASE).null_count():
         return None
     head_len = pl.col(C.PHASE).replace_strict({v: len(k) for k, v in _LITERAL_HEADS.items()})
     return base.select(
+        W.ROW,
         *COMMON_COLUMNS,
         C.PHASE,
         pl.lit(None, dtype=pl.Int64).alias(C.FORWARD_ITER),
@@ -139,7 +219,7 @@ def _base(df: pl.DataFrame) -> pl.DataFrame:
     """Common columns, PHASE, FORWARD_ITER and the body after the header (`_kv`), by HEADER_PATTERN."""
     unlabelled = pl.col(W.BODY).str.starts_with("#running-req: ")
     return (
-        with_groups(df.select(*COMMON_COLUMNS, W.BODY), W.BODY, HEADER_PATTERN, W.HEADER)
+        with_groups(df.select(W.ROW, *COMMON_COLUMNS, W.BODY), W.BODY, HEADER_PATTERN, W.HEADER)
         .with_columns(
             pl.when(unlabelled)
             .then(pl.lit("decode"))
@@ -149,7 +229,7 @@ def _base(df: pl.DataFrame) -> pl.DataFrame:
             pl.col(W.BODY).str.slice(pl.col(W.BATCH_HEAD).str.len_chars().fill_null(0)).alias(W.KV),
         )
         .filter(pl.col(C.PHASE).is_not_null())
-        .select(*COMMON_COLUMNS, C.PHASE, C.FORWARD_ITER, W.KV)
+        .select(W.ROW, *COMMON_COLUMNS, C.PHASE, C.FORWARD_ITER, W.KV)
     )
 
 

@@ -49,7 +49,7 @@ class W:
     SHAPE = "_shape"  # the body with its values cut out
     ITEMS = "_items"  # the body cut at `, `, a struct of ITEM fields
     ITEM = "_it"  # prefix: the n-th item of the body
-    LAYOUT = "_layout"  # which of the block's literal batch layouts a line is of (null: none)
+    LAYOUT = "_layout"  # which of the block's literal batch layouts or lanes a line is of (null or -1: none)
     AT = "_i_"  # prefix: where a column's value sits among the body's values, per shape
     VALUES = "_values"  # the body's values, in order
     VALUE = "_v"  # prefix: the raw value of the n-th known log key
