@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from tracelens.analysis.expectations import Expectations
-    from tracelens.analysis.findings import Evidence, Finding, Severity
+    from tracelens.analysis.findings import Evidence, Finding, Severity, Status
     from tracelens.analysis.result import Analysis, analyze_tables
-    from tracelens.analysis.verdicts import Status, Verdict
+    from tracelens.analysis.verdicts import Verdict
 
 __all__ = [
     "Analysis",
@@ -39,7 +39,7 @@ _HOMES = {
     "Finding": "findings",
     "Severity": "findings",
     "Expectations": "expectations",
-    "Status": "verdicts",
+    "Status": "findings",
     "Verdict": "verdicts",
 }
 
