@@ -129,6 +129,51 @@ def test_parse_writes_one_folder_of_parquet_parts_per_table(tmp_path: Path) -> N
     assert "lines" in result.stdout and "batches" in result.stdout
 
 
+# Run the command as `python -m tracelens.cli` does, then name the modules it loaded (on stderr, last line).
+LOADED = """
+import runpy, sys
+sys.argv = ["tracelens", *sys.argv[1:]]
+try:
+    runpy.run_module("tracelens.cli", run_name="__main__")
+finally:
+    sys.stderr.write("\\nloaded: " + " ".join(sorted(sys.modules)) + "\\n")
+"""
+# What `parse` (and `--help`) never need: the analysis, the live session, the views' libraries.
+NOT_FOR_PARSE = (
+    "tracelens.analysis.result",
+    "tracelens.analysis.detectors",
+    "tracelens.live.session",
+    "tracelens.report",
+    "tracelens.tui",
+    "textual",
+    "plotly",
+    "jinja2",
+)
+
+
+def loaded_by(*args: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    result = subprocess.run(
+        [sys.executable, "-c", LOADED, *args], capture_output=True, text=True, timeout=120
+    )
+    last = result.stderr.rstrip("\n").rsplit("\n", 1)[-1]
+    assert last.startswith("loaded: "), result.stderr
+    return result, set(last.removeprefix("loaded: ").split())
+
+
+def test_a_second_parse_loads_neither_the_analysis_nor_a_view_library(tmp_path: Path) -> None:
+    """The second look at an unchanged dataset costs the process's start-up, mostly imports: `parse`
+    imports only what it uses."""
+    log, out = str(SAMPLE_LOGS / "eagle3_fixed.log"), str(tmp_path / "out")
+    assert run("parse", log, "-o", out, "-q").returncode == 0
+    result, modules = loaded_by("parse", log, "-o", out, "-q")
+    assert result.returncode == 0, result.stderr
+    assert "1 unchanged" in result.stdout
+    assert not {m for m in modules if m.startswith(NOT_FOR_PARSE)}
+    result, modules = loaded_by("--help")
+    assert result.returncode == 0, result.stderr
+    assert not {m for m in modules if m.startswith(NOT_FOR_PARSE)}
+
+
 def test_summary_json_has_the_documented_layout() -> None:
     result = run("summary", "--json", str(SAMPLE_LOGS / "eagle3_embed_capture.log"))
     assert result.returncode == 0, result.stderr

@@ -13,7 +13,7 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
-from tracelens.analysis import Severity, Status
+from tracelens.analysis.findings import Severity, Status
 from tracelens.tables.schema import A, C
 
 MISSING = "-"

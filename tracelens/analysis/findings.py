@@ -20,6 +20,16 @@ class Severity(StrEnum):
 SEVERITIES = tuple(Severity)  # the most severe first
 
 
+class Status(StrEnum):
+    """A run's verdict (`verdicts`). A `StrEnum`: JSON, the `runs` table and printed text show its value.
+    Defined here beside `Severity`, so that the views' styles (`formatting`) need not load the verdicts."""
+
+    BROKEN = "broken"
+    DEGRADED = "degraded"
+    INCOMPLETE = "incomplete"
+    HEALTHY = "healthy"
+
+
 @dataclass(frozen=True)
 class Evidence:
     """One log line that supports a finding (its text is read lazily from the source file)."""

@@ -11,27 +11,16 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 import polars as pl
 
 from tracelens.analysis.capture import layer_id_lines
 from tracelens.analysis.expectations import Expectations
-from tracelens.analysis.findings import Evidence, Finding, Severity, severity_rank
+from tracelens.analysis.findings import Evidence, Finding, Severity, Status, severity_rank
 from tracelens.analysis.runs import RUN_KEY
 from tracelens.tables.frames import Tables, collect
 from tracelens.tables.schema import A, C, T
-
-
-class Status(StrEnum):
-    """A run's verdict. A `StrEnum`: JSON, the `runs` table and printed text show its value."""
-
-    BROKEN = "broken"
-    DEGRADED = "degraded"
-    INCOMPLETE = "incomplete"
-    HEALTHY = "healthy"
-
 
 # Worst first: the order every view lists runs in.
 STATUSES = tuple(Status)

@@ -9,14 +9,12 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 
 from tracelens import __version__
-from tracelens.analysis import Analysis, analyze_tables
-from tracelens.analysis.expectations import Expectations
 from tracelens.cli import dataset as cli_dataset
 from tracelens.cli import live as cli_live
 from tracelens.cli import parse as cli_parse
@@ -34,18 +32,15 @@ from tracelens.cli.options import (
     date_option,
     expectations_from,
 )
-from tracelens.cli.render import (
-    render_comparison,
-    render_explanation,
-    render_findings,
-    render_frame,
-    render_summary,
-)
 from tracelens.engine.lock import DEFAULT_LOCK_TIMEOUT
 from tracelens.errors import InputError
 from tracelens.formatting import megabytes
 from tracelens.parsers import ParseOptions
 from tracelens.tables.frames import Tables
+
+if TYPE_CHECKING:  # the analysis and the renderers are imported by the commands that use them
+    from tracelens.analysis import Analysis
+    from tracelens.analysis.expectations import Expectations
 
 app = typer.Typer(
     name="tracelens",
@@ -176,6 +171,7 @@ def summary(
 ) -> None:
     """Per source and run: time span, lines by kind, speculative config, accept len and throughput, faults."""
     from tracelens.analysis.summary import summarize
+    from tracelens.cli.render import render_summary
 
     def show(analysis: Analysis) -> None:
         result = summarize(analysis)
@@ -200,6 +196,7 @@ def explain(
 ) -> None:
     """Show how one line is read: wrappers and prefix, kind, parsed fields; for an unread line, the closest
     kind and where the line stopped matching it."""
+    from tracelens.cli.render import render_explanation
     from tracelens.engine.ingest import explain_file_line, explain_text
 
     if (where is None) == (line is None):
@@ -223,6 +220,8 @@ def _analyse(
     stall_seconds: float = DEFAULT_STALL,
 ) -> None:
     """Parse ``paths`` into their dataset, analyse it and ``show`` the result, under the dataset's read lock."""
+    from tracelens.analysis import analyze_tables
+
     with logs.open(paths) as folder:
         tables = Tables.read_dataset(folder)
         show(analyze_tables(tables, expectations, baseline=baseline, stall_seconds=stall_seconds))
@@ -251,6 +250,8 @@ def check(
     expect = expectations_from(
         draft_config, target_config, expectations_file, expect_aux, hidden_size, embed_capture
     )
+
+    from tracelens.cli.render import render_findings
 
     def show(result: Analysis) -> None:
         if as_json:
@@ -281,6 +282,8 @@ def compare(
 ) -> None:
     """The run comparison: acceptance, throughput and speedup over the baseline (95% interval) at matched
     batch sizes, with what changed in the server args."""
+    from tracelens.cli.render import render_comparison
+
     logs = _Logs(date, quiet, dataset, no_cache, lock_timeout)
     _analyse(paths, logs, lambda analysis: render_comparison(out, analysis), baseline=baseline)
 
@@ -353,6 +356,7 @@ def sql(
 ) -> None:
     """Run SQL (polars SQL) over every table of the parsed logs."""
     from tracelens.analysis.query import run_sql
+    from tracelens.cli.render import render_frame
 
     with _Logs(date, quiet or csv, dataset, no_cache, lock_timeout).open(paths) as folder:
         frame = run_sql(Tables.read_dataset(folder), query)
@@ -375,6 +379,7 @@ def demo(
     """Parse the bundled sample logs (an EAGLE-3 tuning story), print their summary and write their HTML
     report."""
     from tracelens.analysis.summary import summarize
+    from tracelens.cli.render import render_summary
 
     if not logs.is_dir():
         raise InputError(f"sample logs not found at {logs}")

@@ -6,7 +6,6 @@ prints, `tui` draws. Neither reads a line itself: a `LiveSession` parses and ana
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import shutil
@@ -317,6 +316,8 @@ def tui(
 
 
 def _screen(session, report: Path | None) -> None:
+    import asyncio
+
     from tracelens.tui.app import TraceLensApp
 
     app = TraceLensApp(session, report_path=report)

@@ -8,13 +8,15 @@ from __future__ import annotations
 import datetime as dt
 import re
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from tracelens.analysis.expectations import Expectations, from_draft_config, from_target_config, from_toml
 from tracelens.analysis.startup import DEFAULT_STALL_SECONDS
 from tracelens.errors import InputError
+
+if TYPE_CHECKING:
+    from tracelens.analysis.expectations import Expectations
 
 _EXPECT = "Expectations (EAGLE-3 capture)"
 
@@ -95,6 +97,13 @@ def expectations_from(
     embed_capture: str | None = None,
 ) -> Expectations:
     """Merge the sources, later ones winning: TOML file, then configs, then explicit flags."""
+    from tracelens.analysis.expectations import (
+        Expectations,
+        from_draft_config,
+        from_target_config,
+        from_toml,
+    )
+
     out = Expectations()
     if expectations_file is not None:
         out = out.merged(from_toml(expectations_file))

@@ -6,20 +6,25 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TextColumn,
-    TimeRemainingColumn,
-    TransferSpeedColumn,
-)
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 
 def _bar() -> Progress:
     """A transient bar on stderr: bytes done, MB/s, ETA."""
+    # Imported here: a quiet or piped run draws no bar (rich.progress costs ~50 ms to import).
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
+
     columns = (
         TextColumn("parsing"),
         BarColumn(),

@@ -12,7 +12,33 @@ process), `store` (line text), `index` (the log view's model), `merge` (several 
 `status` (what a live view shows), `events` (what a session reports).
 """
 
-from tracelens.live.session import LiveSession, SourceState
-from tracelens.live.spec import SourceSpec, command_spec, expand_recorded, parse_spec
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tracelens.live.session import LiveSession, SourceState
+    from tracelens.live.spec import SourceSpec, command_spec, expand_recorded, parse_spec
 
 __all__ = ["LiveSession", "SourceSpec", "SourceState", "command_spec", "expand_recorded", "parse_spec"]
+
+# name -> its module. Imported on first use: a module of the package (the log view's `index`, whose
+# scroll-back default a CLI option shows) does not load the session and its analysis.
+_HOMES = {
+    "LiveSession": "session",
+    "SourceState": "session",
+    "SourceSpec": "spec",
+    "command_spec": "spec",
+    "expand_recorded": "spec",
+    "parse_spec": "spec",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value  # looked up once
+    return value

@@ -1,0 +1,242 @@
+"""`Analysis`, what every view reads, and `analyze_tables`, which makes it from parsed tables: the runs,
+their series, comparisons, incidents, findings and verdicts, each computed by its own module here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from tracelens.analysis import (
+    acceptance,
+    capture,
+    compare,
+    folding,
+    incidents,
+    load,
+    per_run,
+    startup,
+    verdicts,
+)
+from tracelens.analysis.detectors import Context, detect
+from tracelens.analysis.evidence import texts
+from tracelens.analysis.expectations import Expectations, describe_capture
+from tracelens.analysis.findings import Evidence, Finding, Severity, sort_findings
+from tracelens.analysis.runs import RUN_KEY, interesting_runs, label_expr, with_labels
+from tracelens.analysis.verdicts import Verdict
+from tracelens.tables.frames import Tables
+from tracelens.tables.schema import A, C, T, W
+
+
+@dataclass
+class Analysis:
+    """Everything the views show. Frames are keyed by (source, run) and carry the run `label`."""
+
+    tables: Tables
+    expectations: Expectations
+    runs: (
+        pl.DataFrame
+    )  # one row per run: config, duration, time to ready, acceptance, tok/s, speedup, findings
+    series: pl.DataFrame  # decode time series per run (DP-combined, recomputed acceptance, rolling stats)
+    startup: pl.DataFrame  # phases per run: phase, start, end, duration_s
+    incidents: pl.DataFrame  # folded faults
+    capture: pl.DataFrame  # per run and debug site: counts, num_aux, shapes, norms
+    embed: pl.DataFrame  # per speculative run: embed_state
+    comparison: pl.DataFrame  # per run with a baseline: speedup and interval
+    config_diff: (
+        pl.DataFrame
+    )  # server-args differences of each run from its baseline (run_a = run, run_b = baseline)
+    changes: pl.DataFrame  # change points in accept len and throughput
+    spec_curves: pl.DataFrame  # vLLM per-position acceptance: source, run, position, rate
+    findings: list[Finding] = field(default_factory=list)
+    verdicts: list[Verdict] = field(default_factory=list)  # one per run, worst first
+    # per run: acceptance rate mean and median over every decode round (`series` may hold only the
+    # rows a plot draws of a run longer than per_run.SERIES_LIMIT rounds)
+    rate_stats: pl.DataFrame = field(default_factory=pl.DataFrame)
+    # of each run whose series is thinned: its steady accept-len distribution at evenly spaced ranks
+    # (label, accept_len) and its (batch size, accept len) pairs with counts, made on every round
+    distributions: pl.DataFrame = field(default_factory=pl.DataFrame)
+    batch_pairs: pl.DataFrame = field(default_factory=pl.DataFrame)
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == Severity.ERROR]
+
+    def diff(self, a: str, b: str) -> pl.DataFrame:
+        """Server-args differences between any two runs, by label."""
+        return compare.args_diff(self.tables[T.SERVER_ARGS], self.runs, a, b)
+
+
+def analyze_tables(
+    tables: Tables,
+    expectations: Expectations | None = None,
+    *,
+    baseline: str | None = None,
+    stall_seconds: float = startup.DEFAULT_STALL_SECONDS,
+) -> Analysis:
+    expect = (expectations or Expectations()).derived()
+    runs = interesting_runs(tables[T.RUNS].with_columns(label_expr()), _busy_lines(tables))
+    lifecycle = tables[T.LIFECYCLE]
+    ready = startup.ready_times(lifecycle)
+    readiness = startup.time_to_ready(runs, lifecycle)
+    baselines = compare.pick_baselines(runs, per_run.decode_rounds(tables), baseline)
+    # The series is made one run at a time; the runs a speedup compares keep their steady rows for it.
+    compared = baselines.filter(pl.col(A.BASELINE).is_not_null())
+    keep = set(compared.select(RUN_KEY).iter_rows()) | set(
+        runs.filter(pl.col(A.LABEL).is_in(compared.get_column(A.BASELINE).implode()))
+        .select(RUN_KEY)
+        .iter_rows()
+    )
+    made = per_run.series_by_run(tables, runs, ready, keep)
+    series = made.series
+    speedups = with_labels(compare.speedups(made.speed_groups, runs, baselines), runs)
+    folded = with_labels(incidents.fold(tables[T.FAULTS]), runs)
+    changes = load.explain_steps(made.changes, series)
+    runs = _overview(runs, made, readiness, speedups, folded, expect, tables[T.SPEC_METRICS], tables)
+    curves = acceptance.position_curves(tables[T.SPEC_METRICS])
+    ctx = Context(
+        tables=tables,
+        runs=runs,
+        series=series,
+        expect=expect,
+        incidents=folded,
+        stalls=with_labels(
+            startup.stalls(tables.scan(T.LINES), tables[T.RUNS], lifecycle, stall_seconds), runs
+        ),
+        readiness=readiness,
+        changes=changes,
+        speedups=speedups,
+        curves=curves,
+    )
+    found, passed = detect(ctx)
+    findings = sort_findings(folding.fold_repeats(found), verdicts.causal_rank)
+    judged = verdicts.verdicts(runs, findings, tables, expect)
+    _fill_evidence([*findings, *judged], tables)
+    counts = (
+        pl.DataFrame(
+            {
+                C.SOURCE: [f.source for f in findings],
+                C.RUN: [f.run for f in findings],
+                W.ERROR: [f.severity == Severity.ERROR for f in findings],
+            },
+            schema={C.SOURCE: pl.String, C.RUN: pl.Int32, W.ERROR: pl.Boolean},
+        )
+        .group_by(RUN_KEY)
+        .agg(pl.len().alias(A.FINDINGS), pl.col(W.ERROR).sum().alias(A.ERRORS))
+    )
+    status = pl.DataFrame(
+        {
+            C.SOURCE: [v.source for v in judged],
+            C.RUN: [v.run for v in judged],
+            A.STATUS: [v.status for v in judged],
+            A.HEADLINE: [v.headline for v in judged],
+        },
+        schema={C.SOURCE: pl.String, C.RUN: pl.Int32, A.STATUS: pl.String, A.HEADLINE: pl.String},
+    )
+    runs = (
+        runs.join(counts, on=RUN_KEY, how="left")
+        .with_columns(pl.col(A.FINDINGS).fill_null(0), pl.col(A.ERRORS).fill_null(0))
+        .join(status, on=RUN_KEY, how="left")
+    )
+    diffs = [
+        compare.args_diff(tables[T.SERVER_ARGS], runs, a, b)
+        for a, b in speedups.select(A.LABEL, A.BASELINE).iter_rows()
+    ]
+    return Analysis(
+        tables=tables,
+        expectations=expect,
+        runs=runs,
+        series=series,
+        startup=with_labels(startup.phases(lifecycle), runs).filter(pl.col(A.LABEL).is_not_null()),
+        incidents=folded,
+        capture=with_labels(passed.sites, runs),
+        embed=with_labels(capture.embed_states(runs, passed.embed_stats, expect), runs),
+        comparison=speedups,
+        config_diff=pl.concat(diffs) if diffs else compare.args_diff(tables[T.SERVER_ARGS], runs, "", ""),
+        changes=with_labels(changes, runs),
+        spec_curves=with_labels(curves, runs),
+        findings=findings,
+        verdicts=judged,
+        rate_stats=made.rate_stats,
+        distributions=with_labels(made.distributions, runs),
+        batch_pairs=with_labels(made.batch_pairs, runs),
+    )
+
+
+def _busy_lines(tables: Tables) -> pl.LazyFrame:
+    """source, run, kind of the lines `interesting_runs` looks for, from their own tables (a line of
+    kind K is a row of K's table or continues one of the same run), so `lines` is not read for it."""
+    kinds = {T.BATCHES: "batch", T.FAULTS: "fault", T.DEBUG: "debug", T.SPEC_METRICS: "spec_metrics"}
+    return pl.concat(
+        [tables.scan(name).select(*RUN_KEY, pl.lit(kind).alias(C.KIND)) for name, kind in kinds.items()]
+    )
+
+
+def _overview(
+    runs: pl.DataFrame,
+    made: per_run.RunSeries,
+    readiness: pl.DataFrame,
+    speedups: pl.DataFrame,
+    folded: pl.DataFrame,
+    expect: Expectations,
+    spec_metrics: pl.DataFrame,
+    tables: Tables,
+) -> pl.DataFrame:
+    stats = made.steady_means
+    # vLLM prints no decode lines: its mean acceptance length (bonus included, as SGLang's accept len)
+    # comes from the spec-decoding metrics lines, idle `nan` intervals left out.
+    vllm = (
+        spec_metrics.filter(pl.col(C.MEAN_ACCEPTANCE_LENGTH).is_not_nan())
+        .group_by(RUN_KEY)
+        .agg(pl.col(C.MEAN_ACCEPTANCE_LENGTH).mean().alias(W.VLLM_LEN))
+    )
+    crashed = folded.filter(pl.col(C.FAULT_KIND).is_in(["exception", "oom", "nccl", "watchdog", "sigquit"]))
+    crashed = crashed.select(RUN_KEY).unique().with_columns(pl.lit(False).alias(A.ENDED_CLEANLY))
+    definitions = made.definitions
+    out = (
+        runs.join(stats, on=RUN_KEY, how="left")
+        .join(vllm, on=RUN_KEY, how="left")
+        .with_columns(pl.coalesce(A.MEAN_ACCEPT_LEN, W.VLLM_LEN).alias(A.MEAN_ACCEPT_LEN))
+        .drop(W.VLLM_LEN)
+        .join(readiness, on=RUN_KEY, how="left")
+        .join(
+            speedups.select(*RUN_KEY, A.BASELINE, A.SPEEDUP, A.SPEEDUP_LOW, A.SPEEDUP_HIGH),
+            on=RUN_KEY,
+            how="left",
+        )
+        .join(crashed, on=RUN_KEY, how="left")
+        .join(definitions, on=RUN_KEY, how="left")
+        .with_columns(
+            ((pl.col(C.END_TS) - pl.col(C.START_TS)).dt.total_microseconds() / 1e6).alias(A.DURATION_S),
+            pl.col(A.ENDED_CLEANLY).fill_null(True),
+        )
+    )
+    # Layer ids: what the run's debug lines printed (what the server did), else the draft config's, which
+    # are then said to be the config's: they are what the draft was trained on, not proof of the capture.
+    printed = capture.run_layer_ids(tables.scan(T.DEBUG)).with_columns(pl.lit(True).alias(W.PRINTED))
+    out = out.join(printed, on=RUN_KEY, how="left")
+    if expect.aux_layer_ids is not None:
+        out = out.with_columns(
+            pl.coalesce(C.LAYER_IDS, pl.lit(list(expect.aux_layer_ids), pl.List(pl.Int64))).alias(C.LAYER_IDS)
+        )
+    words = [
+        describe_capture(tuple(ids) if ids is not None else None, expect.num_layers, expect.architecture)
+        + ("" if was_printed or ids is None else ", per the draft config (no debug line prints the ids)")
+        if spec and (ids is not None or expect.num_layers is not None)
+        else None
+        for spec, ids, was_printed in out.select(C.SPEC_ALGORITHM, C.LAYER_IDS, W.PRINTED).iter_rows()
+    ]
+    out = out.drop(W.PRINTED)
+    return out.with_columns(pl.Series(A.CAPTURED_LAYERS, words, dtype=pl.String))
+
+
+def _fill_evidence(findings: list[Finding | Verdict], tables: Tables) -> None:
+    """The text of each evidence line: kept in the dataset, or read from its source (only the few lines
+    findings cite, one pass per source; see `tracelens.analysis.evidence`)."""
+    wanted = {(e.source, e.line_no) for f in findings for e in f.evidence}
+    found = texts(wanted, tables.scan(T.LINES), tables.scan(T.EVIDENCE), tables.scan(T.BATCHES))
+    for finding in findings:
+        finding.evidence = [
+            Evidence(e.source, e.line_no, found.get((e.source, e.line_no), "")) for e in finding.evidence
+        ]
