@@ -120,7 +120,7 @@ _FEW_STARTS = 4
 
 
 def _route_test(route: Route, contains: pl.Expr | None) -> pl.Expr:
-    tests = []
+    tests: list[pl.Expr] = []
     if len(route.starts) <= _FEW_STARTS:  # a few `starts_with` cost less than one anchored regex
         tests.extend(pl.col(W.BODY).str.starts_with(start) for start in route.starts)
     else:
