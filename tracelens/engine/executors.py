@@ -35,7 +35,9 @@ class Executor(Protocol):
 # kept about 25 MiB per worker it no longer used (measured with bench/throughput.py). The C library's
 # malloc itself gets a fixed mmap threshold: by default it raises the threshold to the size of each
 # big buffer freed, after which Arrow's and Python's block-sized buffers come from the heap, which
-# never shrinks (a worker's heap grew from 13 to 45 MiB over a task; with 256 KiB fixed, to 20).
+# never shrinks (a worker's heap grew from 13 to 45 MiB over a task; with 256 KiB fixed, to 20). It
+# costs 7-10% of a worker's CPU in page faults, and keeps the tree 25-35 MiB under the memory bound
+# with a margin (ARCHITECTURE.md, "Block size is a trade").
 WORKER_ENV = {
     "POLARS_MAX_THREADS": "1",
     "_RJEM_MALLOC_CONF": "dirty_decay_ms:200,muzzy_decay_ms:0",
