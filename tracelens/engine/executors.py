@@ -35,14 +35,14 @@ class Executor(Protocol):
 # kept about 25 MiB per worker it no longer used (measured with bench/throughput.py). The C library's
 # malloc itself gets a fixed mmap threshold: by default it raises the threshold to the size of each
 # big buffer freed, after which Arrow's and Python's block-sized buffers come from the heap, which
-# never shrinks (a worker's heap grew from 13 to 45 MiB over a task; with 256 KiB fixed, to 20). It
-# costs 7-10% of a worker's CPU in page faults, and keeps the tree 25-35 MiB under the memory bound
-# with a margin (ARCHITECTURE.md, "Block size is a trade").
+# never shrinks (a worker's heap grew from 13 to 45 MiB over a task). Buffers of 1 MiB and more are
+# mapped and unmapped instead: 1 GiB peaked at 493-496 MiB against 527-532 without (4 MiB: 527); the
+# page faults cost a few percent of CPU, 256 KiB (486 MiB) cost a quarter more (ARCHITECTURE.md).
 WORKER_ENV = {
     "POLARS_MAX_THREADS": "1",
     "_RJEM_MALLOC_CONF": "dirty_decay_ms:200,muzzy_decay_ms:0",
     "ARROW_DEFAULT_MEMORY_POOL": "system",
-    "MALLOC_MMAP_THRESHOLD_": str(256 << 10),
+    "MALLOC_MMAP_THRESHOLD_": str(1 << 20),
 }
 # What the fork server imports for its workers: the task code, and the modules a task imports on
 # its first write (the Parquet writer, fsspec), so that workers share them rather than each import
