@@ -36,8 +36,8 @@ class Executor(Protocol):
 # malloc itself gets a fixed mmap threshold: by default it raises the threshold to the size of each
 # big buffer freed, after which Arrow's and Python's block-sized buffers come from the heap, which
 # never shrinks (a worker's heap grew from 13 to 45 MiB over a task). Buffers of 1 MiB and more are
-# mapped and unmapped instead: 1 GiB peaked at 493-496 MiB against 527-532 without (4 MiB: 527); the
-# page faults cost a few percent of CPU, 256 KiB (486 MiB) cost a quarter more (ARCHITECTURE.md).
+# mapped and unmapped instead: 1 GiB peaked at 493-496 MiB against 527-537 without (4 MiB: 527); the
+# page faults cost 5-10% of CPU, 256 KiB (484-486 MiB) a quarter (ARCHITECTURE.md).
 WORKER_ENV = {
     "POLARS_MAX_THREADS": "1",
     "_RJEM_MALLOC_CONF": "dirty_decay_ms:200,muzzy_decay_ms:0",
