@@ -5,8 +5,9 @@ writing the tables of the first ``--mb`` MiB of a log, in one process set up as 
 
 Variants: pyarrow's `ParquetWriter` (row group by row group into one file, as `engine.store` wrote
 before issue 11: every column, statistics on every column) against the lean layout (all-null columns
-left out, statistics only on the columns readers prune with), with zstd(1) or lz4, and polars' own
-`write_parquet` of each flush. Prints one line per variant: CPU seconds, MB/s of log per core, MiB
+left out, statistics only on the columns readers prune with, `lines` as stored), with zstd(1), lz4 or
+snappy, with or without delta encoding of the ascending integer columns (line numbers, byte offsets,
+times), and polars' own `write_parquet` of each flush. Prints one line per variant: CPU seconds, MB/s of log per core, MiB
 written.
 """
 
@@ -28,7 +29,7 @@ from tracelens.engine.plan import DEFAULT_BLOCK_BYTES
 from tracelens.engine.stream import parse_blocks
 from tracelens.parsers import ParseOptions
 from tracelens.sources.files import iter_blocks
-from tracelens.tables.schema import TABLES
+from tracelens.tables.schema import TABLES, T, stored_lines
 
 _AS_WORKER = "TRACELENS_WRITERS_AS_WORKER"
 FLUSH_ROWS = 16_384
@@ -56,7 +57,10 @@ def _lean(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.select(c for c, n in zip(frame.columns, nulls, strict=True) if n < frame.height)
 
 
-def _pyarrow(folder: Path, flushes, compression: str, lean: bool) -> None:
+DELTA = ("line_no", "byte_offset", "ts")
+
+
+def _pyarrow(folder: Path, flushes, compression: str, lean: bool, delta: tuple[str, ...] = ()) -> None:
     for table, frames in flushes.items():
         writer = None
         for frame in frames:
@@ -71,6 +75,8 @@ def _pyarrow(folder: Path, flushes, compression: str, lean: bool) -> None:
                     compression_level=1 if compression == "zstd" else None,
                     use_dictionary=[c for c in ("source", "kind") if c in arrow.schema.names],
                     write_statistics=[c for c in PRUNED if c in arrow.schema.names] if lean else True,
+                    column_encoding={c: "DELTA_BINARY_PACKED" for c in delta if c in arrow.schema.names}
+                    or None,
                 )
             writer.write_table(arrow)
         writer.close()
@@ -104,14 +110,17 @@ def main() -> None:
             p.tables.frames for p in parse_blocks(iter_blocks(head, DEFAULT_BLOCK_BYTES), ParseOptions())
         ]
         flushes = _flushes(parsed)
+        lean_flushes = {t: [stored_lines(f) for f in fs] if t == T.LINES else fs for t, fs in flushes.items()}
         variants = {
             "pyarrow, zstd(1), every column, statistics on all (before)": lambda f: _pyarrow(
                 f, flushes, "zstd", False
             ),
-            "pyarrow, zstd(1), lean": lambda f: _pyarrow(f, flushes, "zstd", True),
-            "pyarrow, lz4, lean": lambda f: _pyarrow(f, flushes, "lz4", True),
-            "polars write_parquet, zstd(1), lean": lambda f: _polars(f, flushes, "zstd"),
-            "polars write_parquet, lz4, lean": lambda f: _polars(f, flushes, "lz4"),
+            "pyarrow, zstd(1), lean": lambda f: _pyarrow(f, lean_flushes, "zstd", True),
+            "pyarrow, zstd(1), lean, delta": lambda f: _pyarrow(f, lean_flushes, "zstd", True, DELTA),
+            "pyarrow, lz4, lean, delta": lambda f: _pyarrow(f, lean_flushes, "lz4", True, DELTA),
+            "pyarrow, snappy, lean, delta": lambda f: _pyarrow(f, lean_flushes, "snappy", True, DELTA),
+            "polars write_parquet, zstd(1), lean": lambda f: _polars(f, lean_flushes, "zstd"),
+            "polars write_parquet, lz4, lean": lambda f: _polars(f, lean_flushes, "lz4"),
         }
         size = head.stat().st_size
         for name, run in variants.items():

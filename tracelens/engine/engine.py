@@ -162,15 +162,18 @@ def _split(
         ranges = bounds_of.get(w.item.path)
         if ranges is None:
             continue
+        scanned = [
+            results[(w.item.path, i, a, b if b is not None else w.item.size)]
+            for i, (a, b) in enumerate(ranges[:-1])
+        ]
+        heads = server_args_heads([scan.candidates for scan in scanned])
         units = []
-        line, run, candidates = w.first_line, w.run_offset, []
+        line, run = w.first_line, w.run_offset
         for i, (a, b) in enumerate(ranges):
             units.append(Unit(w.item, a, b, line, run, base_date))
             if i < len(ranges) - 1:
-                scan = results[(w.item.path, i, a, b if b is not None else w.item.size)]
-                line += scan.newlines
-                candidates.extend(scan.candidates)
-                run = w.run_offset + server_args_heads(candidates)
+                line += scanned[i].newlines
+                run += heads[i]
         split[w.item.path] = units
     return whole, split
 

@@ -32,12 +32,22 @@ class Executor(Protocol):
 # after 200 ms instead of keeping them for seconds, so a worker's memory follows its block, not its
 # past; giving them back at once (0 ms) cost a fifth of the workers' time in page faults. pyarrow (the
 # Parquet writer) allocates from the C library's malloc instead of its default mimalloc pool, which
-# kept about 25 MiB per worker it no longer used (measured with bench/throughput.py).
+# kept about 25 MiB per worker it no longer used (measured with bench/throughput.py). The C library's
+# malloc itself gets a fixed mmap threshold: by default it raises the threshold to the size of each
+# big buffer freed, after which Arrow's and Python's block-sized buffers come from the heap, which
+# never shrinks (a worker's heap grew from 13 to 45 MiB over a task). Buffers of 1 MiB and more are
+# mapped and unmapped instead: 1 GiB peaked at 493-496 MiB against 527-537 without (4 MiB: 527); the
+# page faults cost 5-10% of CPU, 256 KiB (484-486 MiB) a quarter (ARCHITECTURE.md).
 WORKER_ENV = {
     "POLARS_MAX_THREADS": "1",
     "_RJEM_MALLOC_CONF": "dirty_decay_ms:200,muzzy_decay_ms:0",
     "ARROW_DEFAULT_MEMORY_POOL": "system",
+    "MALLOC_MMAP_THRESHOLD_": str(1 << 20),
 }
+# What the fork server imports for its workers: the task code, and the modules a task imports on
+# its first write (the Parquet writer, fsspec), so that workers share them rather than each import
+# them (0.1 CPU-s and a few MiB each).
+PRELOAD = ["tracelens.engine.task", "pyarrow.parquet", "fsspec.core", "fsspec.implementations.local"]
 
 
 @contextmanager
@@ -82,7 +92,7 @@ class PoolExecutor:
     def __init__(self, jobs: int) -> None:
         self.workers = jobs
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["tracelens.engine.task"])
+        context.set_forkserver_preload(PRELOAD)
         with _worker_environment():
             self.pool = cf.ProcessPoolExecutor(jobs, mp_context=context, initializer=_ignore_interrupts)
             # Start the fork server and the workers now, while the variable is set.

@@ -124,7 +124,7 @@ def plan_ranges(item: Input, range_bytes: int, start: int = 0) -> list[tuple[int
 
 def scan_range(path: str, start: int, end: int, chunk: int = 16 << 20) -> ScanResult:
     """Count newlines in [start, end) and collect the lines that may start a run (`server_args=`, vLLM's
-    `vLLM API server version`)."""
+    `vLLM API server version`). Each chunk is searched in place, never sliced (a slice is a copy)."""
     result = ScanResult(0)
     with open(path, "rb") as fh:
         fh.seek(start)
@@ -136,26 +136,39 @@ def scan_range(path: str, start: int, end: int, chunk: int = 16 << 20) -> ScanRe
                 break
             pos += len(data) - len(carry)
             cut = data.rfind(b"\n") + 1 if pos < end else len(data)
-            body, carry = data[:cut], data[cut:]
-            result.newlines += int(np.count_nonzero(np.frombuffer(body, dtype=np.uint8) == 0x0A))
+            result.newlines += _newlines(data, cut)
             found: dict[int, bytes] = {}  # by line start: in file order, a line once
             for needle in (_ARGS, _VLLM_START):
-                at = body.find(needle)
+                at = data.find(needle, 0, cut)
                 while at != -1:
-                    line_start = body.rfind(b"\n", 0, at) + 1
-                    line_end = body.find(b"\n", at)
-                    line_end = len(body) if line_end == -1 else line_end
-                    found[line_start] = body[line_start:line_end]
-                    at = body.find(needle, line_end)
+                    line_start = data.rfind(b"\n", 0, at) + 1
+                    line_end = data.find(b"\n", at, cut)
+                    line_end = cut if line_end == -1 else line_end
+                    found[line_start] = data[line_start:line_end]
+                    at = data.find(needle, line_end, cut)
             result.candidates.extend(found[k] for k in sorted(found))
+            carry = data[cut:]
     return result
 
 
-def server_args_heads(lines: list[bytes]) -> int:
-    """How many of these lines, each read alone, start a run (`run_start_expr`)."""
+def _newlines(data: bytes, end: int, step: int = 1 << 20) -> int:
+    """Newlines in ``data[:end]``. numpy's comparison is SIMD, three times faster than `bytes.count` of
+    one byte; a MiB at a time, its mask stays in the cache and is never paged in anew (a mask of a
+    whole 16 MiB chunk cost five times as much)."""
+    arr = np.frombuffer(data, dtype=np.uint8, count=end)
+    return sum(int(np.count_nonzero(arr[i : i + step] == 0x0A)) for i in range(0, end, step))
+
+
+def server_args_heads(groups: list[list[bytes]]) -> list[int]:
+    """For each group of lines, how many of its lines, each read alone, start a run (`run_start_expr`).
+    All groups are read in one frame: a parse per range cost the parent about 12 ms each."""
+    lines = [line for group in groups for line in group]
     if not lines:
-        return 0
+        return [0] * len(groups)
     frame = block_lines(Block("", 1, 0, b"\n".join(lines) + b"\n"))
-    df = add_prefix_columns(frame, None)
-    df = add_kinds(df)
-    return int(df.select(run_start_expr().sum()).item())
+    starts = add_kinds(add_prefix_columns(frame, None)).select(run_start_expr()).to_series().to_list()
+    counts, at = [], 0
+    for group in groups:
+        counts.append(sum(bool(x) for x in starts[at : at + len(group)]))
+        at += len(group)
+    return counts

@@ -24,6 +24,10 @@ DICTIONARY_COLUMNS = ("source", "kind")
 # Min/max statistics only on the columns a reader filters by (DuckDB, Spark, polars push `source`,
 # `run`, `line_no` and `ts` filters down to row groups); on the others they only cost write time.
 STATISTICS_COLUMNS = ("source", "run", "line_no", "ts")
+# Delta encoding for the integer columns that ascend along a file (line numbers, byte offsets, times):
+# each value costs the bits of its step, not eight bytes for zstd to find again. A tenth less write
+# CPU and a sixth fewer bytes than plain (bench/writers.py); every Parquet reader decodes it.
+DELTA_COLUMNS = ("line_no", "byte_offset", "ts")
 
 
 class Store:
@@ -152,6 +156,7 @@ class ParquetPart:
             compression_level=PARQUET_LEVEL,
             use_dictionary=[c for c in DICTIONARY_COLUMNS if c in schema.names],
             write_statistics=[c for c in STATISTICS_COLUMNS if c in schema.names],
+            column_encoding={c: "DELTA_BINARY_PACKED" for c in DELTA_COLUMNS if c in schema.names} or None,
         )
 
     def _tmp_of(self, n: int) -> str:

@@ -12,7 +12,7 @@ import datetime as dt
 import tarfile
 import zipfile
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -136,8 +136,8 @@ class SourceCollector:
         self.spans: list[pl.DataFrame] = []
         self.state = ParseState(run=result.run_offset)
 
-    def add(self, parsed: Parsed, texts: pl.DataFrame | None = None) -> None:
-        """``texts``: (line_no, text) of the blocks this one's lines may come from, for `evidence`."""
+    def add(self, parsed: Parsed, texts: Sequence[pl.DataFrame] | None = None) -> None:
+        """``texts``: (line_no, text) of consecutive blocks this one's lines may come from, for `evidence`."""
         tables, self.state = parsed.tables, parsed.state
         lines = tables.frames.get(T.LINES)
         if lines is not None and lines.height:
@@ -191,26 +191,47 @@ class SourceCollector:
         return result
 
 
-def _evidence(lines: pl.DataFrame, batches: pl.DataFrame | None, texts: pl.DataFrame) -> pl.DataFrame:
-    """The `evidence` rows of a block: its lines of the kinds findings cite, the first line of each run in
-    it (a restart cites the line that starts the next run, a `foreign` line for vLLM), and the first and
-    last decode lines of each run, with their text."""
-    wanted = pl.concat(
-        [
-            lines.filter(pl.col(C.KIND).is_in(EVIDENCE_KINDS)).select(C.SOURCE, C.LINE_NO),
-            lines.group_by(C.RUN, maintain_order=True).head(1).select(C.SOURCE, C.LINE_NO),
-        ]
-    ).unique(maintain_order=True)
-    if batches is not None and batches.height:
-        decode = batches.filter(pl.col(C.PHASE) == "decode").select(C.SOURCE, C.RUN, C.LINE_NO)
-        edges = pl.concat(
-            [
-                decode.group_by(C.RUN, maintain_order=True).head(EDGE_LINES),
-                decode.group_by(C.RUN, maintain_order=True).tail(EDGE_LINES),
-            ]
+def _evidence(
+    lines: pl.DataFrame, batches: pl.DataFrame | None, texts: Sequence[pl.DataFrame]
+) -> pl.DataFrame:
+    """The `evidence` rows of a block, in line order: its lines of the kinds findings cite, the first line
+    of each run in it (a restart cites the line that starts the next run, a `foreign` line for vLLM),
+    and the first and last decode lines of each run, with their text. ``texts``: the (line_no, text)
+    frames of consecutive blocks that hold this block's lines. The text is taken by position (line
+    numbers are consecutive), not joined: a join hashed every cited line, a fifth of them in the mix."""
+    cited = [
+        lines.filter(pl.col(C.KIND).is_in(EVIDENCE_KINDS) | pl.col(C.RUN).is_first_distinct()).get_column(
+            C.LINE_NO
         )
-        wanted = pl.concat([wanted, edges.select(C.SOURCE, C.LINE_NO)]).unique(maintain_order=True)
-    return wanted.join(texts, on=C.LINE_NO, how="inner").select(C.SOURCE, C.LINE_NO, C.TEXT)
+    ]
+    if batches is not None and batches.height:
+        # Runs only grow along a source: a row is among the first (last) EDGE_LINES of its run when the
+        # run differs EDGE_LINES rows before (after) it or earlier (later).
+        run = pl.col(C.RUN)
+        edge = pl.any_horizontal(
+            *(run != run.shift(k, fill_value=-1) for k in range(1, EDGE_LINES + 1)),
+            *(run != run.shift(-k, fill_value=-1) for k in range(1, EDGE_LINES + 1)),
+        )
+        decode = batches.filter(pl.col(C.PHASE) == "decode").select(C.RUN, C.LINE_NO)
+        cited.append(decode.filter(edge).get_column(C.LINE_NO))
+    wanted = pl.concat(cited).unique().sort()
+    texts = [f for f in texts if f.height]
+    first = int(texts[0].item(0, C.LINE_NO)) if texts else 0
+    text = (
+        pl.concat([f.get_column(C.TEXT) for f in texts], rechunk=False)
+        if texts
+        else pl.Series([], dtype=pl.String)
+    )
+    wanted = wanted.filter((wanted >= first) & (wanted < first + text.len()))
+    return pl.DataFrame(
+        {
+            C.SOURCE: pl.Series(C.SOURCE, [lines.item(0, C.SOURCE)], dtype=pl.String).new_from_index(
+                0, wanted.len()
+            ),
+            C.LINE_NO: wanted,
+            C.TEXT: text.gather(wanted - first),
+        }
+    )
 
 
 class _Recorded:
@@ -239,8 +260,8 @@ class _Recorded:
                 return lines
         return block_lines(block)
 
-    def texts(self) -> pl.DataFrame:
-        return pl.concat(list(self.frames)) if self.frames else pl.DataFrame()
+    def texts(self) -> list[pl.DataFrame]:
+        return list(self.frames)
 
 
 def _split_open(
