@@ -35,14 +35,15 @@ class Executor(Protocol):
 # kept about 25 MiB per worker it no longer used (measured with bench/throughput.py). The C library's
 # malloc itself gets a fixed mmap threshold: by default it raises the threshold to the size of each
 # big buffer freed, after which Arrow's and Python's block-sized buffers come from the heap, which
-# never shrinks (a worker's heap grew from 13 to 45 MiB over a task). Buffers of 1 MiB and more are
-# mapped and unmapped instead: 1 GiB peaked at 493-496 MiB against 527-537 without (4 MiB: 527); the
-# page faults cost 5-10% of CPU, 256 KiB (484-486 MiB) a quarter (ARCHITECTURE.md).
+# never shrinks (a worker's heap grew from 13 to 45 MiB over a task). Buffers of 4 MiB and more are
+# mapped and unmapped instead. Once `parse` stopped importing the analysis and views (a smaller
+# parent), 4 MiB was enough: on the 1 GiB mix 491 MiB and 40.5 CPU-s, against 511 MiB and 37.8 without
+# a threshold and 450 MiB and 55.5 with 1 MiB, whose page faults cost a third more CPU (ARCHITECTURE.md).
 WORKER_ENV = {
     "POLARS_MAX_THREADS": "1",
     "_RJEM_MALLOC_CONF": "dirty_decay_ms:200,muzzy_decay_ms:0",
     "ARROW_DEFAULT_MEMORY_POOL": "system",
-    "MALLOC_MMAP_THRESHOLD_": str(1 << 20),
+    "MALLOC_MMAP_THRESHOLD_": str(4 << 20),
 }
 # What the fork server imports for its workers: the task code, and the modules a task imports on
 # its first write (the Parquet writer, fsspec), so that workers share them rather than each import
