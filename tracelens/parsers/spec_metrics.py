@@ -3,21 +3,19 @@
 from __future__ import annotations
 
 import datetime as dt
-import re
 
 import polars as pl
 
 from tracelens.parsers.batch import PERCENT
+from tracelens.parsers.distinct import without_captures
 from tracelens.tables.schema import COMMON_COLUMNS, C, T, W, conform
 
 # The line a vLLM server prints as it starts (every version since 0.4): it starts a run.
 VLLM_SERVER_START = "vLLM API server version"
 # vLLM's prefix, `INFO 08-21 10:29:59 [metrics.py:120] ` (older: without the brackets): no year.
-_VLLM_STAMP = (
-    r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d)-(\d\d) (\d\d:\d\d:\d\d(?:\.\d{1,6})?) \[?[\w.]+:\d+\] "
-)
+_VLLM_STAMP = r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<month>\d\d)-(?P<day>\d\d) (?P<time>\d\d:\d\d:\d\d(?:\.\d{1,6})?) \[?[\w.]+:\d+\] "
 # The same test without captures: cheaper to compile and to run, on every untimed line of a block.
-_VLLM_STAMP_TEST = re.sub(r"\((?!\?)", "(?:", _VLLM_STAMP)  # it has no escaped `(`
+_VLLM_STAMP_TEST = without_captures(_VLLM_STAMP)
 
 
 def vllm_timestamps(df: pl.DataFrame, base_date: dt.date | None, base_is_end: bool) -> pl.DataFrame:
@@ -48,8 +46,8 @@ def vllm_timestamps(df: pl.DataFrame, base_date: dt.date | None, base_is_end: bo
 def _stamp_expr(base_date: dt.date | None, base_is_end: bool) -> pl.Expr:
     """The time of a line with vLLM's stamp, in a frame whose TS is the nearest dated line's."""
     parts = pl.col(W.CLEAN).str.extract_groups(_VLLM_STAMP)
-    month = parts.struct.field("1").cast(pl.Int32, strict=False)
-    day = parts.struct.field("2").cast(pl.Int32, strict=False)
+    month = parts.struct.field("month").cast(pl.Int32, strict=False)
+    day = parts.struct.field("day").cast(pl.Int32, strict=False)
     near = pl.col(C.TS)
     near_month = near.dt.month().cast(pl.Int32)
     from_near = (
@@ -71,7 +69,11 @@ def _stamp_expr(base_date: dt.date | None, base_is_end: bool) -> pl.Expr:
         year = pl.coalesce(from_near, from_base)
     return (
         pl.format(
-            "{}-{}-{} {}", year, parts.struct.field("1"), parts.struct.field("2"), parts.struct.field("3")
+            "{}-{}-{} {}",
+            year,
+            parts.struct.field("month"),
+            parts.struct.field("day"),
+            parts.struct.field("time"),
         )
         .str.to_datetime("%Y-%m-%d %H:%M:%S%.f", time_unit="us", strict=False)
         .alias(C.TS)
