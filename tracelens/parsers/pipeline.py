@@ -283,18 +283,24 @@ def _on_unprefixed(df: pl.DataFrame, patterns: tuple[str, ...]) -> list[pl.Serie
     """Whether each of ``patterns`` (anchored at a line's start) matches each line's clean text, tested on
     the lines without SGLang's prefix only, in one pass: a prefixed line starts with `[` or `Rank `,
     which no traceback pattern takes, and prefixed lines are most of a log."""
-    unprefixed = ~df.get_column(W.PREFIXED)
     tests = [pl.col(W.CLEAN).str.contains(pattern).alias(str(i)) for i, pattern in enumerate(patterns)]
-    if unprefixed.all():
+    return _tested_where(df, ~df.get_column(W.PREFIXED), tests)
+
+
+def _tested_where(df: pl.DataFrame, rows: pl.Series, tests: list[pl.Expr]) -> list[pl.Series]:
+    """Each boolean test evaluated on the ``rows`` of ``df`` only, False on the others: a test that can
+    hold on few lines costs those lines, not the block."""
+    if rows.all():
         return df.select(tests).get_columns()
 
     def none() -> pl.Series:  # a new one each time: `scatter` writes in place
         return pl.repeat(False, df.height, dtype=pl.Boolean, eager=True)
 
-    if not unprefixed.any():
-        return [none() for _ in patterns]
-    idx = unprefixed.arg_true()
-    read = df.select(pl.col(W.CLEAN).gather(idx)).select(tests)
+    if not rows.any():
+        return [none() for _ in tests]
+    idx = rows.arg_true()
+    columns = list(dict.fromkeys(name for test in tests for name in test.meta.root_names()))
+    read = df.select(columns).filter(rows).select(tests)  # only the columns the tests read are copied
     return [none().scatter(idx, column) for column in read.get_columns()]
 
 
@@ -395,12 +401,9 @@ def _number_runs(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFrame, Par
     """Each server start (`run_start_expr`) starts a new run; lines before the first one are run 0."""
     # Only lifecycle and foreign lines can start a run, a handful per block: they alone are tested.
     candidates = df.get_column(C.KIND).is_in([Kind.LIFECYCLE, Kind.FOREIGN])
-    idx = candidates.arg_true()
-    tested = df.select(pl.col(C.RECORD, C.LINE_NO, C.KIND, C.FORMAT, W.BODY).gather(idx))
-    is_start = tested.select((pl.col(C.RECORD) == pl.col(C.LINE_NO)) & run_start_expr()).to_series()
-    if not is_start.any():
+    (starts,) = _tested_where(df, candidates, [(pl.col(C.RECORD) == pl.col(C.LINE_NO)) & run_start_expr()])
+    if not starts.any():
         return df.with_columns(pl.lit(state.run, dtype=pl.Int32).alias(C.RUN)), state
-    starts = pl.repeat(False, df.height, dtype=pl.Boolean, eager=True).scatter(idx, is_start)
     df = df.with_columns((starts.cum_sum() + state.run).cast(pl.Int32).alias(C.RUN))
     last_run = int(df.item(-1, C.RUN)) if df.height else state.run
     return df, replace(state, run=last_run)
