@@ -6,19 +6,12 @@ imported lazily so that `import tracelens` stays cheap and pulls in no view libr
 
 from __future__ import annotations
 
-from typing import Any
+from tracelens.lazy import lazy_names
 
 __version__ = "0.1.0"
 __all__ = ["Analysis", "Expectations", "__version__", "analyze"]
 
 
-def __getattr__(name: str) -> Any:
-    if name == "analyze":
-        from tracelens.engine.ingest import analyze
-
-        return analyze
-    if name in ("Analysis", "Expectations"):
-        from tracelens import analysis
-
-        return getattr(analysis, name)
-    raise AttributeError(f"module 'tracelens' has no attribute {name!r}")
+__getattr__ = lazy_names(
+    __name__, {"analyze": ".engine.ingest", "Analysis": ".analysis", "Expectations": ".analysis"}
+)

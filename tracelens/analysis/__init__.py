@@ -11,8 +11,9 @@ needs only one, such as `tracelens parse`) does not load the whole analysis.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from tracelens.lazy import lazy_names
 
 if TYPE_CHECKING:
     from tracelens.analysis.expectations import Expectations
@@ -33,21 +34,14 @@ __all__ = [
 
 # name -> the module of the package that defines it
 _HOMES = {
-    "Analysis": "result",
-    "analyze_tables": "result",
-    "Evidence": "findings",
-    "Finding": "findings",
-    "Severity": "findings",
-    "Expectations": "expectations",
-    "Status": "findings",
-    "Verdict": "verdicts",
+    "Analysis": ".result",
+    "analyze_tables": ".result",
+    "Evidence": ".findings",
+    "Finding": ".findings",
+    "Severity": ".findings",
+    "Expectations": ".expectations",
+    "Status": ".findings",
+    "Verdict": ".verdicts",
 }
 
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value  # looked up once
-    return value
+__getattr__ = lazy_names(__name__, _HOMES)

@@ -14,8 +14,9 @@ process), `store` (line text), `index` (the log view's model), `merge` (several 
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from tracelens.lazy import lazy_names
 
 if TYPE_CHECKING:
     from tracelens.live.session import LiveSession, SourceState
@@ -26,19 +27,12 @@ __all__ = ["LiveSession", "SourceSpec", "SourceState", "command_spec", "expand_r
 # name -> its module. Imported on first use: a module of the package (the log view's `index`, whose
 # scroll-back default a CLI option shows) does not load the session and its analysis.
 _HOMES = {
-    "LiveSession": "session",
-    "SourceState": "session",
-    "SourceSpec": "spec",
-    "command_spec": "spec",
-    "expand_recorded": "spec",
-    "parse_spec": "spec",
+    "LiveSession": ".session",
+    "SourceState": ".session",
+    "SourceSpec": ".spec",
+    "command_spec": ".spec",
+    "expand_recorded": ".spec",
+    "parse_spec": ".spec",
 }
 
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value  # looked up once
-    return value
+__getattr__ = lazy_names(__name__, _HOMES)
