@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from tracelens.engine import EngineOptions, parse_to_dataset
 from tracelens.engine import manifest as mf
 from tracelens.engine.ingest import parse_paths
+from tracelens.engine.plan import scan_range
 from tracelens.engine.store import META
 from tracelens.engine.task import EVIDENCE_KINDS
 from tracelens.parsers import ParseOptions
@@ -239,6 +240,34 @@ def test_archive_members_are_sources_and_a_broken_member_is_reported(tmp_path: P
     assert by_source[f"{logs_dir / 'hosts.tar.gz'}:b/rank.log.gz"] == rank.count(b"\n")
     assert by_source[f"{logs_dir / 'more.zip'}:rank.log"] == rank.count(b"\n")
     assert 0 < by_source[str(logs_dir / "cut.log.gz")] < fixed_lines
+
+
+@pytest.mark.parametrize("chunk", [1 << 20, 3 << 20, 700_001])
+def test_the_scan_finds_run_starts_across_windows_chunks_and_long_lines(tmp_path: Path, chunk: int) -> None:
+    """`scan_range` looks for `server_args=` in 1 MiB windows first: a head that straddles a window's or
+    a chunk's end, or sits in a line longer than a chunk, is still found, and newlines still add up."""
+    lines = [b"x" * 99] * 40_000  # 4 MB of lines of 100 bytes
+    heads = {
+        10_485: b"[2026-11-20 09:00:00] " + b"z" * 48 + b"server_args=ServerArgs(model_path='/m')",
+        20_971: b"INFO 11-20 09:00:00 [api_server.py:1] vLLM API server version 0.6.3",
+        30_000: b"y" * (1 << 20) + b" server_args=ServerArgs(tp_size=8)",  # a line longer than a chunk
+    }
+    for at, head in heads.items():
+        lines[at] = head
+    data = b"\n".join(lines) + b"\n"
+    for needle, window_end in ((b"server_args=", 1 << 20), (b"vLLM API server version", 2 << 20)):
+        at = data.find(needle)
+        assert at < window_end < at + len(needle)  # the first two heads straddle a window's end
+    log = tmp_path / "server.log"
+    log.write_bytes(data)
+    whole = scan_range(str(log), 0, len(data), chunk)
+    assert whole.newlines == len(lines)
+    assert whole.candidates == [heads[k] for k in sorted(heads)]
+    start = data.index(b"\n", 2_500_000) + 1  # a range that starts after the first two heads
+    part = scan_range(str(log), start, len(data), chunk)
+    assert part.newlines == data.count(b"\n", start)
+    assert part.candidates == [heads[30_000]]
+    assert scan_range(str(log), 0, 1 << 20, chunk).candidates == []  # the first head ends past 1 MiB
 
 
 def test_glob_and_all_read_is_exit_0(tmp_path: Path) -> None:
