@@ -117,6 +117,9 @@ OTHER = st.sampled_from(
         "[gpu_id=1] x",
         "INFO:     10.0.0.1:5000 - GET",
         "ERROR: boom",
+        "WARNING 11-20 09:00:00 [scheduler.py:88] Prefill is slow",  # vLLM's form: no lead
+        "INFO scheduler.py:12: no bracket",
+        "Rank x: not a rank",
         "Traceback (most recent call last):",
         '  File "x.py", line 3, in f',
         "\x1b[36m[2026-11-20 09:00:00 TP0] coloured\x1b[0m",

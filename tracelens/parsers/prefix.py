@@ -121,6 +121,10 @@ _LONGEST_LEVEL = len("CRITICAL")
 # Only a line that starts so can have a lead (a bracket, `[gpu=N]`, `Rank N: `, a level): the others'
 # lead is empty, and their message is the whole line.
 _LEAD_MAY_START = r"^(?:\[|Rank |DEBUG|INFO|WARNING|ERROR|CRITICAL)"
+# The rest lines whose reading by the pattern differs from the position reading's no-lead default: those
+# with a window (`[`, which every bracket lead and `[gpu=N]` starts with) and those with a lead of another
+# form. A lead without a bracket is `Rank N: ` or a level, so a line not starting with either has none.
+_REST_TO_READ = rf"^(?:\[|{without_captures(_GPU)}|{without_captures(_LEVEL)})"
 # How many characters after the stamp a line's window holds: its lead and the start of its message. The
 # window is as wide as a block's widest lead in its first lines asks, within these bounds: wider
 # windows are more distinct (access lines' addresses), narrower ones leave long leads undecided.
@@ -149,8 +153,9 @@ def add_prefix_columns(df: pl.DataFrame, base_date: dt.date | None, by_position:
     (one per rank and message start), so the lead pattern reads each distinct window once, behind a
     fixed stamp, and says where the lead ends and whether the window alone decides it (`_window_leads`).
     The date and time are sliced, the message sliced off at the lead's end. A line that cannot start a
-    lead (`_LEAD_MAY_START`) has none. Every other line is read by the lead pattern (`_pattern_columns`)
-    and its fields put in place. Both ways give the same columns: `tests/test_prefix_paths.py` compares
+    lead (`_LEAD_MAY_START`) has none, nor has one that starts with none of the lead's forms in full
+    (`_REST_TO_READ`, tested on these few lines only). Every other line is read by the lead pattern
+    (`_pattern_columns`) and its fields put in place. Both ways give the same columns: `tests/test_prefix_paths.py` compares
     them (``by_position=False`` reads every line by the pattern)."""
     df = clean_frame(df)
     if df.height == 0 or not by_position:
@@ -199,9 +204,13 @@ def add_prefix_columns(df: pl.DataFrame, base_date: dt.date | None, by_position:
             clean.str.slice(1, 19).str.to_datetime("%Y-%m-%d %H:%M:%S", time_unit="us", strict=False)
         ).alias(C.TS),
     )
-    if not rest.any():
-        return df
     idx = rest.arg_true()
+    if len(idx):
+        # The pattern changes only rest lines it reads a lead in, or that got a window's fields: most rest
+        # lines (vLLM's `WARNING 12-01 12:00:00 [file.py:N] ...`) have neither and are already right.
+        idx = idx.filter(df.get_column(W.CLEAN).gather(idx).str.contains(_REST_TO_READ))
+    if not len(idx):
+        return df
     read = _pattern_columns(df.select(*_input_columns(df)).gather(idx), base_date)
     return df.with_columns(df.get_column(name).scatter(idx, read.get_column(name)) for name in PREFIX_COLUMNS)
 
