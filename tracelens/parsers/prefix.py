@@ -73,6 +73,12 @@ _KEY_STAMP = "[2000-01-01 00:00:00"
 # alternatives in one regex makes every alternative scan the whole line.
 _NEEDS_CLEANING_ANYWHERE = rf"{ANSI_PATTERN}|\r"
 _NEEDS_CLEANING_AT_START = rf"^(?:{WRAPPER_PATTERN[1:]}|{OUTER_TS_PATTERN[1:]})"
+# What a line needs to match `_NEEDS_CLEANING_ANYWHERE`: a code has an ESC or is bare (`[36m`, a digit
+# before its `m`). Two literal-fast tests pick the few lines for the whole pattern, which on every line
+# costs more than both (the `[` of every stamp starts a bare code's match). Not one regex: the digit
+# class leaves the regex engine no literal to skip to, and it costs several times as much.
+_ESC_OR_CR = "[\x1b\r]"
+_DIGIT_M = "[0-9]m"
 
 
 def clean(text: pl.Expr) -> pl.Expr:
@@ -93,20 +99,25 @@ def clean(text: pl.Expr) -> pl.Expr:
 def clean_frame(df: pl.DataFrame) -> pl.DataFrame:
     """Add CLEAN. It is computed only when some line of the block needs it: most blocks have no colour
     codes, carriage returns or wrappers, and a `contains` costs a fraction of a `replace`."""
-    text = df.get_column(C.TEXT)
-    unbracketed = ~text.str.starts_with("[")
-    needs = (
-        text.str.contains(_NEEDS_CLEANING_ANYWHERE).any()
-        or text.str.contains(_NEEDS_CLEANING_AT_START).any()
-        # the spliced-record pattern scans a whole line: only lines that do not start a record need it,
-        # and only those that hold a stamp bracket at all (found by its `[`, a fraction of the cost)
-        or (unbracketed.any() and _any_spliced(text.filter(unbracketed)))
+    text = pl.col(C.TEXT)
+    maybe = text.str.contains(_ESC_OR_CR) | text.str.contains(_DIGIT_M)
+    flags = df.select(
+        text.filter(maybe).str.contains(_NEEDS_CLEANING_ANYWHERE).any().alias("anywhere"),
+        text.str.contains(_NEEDS_CLEANING_AT_START).any().alias("at_start"),
     )
-    return df.with_columns((clean(pl.col(C.TEXT)) if needs else pl.col(C.TEXT)).alias(W.CLEAN))
+    needs = any(flags.row(0)) or _any_spliced(df.get_column(C.TEXT))
+    return df.with_columns((clean(text) if needs else text).alias(W.CLEAN))
 
 
 def _any_spliced(text: pl.Series) -> bool:
-    stamped = text.filter(text.str.contains(STAMP_BRACKET))
+    """Whether some line holds a spliced record. The spliced-record pattern scans a whole line: only
+    lines that do not start a record need it, and only those that hold a stamp bracket at all (found by
+    its `[`, a fraction of the cost)."""
+    unbracketed = ~text.str.starts_with("[")
+    if not unbracketed.any():
+        return False
+    lines = text.filter(unbracketed)
+    stamped = lines.filter(lines.str.contains(STAMP_BRACKET))
     return bool(len(stamped)) and bool(stamped.str.contains(SPLICED_PATTERN).any())
 
 
@@ -118,12 +129,9 @@ _DATED_LEN = len("[2000-01-01 00:00:00")
 # A message that starts with a level word may have a level the lead pattern would take into the lead.
 _LEVEL_START = r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)"
 _LONGEST_LEVEL = len("CRITICAL")
-# Only a line that starts so can have a lead (a bracket, `[gpu=N]`, `Rank N: `, a level): the others'
-# lead is empty, and their message is the whole line.
-_LEAD_MAY_START = r"^(?:\[|Rank |DEBUG|INFO|WARNING|ERROR|CRITICAL)"
-# The rest lines whose reading by the pattern differs from the position reading's no-lead default: those
-# with a window (`[`, which every bracket lead and `[gpu=N]` starts with) and those with a lead of another
-# form. A lead without a bracket is `Rank N: ` or a level, so a line not starting with either has none.
+# The lines not read by position that the lead pattern may read otherwise than as having no lead (empty
+# fields, the whole line its message): those that start with `[` (every bracket lead, `[gpu=N]`, and
+# every line with a window) and those that start with a lead of the other forms, `Rank N: ` or a level.
 _REST_TO_READ = rf"^(?:\[|{without_captures(_GPU)}|{without_captures(_LEVEL)})"
 # How many characters after the stamp a line's window holds: its lead and the start of its message. The
 # window is as wide as a block's widest lead in its first lines asks, within these bounds: wider
@@ -152,39 +160,36 @@ def add_prefix_columns(df: pl.DataFrame, base_date: dt.date | None, by_position:
     (a window of fixed width) hold the tags, the level and the start of the message; windows are few
     (one per rank and message start), so the lead pattern reads each distinct window once, behind a
     fixed stamp, and says where the lead ends and whether the window alone decides it (`_window_leads`).
-    The date and time are sliced, the message sliced off at the lead's end. A line that cannot start a
-    lead (`_LEAD_MAY_START`) has none, nor has one that starts with none of the lead's forms in full
-    (`_REST_TO_READ`, tested on these few lines only). Every other line is read by the lead pattern
-    (`_pattern_columns`) and its fields put in place. Both ways give the same columns: `tests/test_prefix_paths.py` compares
-    them (``by_position=False`` reads every line by the pattern)."""
+    The date and time are sliced, the message sliced off at the lead's end. Of the other lines, one that
+    starts with none of the lead's forms has none (`_REST_TO_READ`, tested on these lines only); the
+    others are read by the lead pattern (`_pattern_columns`) and their fields put in place. Both ways
+    give the same columns: `tests/test_prefix_paths.py` compares them (``by_position=False`` reads every
+    line by the pattern)."""
     df = clean_frame(df)
     if df.height == 0 or not by_position:
         return _pattern_columns(df, base_date)
     clean = pl.col(W.CLEAN)
     width = _window_width(df.get_column(W.CLEAN).head(LEAD_SAMPLE))
-    # Only a line that starts with `[` has a window: the others' lead fields come out of the join null,
-    # and those of a `[` line whose window does not decide it are replaced below (it is in `rest`), so
-    # the window's fields need no test per line.
-    df = df.with_columns(
-        pl.when(clean.str.starts_with("[")).then(clean.str.slice(_DATED_LEN, width)).alias(W.LEAD_KEY)
+    # Only a dated line has a window: the others' lead fields come out of the join null, and their
+    # position reading is not taken. A dated line whose window does not decide it is in `rest`, and its
+    # fields are replaced below, so the window's fields need no test per line.
+    df = _WINDOWS.join(
+        df.with_columns(
+            pl.when(clean.str.contains(_DATED)).then(clean.str.slice(_DATED_LEN, width)).alias(W.LEAD_KEY)
+        ),
+        width,
     )
-    df = df.join(
-        _WINDOWS.leads(df.get_column(W.LEAD_KEY).drop_nulls(), width),
-        on=W.LEAD_KEY,
-        how="left",
-        maintain_order="left",
-    )
-    lead_may_start = clean.str.contains(_LEAD_MAY_START)
-    modes = df.select(
-        (pl.col(W.BY_POSITION) & clean.str.contains(_DATED)).fill_null(False).alias(W.BY_POSITION),
-        lead_may_start.alias(W.LEAD),
-    )
-    taken, may_lead = modes.get_column(W.BY_POSITION), modes.get_column(W.LEAD)
-    rest = may_lead & ~taken
-    if rest.all():
+    on_position = pl.col(W.BY_POSITION).fill_null(False)
+    # The lines the position reading does not take and the pattern may read a lead in: the others (most
+    # are not SGLang's: `EAGLE3_DEBUG` prints, tracebacks, vLLM's `WARNING 12-01 ...`) are read already.
+    rest = df.select(pl.arg_where(~on_position)).to_series()
+    rest = rest.filter(df.get_column(W.CLEAN).gather(rest).str.contains(_REST_TO_READ))
+    if len(rest) == df.height:
         return _pattern_columns(df.select(*_input_columns(df)), base_date)
-    df = df.with_columns(taken)
-    on_position = pl.col(W.BY_POSITION)
+    # The window fields no window of the memo has are not joined: a null of their type stands in.
+    field = {
+        name: pl.col(name) if name in df.columns else pl.lit(None, dtype) for name, dtype in _FIELDS.items()
+    }
 
     def when_taken(expr: pl.Expr) -> pl.Expr:
         return pl.when(on_position).then(expr)
@@ -194,29 +199,34 @@ def add_prefix_columns(df: pl.DataFrame, base_date: dt.date | None, by_position:
         when_taken(clean.str.slice(1, 10)).alias(W.DATE),
         when_taken(clean.str.slice(12, 8)).alias(W.TIME),
         pl.lit(None, dtype=pl.String).alias(W.FRAC),
-        W.GPU,
-        C.LEVEL,
-        C.LOGGER,
-        *(pl.coalesce(pl.col(C.TP), pl.col(W.GPU)).alias(C.TP) if col == C.TP else col for col in RANK_TAGS),
+        *(field[name].alias(name) for name in (W.GPU, C.LEVEL, C.LOGGER)),
+        *(
+            (pl.coalesce(field[C.TP], field[W.GPU]) if col == C.TP else field[col]).alias(col)
+            for col in RANK_TAGS
+        ),
         on_position.alias(W.PREFIXED),
         clean.str.slice(pl.when(on_position).then(pl.col(W.LEAD_END)).otherwise(0)).alias(W.BODY),
         when_taken(
             clean.str.slice(1, 19).str.to_datetime("%Y-%m-%d %H:%M:%S", time_unit="us", strict=False)
         ).alias(C.TS),
     )
-    idx = rest.arg_true()
-    if len(idx):
-        # The pattern changes only rest lines it reads a lead in, or that got a window's fields: most rest
-        # lines (vLLM's `WARNING 12-01 12:00:00 [file.py:N] ...`) have neither and are already right.
-        idx = idx.filter(df.get_column(W.CLEAN).gather(idx).str.contains(_REST_TO_READ))
-    if not len(idx):
+    if not len(rest):
         return df
-    read = _pattern_columns(df.select(*_input_columns(df)).gather(idx), base_date)
-    return df.with_columns(df.get_column(name).scatter(idx, read.get_column(name)) for name in PREFIX_COLUMNS)
+    read = _pattern_columns(df.select(*_input_columns(df)).gather(rest), base_date)
+    return df.with_columns(
+        df.get_column(name).scatter(rest, read.get_column(name)) for name in PREFIX_COLUMNS
+    )
 
 
 # Columns the position reading adds: its working columns and the prefix's own.
 _ADDED = frozenset({W.LEAD_KEY, W.BY_POSITION, W.LEAD_END, *PREFIX_COLUMNS})
+# The lead fields a window gives, with their types.
+_FIELDS: dict[str, pl.DataType] = {
+    W.GPU: pl.Int32(),
+    C.LEVEL: pl.String(),
+    C.LOGGER: pl.String(),
+    **{col: pl.Int32() for col in RANK_TAGS},
+}
 
 
 def _input_columns(df: pl.DataFrame) -> list[str]:
@@ -239,19 +249,30 @@ class _WindowLeads:
         # One attribute, assigned at once: a width and the windows read at that width never part.
         self._memo: tuple[int, pl.DataFrame] = (-1, pl.DataFrame())
 
-    def leads(self, windows: pl.Series, width: int) -> pl.DataFrame:
-        # Read once and returned from locals: a thread that parses at the same time with another width
-        # replaces the memo, never what this call returns.
+    def join(self, df: pl.DataFrame, width: int) -> pl.DataFrame:
+        """``df`` (with LEAD_KEY) joined to its windows' readings: BY_POSITION, LEAD_END and the lead
+        fields that some window has (a field null in every window is left out)."""
+        # Read once and kept in locals: a thread that parses at the same time with another width
+        # replaces the memo, never what this call joins.
         known_width, known = self._memo
-        distinct = windows.unique()
         if width != known_width or known.height > _MEMO_ROWS:
-            known = _window_leads(distinct, width)
+            known = _window_leads(df.get_column(W.LEAD_KEY).drop_nulls().unique(), width)
         else:
-            new = distinct.filter(~distinct.is_in(known.get_column(W.LEAD_KEY).implode()))
-            if len(new):
-                known = pl.concat([known, _window_leads(new, width)])
+            # Joined first and the new windows found by their null reading: a block seldom has any, and
+            # finding them among the distinct keys cost more than this test of the joined rows.
+            joined = df.join(known, on=W.LEAD_KEY, how="left", maintain_order="left")
+            unread = pl.col(W.LEAD_KEY).is_not_null() & pl.col(W.BY_POSITION).is_null()
+            if not joined.select(unread.any()).item():
+                return joined
+            new = joined.select(pl.col(W.LEAD_KEY).filter(unread).unique()).to_series()
+            known = pl.concat([known, _window_leads(new, width)], how="diagonal_relaxed")
+        known = known.select(
+            name
+            for name in known.columns
+            if name not in _FIELDS or known.get_column(name).null_count() < known.height
+        )
         self._memo = (width, known)
-        return known
+        return df.join(known, on=W.LEAD_KEY, how="left", maintain_order="left")
 
 
 _MEMO_ROWS = 4096
