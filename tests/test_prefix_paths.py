@@ -126,6 +126,10 @@ OTHER = st.sampled_from(
         "svc  | [2026-11-20 09:00:00 TP1] wrapped",
         "  5%|#  | 1/20\r[2026-11-20 09:00:00 TP2] after a bar",
         "[2026-11-20 09:00:00] [2026-11-20 09:00:01 TP0] outer stamp",
+        "[2026-11-20 09:00:00.5] [2026-11-20 09:00:01 TP0] outer stamp with a fraction",
+        "[2026-11-20 09:00:00] [\u0663] an outer stamp before any digit",
+        "[2026-11-20 09:00:00] [x] not an outer stamp",
+        "ml-h2[2026-11-20 09:00:00 TP0] spliced",
         "",
     ]
 )

@@ -99,14 +99,11 @@ def clean(text: pl.Expr) -> pl.Expr:
 def clean_frame(df: pl.DataFrame) -> pl.DataFrame:
     """Add CLEAN. It is computed only when some line of the block needs it: most blocks have no colour
     codes, carriage returns or wrappers, and a `contains` costs a fraction of a `replace`."""
-    text = pl.col(C.TEXT)
-    maybe = text.str.contains(_ESC_OR_CR) | text.str.contains(_DIGIT_M)
-    flags = df.select(
-        text.filter(maybe).str.contains(_NEEDS_CLEANING_ANYWHERE).any().alias("anywhere"),
-        text.str.contains(_NEEDS_CLEANING_AT_START).any().alias("at_start"),
+    text = df.get_column(C.TEXT)
+    needs = (
+        _codes_or_returns(df) or bool(text.str.contains(_NEEDS_CLEANING_AT_START).any()) or _any_spliced(text)
     )
-    needs = any(flags.row(0)) or _any_spliced(df.get_column(C.TEXT))
-    return df.with_columns((clean(text) if needs else text).alias(W.CLEAN))
+    return df.with_columns((clean(pl.col(C.TEXT)) if needs else pl.col(C.TEXT)).alias(W.CLEAN))
 
 
 def _any_spliced(text: pl.Series) -> bool:
@@ -126,6 +123,10 @@ def _any_spliced(text: pl.Series) -> bool:
 # with others go the pattern's way, like every line this does not fit.
 _DATED = r"^\[[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}[ \]]"
 _DATED_LEN = len("[2000-01-01 00:00:00")
+# Whether a dated line's window starts with an inner stamp's bracket: only then does `OUTER_TS_PATTERN`
+# match the line (its stamp is the dated one, without a fraction: the window starts with ` ` or `]`).
+_OUTER = "_outer_stamp"
+_OUTER_WINDOW = r"^\] \[\d"
 # A message that starts with a level word may have a level the lead pattern would take into the lead.
 _LEVEL_START = r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)"
 _LONGEST_LEVEL = len("CRITICAL")
@@ -165,20 +166,15 @@ def add_prefix_columns(df: pl.DataFrame, base_date: dt.date | None, by_position:
     others are read by the lead pattern (`_pattern_columns`) and their fields put in place. Both ways
     give the same columns: `tests/test_prefix_paths.py` compares them (``by_position=False`` reads every
     line by the pattern)."""
-    df = clean_frame(df)
     if df.height == 0 or not by_position:
-        return _pattern_columns(df, base_date)
-    clean = pl.col(W.CLEAN)
-    width = _window_width(df.get_column(W.CLEAN).head(LEAD_SAMPLE))
-    # Only a dated line has a window: the others' lead fields come out of the join null, and their
-    # position reading is not taken. A dated line whose window does not decide it is in `rest`, and its
-    # fields are replaced below, so the window's fields need no test per line.
-    df = _WINDOWS.join(
-        df.with_columns(
-            pl.when(clean.str.contains(_DATED)).then(clean.str.slice(_DATED_LEN, width)).alias(W.LEAD_KEY)
-        ),
-        width,
-    )
+        return _pattern_columns(clean_frame(df), base_date)
+    # Windowed as if no line needed cleaning, as in most blocks, which the windows then help to tell.
+    text = pl.col(C.TEXT)
+    windowed = None if _codes_or_returns(df) else _windowed(df.with_columns(text.alias(W.CLEAN)))
+    if windowed is None or _needs_cleaning_at_start(windowed):
+        windowed = _windowed(df.with_columns(clean(text).alias(W.CLEAN)))
+    df = windowed
+    clean_text = pl.col(W.CLEAN)
     on_position = pl.col(W.BY_POSITION).fill_null(False)
     # The lines the position reading does not take and the pattern may read a lead in: the others (most
     # are not SGLang's: `EAGLE3_DEBUG` prints, tracebacks, vLLM's `WARNING 12-01 ...`) are read already.
@@ -196,8 +192,8 @@ def add_prefix_columns(df: pl.DataFrame, base_date: dt.date | None, by_position:
 
     df = df.select(
         *_input_columns(df),
-        when_taken(clean.str.slice(1, 10)).alias(W.DATE),
-        when_taken(clean.str.slice(12, 8)).alias(W.TIME),
+        when_taken(clean_text.str.slice(1, 10)).alias(W.DATE),
+        when_taken(clean_text.str.slice(12, 8)).alias(W.TIME),
         pl.lit(None, dtype=pl.String).alias(W.FRAC),
         *(field[name].alias(name) for name in (W.GPU, C.LEVEL, C.LOGGER)),
         *(
@@ -205,9 +201,9 @@ def add_prefix_columns(df: pl.DataFrame, base_date: dt.date | None, by_position:
             for col in RANK_TAGS
         ),
         on_position.alias(W.PREFIXED),
-        clean.str.slice(pl.when(on_position).then(pl.col(W.LEAD_END)).otherwise(0)).alias(W.BODY),
+        clean_text.str.slice(pl.when(on_position).then(pl.col(W.LEAD_END)).otherwise(0)).alias(W.BODY),
         when_taken(
-            clean.str.slice(1, 19).str.to_datetime("%Y-%m-%d %H:%M:%S", time_unit="us", strict=False)
+            clean_text.str.slice(1, 19).str.to_datetime("%Y-%m-%d %H:%M:%S", time_unit="us", strict=False)
         ).alias(C.TS),
     )
     if not len(rest):
@@ -218,8 +214,41 @@ def add_prefix_columns(df: pl.DataFrame, base_date: dt.date | None, by_position:
     )
 
 
+def _windowed(df: pl.DataFrame) -> pl.DataFrame:
+    """``df`` (with CLEAN) with its dated lines' windows (LEAD_KEY) and their readings joined.
+
+    Only a dated line has a window: the others' lead fields come out of the join null, and their position
+    reading is not taken. A dated line whose window does not decide it is read by the pattern, and its
+    fields replaced, so the window's fields need no test per line."""
+    clean_text = pl.col(W.CLEAN)
+    width = _window_width(df.get_column(W.CLEAN).head(LEAD_SAMPLE))
+    key = pl.when(clean_text.str.contains(_DATED)).then(clean_text.str.slice(_DATED_LEN, width))
+    return _WINDOWS.join(df.with_columns(key.alias(W.LEAD_KEY)), width)
+
+
+def _codes_or_returns(df: pl.DataFrame) -> bool:
+    """Whether a line of ``df`` has a colour code or a carriage return (`_NEEDS_CLEANING_ANYWHERE`)."""
+    text = pl.col(C.TEXT)
+    maybe = text.str.contains(_ESC_OR_CR) | text.str.contains(_DIGIT_M)
+    return bool(df.select(text.filter(maybe).str.contains(_NEEDS_CLEANING_ANYWHERE).any()).item())
+
+
+def _needs_cleaning_at_start(df: pl.DataFrame) -> bool:
+    """Whether `clean` would change the start of a line of ``df`` (windowed with CLEAN = TEXT). The tests
+    read only the undated lines: a dated line (`[` and ASCII digits) starts with no wrapper and holds no
+    spliced record, and starts with an outer stamp only when its window starts with the inner one's
+    bracket (`_OUTER`, read once per window)."""
+    text = pl.col(C.TEXT)
+    undated = pl.col(W.LEAD_KEY).is_null()
+    flags = df.select(
+        text.filter(undated).str.contains(_NEEDS_CLEANING_AT_START).any().alias("at_start"),
+        pl.col(_OUTER).any().alias("outer"),
+    )
+    return any(flags.row(0)) or _any_spliced(df.select(text.filter(undated)).to_series())
+
+
 # Columns the position reading adds: its working columns and the prefix's own.
-_ADDED = frozenset({W.LEAD_KEY, W.BY_POSITION, W.LEAD_END, *PREFIX_COLUMNS})
+_ADDED = frozenset({W.LEAD_KEY, _OUTER, W.BY_POSITION, W.LEAD_END, *PREFIX_COLUMNS})
 # The lead fields a window gives, with their types.
 _FIELDS: dict[str, pl.DataType] = {
     W.GPU: pl.Int32(),
@@ -242,20 +271,21 @@ def _window_width(sample: pl.Series) -> int:
 
 class _WindowLeads:
     """`_window_leads` kept across blocks: a process reads the same few windows (ranks, message starts)
-    in every block, and reading them costs a dozen small polars calls whatever their number. The memo is
-    dropped when it grows past `_MEMO_ROWS` (a log whose windows hold changing text)."""
+    in every block, and reading them costs a dozen small polars calls whatever their number. The memo
+    holds the windows of the last `_MEMO_WIDTHS` widths (a block that needs cleaning is windowed before
+    and after, maybe at two widths), and a width's are dropped when they grow past `_MEMO_ROWS` (a log
+    whose windows hold changing text)."""
 
     def __init__(self) -> None:
-        # One attribute, assigned at once: a width and the windows read at that width never part.
-        self._memo: tuple[int, pl.DataFrame] = (-1, pl.DataFrame())
+        # Replaced whole, never changed in place: a thread that reads it meanwhile keeps its own.
+        self._memo: dict[int, pl.DataFrame] = {}
 
     def join(self, df: pl.DataFrame, width: int) -> pl.DataFrame:
         """``df`` (with LEAD_KEY) joined to its windows' readings: BY_POSITION, LEAD_END and the lead
         fields that some window has (a field null in every window is left out)."""
-        # Read once and kept in locals: a thread that parses at the same time with another width
-        # replaces the memo, never what this call joins.
-        known_width, known = self._memo
-        if width != known_width or known.height > _MEMO_ROWS:
+        memo = self._memo
+        known = memo.get(width)
+        if known is None or known.height > _MEMO_ROWS:
             known = _window_leads(df.get_column(W.LEAD_KEY).drop_nulls().unique(), width)
         else:
             # Joined first and the new windows found by their null reading: a block seldom has any, and
@@ -271,11 +301,13 @@ class _WindowLeads:
             for name in known.columns
             if name not in _FIELDS or known.get_column(name).null_count() < known.height
         )
-        self._memo = (width, known)
+        others = [(other, windows) for other, windows in memo.items() if other != width]
+        self._memo = dict([*others[len(others) + 1 - _MEMO_WIDTHS :], (width, known)])
         return df.join(known, on=W.LEAD_KEY, how="left", maintain_order="left")
 
 
 _MEMO_ROWS = 4096
+_MEMO_WIDTHS = 2
 _WINDOWS = _WindowLeads()
 
 
@@ -303,6 +335,7 @@ def _window_leads(windows: pl.Series, width: int) -> pl.DataFrame:
     return groups.with_columns(
         (bracket & decided).fill_null(False).alias(W.BY_POSITION),
         pl.col(W.LEAD).str.len_chars().alias(W.LEAD_END),
+        pl.col(W.LEAD_KEY).str.contains(_OUTER_WINDOW).alias(_OUTER),
     ).drop(W.LEAD, W.TIME)
 
 
