@@ -125,7 +125,6 @@ _DATED = r"^\[[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}[ \]]"
 _DATED_LEN = len("[2000-01-01 00:00:00")
 # Whether a dated line's window starts with an inner stamp's bracket: only then does `OUTER_TS_PATTERN`
 # match the line (its stamp is the dated one, without a fraction: the window starts with ` ` or `]`).
-_OUTER = "_outer_stamp"
 _OUTER_WINDOW = r"^\] \[\d"
 # A message that starts with a level word may have a level the lead pattern would take into the lead.
 _LEVEL_START = r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)"
@@ -237,18 +236,18 @@ def _needs_cleaning_at_start(df: pl.DataFrame) -> bool:
     """Whether `clean` would change the start of a line of ``df`` (windowed with CLEAN = TEXT). The tests
     read only the undated lines: a dated line (`[` and ASCII digits) starts with no wrapper and holds no
     spliced record, and starts with an outer stamp only when its window starts with the inner one's
-    bracket (`_OUTER`, read once per window)."""
+    bracket (`W.OUTER_STAMP`, read once per window)."""
     text = pl.col(C.TEXT)
     undated = pl.col(W.LEAD_KEY).is_null()
     flags = df.select(
         text.filter(undated).str.contains(_NEEDS_CLEANING_AT_START).any().alias("at_start"),
-        pl.col(_OUTER).any().alias("outer"),
+        pl.col(W.OUTER_STAMP).any().alias("outer"),
     )
     return any(flags.row(0)) or _any_spliced(df.select(text.filter(undated)).to_series())
 
 
 # Columns the position reading adds: its working columns and the prefix's own.
-_ADDED = frozenset({W.LEAD_KEY, _OUTER, W.BY_POSITION, W.LEAD_END, *PREFIX_COLUMNS})
+_ADDED = frozenset({W.LEAD_KEY, W.OUTER_STAMP, W.BY_POSITION, W.LEAD_END, *PREFIX_COLUMNS})
 # The lead fields a window gives, with their types.
 _FIELDS: dict[str, pl.DataType] = {
     W.GPU: pl.Int32(),
@@ -335,7 +334,7 @@ def _window_leads(windows: pl.Series, width: int) -> pl.DataFrame:
     return groups.with_columns(
         (bracket & decided).fill_null(False).alias(W.BY_POSITION),
         pl.col(W.LEAD).str.len_chars().alias(W.LEAD_END),
-        pl.col(W.LEAD_KEY).str.contains(_OUTER_WINDOW).alias(_OUTER),
+        pl.col(W.LEAD_KEY).str.contains(_OUTER_WINDOW).alias(W.OUTER_STAMP),
     ).drop(W.LEAD, W.TIME)
 
 
