@@ -120,6 +120,9 @@ OTHER = st.sampled_from(
         "WARNING 11-20 09:00:00 [scheduler.py:88] Prefill is slow",  # vLLM's form: no lead
         "INFO scheduler.py:12: no bracket",
         "Rank x: not a rank",
+        "[rank4]:[W208 00:55:32.441635613 socket.cpp:462] [c10d] wait",  # `[`, but no lead
+        "[2026-11-20 09:00:00 handler.py:169 INFO] [64444] request",
+        "[2026-11-20 09:00:00 TPO] Scheduler hit an exception",
         "Traceback (most recent call last):",
         '  File "x.py", line 3, in f',
         "\x1b[36m[2026-11-20 09:00:00 TP0] coloured\x1b[0m",

@@ -130,9 +130,11 @@ _OUTER_WINDOW = r"^\] \[\d"
 _LEVEL_START = r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)"
 _LONGEST_LEVEL = len("CRITICAL")
 # The lines not read by position that the lead pattern may read otherwise than as having no lead (empty
-# fields, the whole line its message): those that start with `[` (every bracket lead, `[gpu=N]`, and
-# every line with a window) and those that start with a lead of the other forms, `Rank N: ` or a level.
-_REST_TO_READ = rf"^(?:\[|{without_captures(_GPU)}|{without_captures(_LEVEL)})"
+# fields, the whole line its message): those that start with a lead form in full. A dated line whose
+# window did not decide it and that starts with no bracket lead got no fields from its window either:
+# the window is a prefix of the line behind a stamp of the same form, and an anchored pattern that
+# matches a prefix matches the line.
+_REST_TO_READ = "^(?:" + without_captures(rf"{_BRACKET}|{_GPU}|{_LEVEL}") + ")"
 # How many characters after the stamp a line's window holds: its lead and the start of its message. The
 # window is as wide as a block's widest lead in its first lines asks, within these bounds: wider
 # windows are more distinct (access lines' addresses), narrower ones leave long leads undecided.
