@@ -169,7 +169,9 @@ def add_prefix_columns(df: pl.DataFrame, base_date: dt.date | None, by_position:
     line by the pattern)."""
     if df.height == 0 or not by_position:
         return _pattern_columns(clean_frame(df), base_date)
-    # Windowed as if no line needed cleaning, as in most blocks, which the windows then help to tell.
+    # A block without codes or carriage returns (nearly every one) is windowed as if it needed no
+    # cleaning at all: the windows then tell whether a dated line starts with an outer stamp, and only
+    # the undated lines are left to test. A block that needs cleaning is windowed once it is clean.
     text = pl.col(C.TEXT)
     windowed = None if _codes_or_returns(df) else _windowed(df.with_columns(text.alias(W.CLEAN)))
     if windowed is None or _needs_cleaning_at_start(windowed):
