@@ -117,12 +117,22 @@ OTHER = st.sampled_from(
         "[gpu_id=1] x",
         "INFO:     10.0.0.1:5000 - GET",
         "ERROR: boom",
+        "WARNING 11-20 09:00:00 [scheduler.py:88] Prefill is slow",  # vLLM's form: no lead
+        "INFO scheduler.py:12: no bracket",
+        "Rank x: not a rank",
+        "[rank4]:[W208 00:55:32.441635613 socket.cpp:462] [c10d] wait",  # `[`, but no lead
+        "[2026-11-20 09:00:00 handler.py:169 INFO] [64444] request",
+        "[2026-11-20 09:00:00 TPO] Scheduler hit an exception",
         "Traceback (most recent call last):",
         '  File "x.py", line 3, in f',
         "\x1b[36m[2026-11-20 09:00:00 TP0] coloured\x1b[0m",
         "svc  | [2026-11-20 09:00:00 TP1] wrapped",
         "  5%|#  | 1/20\r[2026-11-20 09:00:00 TP2] after a bar",
         "[2026-11-20 09:00:00] [2026-11-20 09:00:01 TP0] outer stamp",
+        "[2026-11-20 09:00:00.5] [2026-11-20 09:00:01 TP0] outer stamp with a fraction",
+        "[2026-11-20 09:00:00] [\u0663] an outer stamp before any digit",
+        "[2026-11-20 09:00:00] [x] not an outer stamp",
+        "ml-h2[2026-11-20 09:00:00 TP0] spliced",
         "",
     ]
 )

@@ -73,6 +73,12 @@ _KEY_STAMP = "[2000-01-01 00:00:00"
 # alternatives in one regex makes every alternative scan the whole line.
 _NEEDS_CLEANING_ANYWHERE = rf"{ANSI_PATTERN}|\r"
 _NEEDS_CLEANING_AT_START = rf"^(?:{WRAPPER_PATTERN[1:]}|{OUTER_TS_PATTERN[1:]})"
+# What a line needs to match `_NEEDS_CLEANING_ANYWHERE`: a code has an ESC or is bare (`[36m`, a digit
+# before its `m`). Two literal-fast tests pick the few lines for the whole pattern, which on every line
+# costs more than both (the `[` of every stamp starts a bare code's match). Not one regex: the digit
+# class leaves the regex engine no literal to skip to, and it costs several times as much.
+_ESC_OR_CR = "[\x1b\r]"
+_DIGIT_M = "[0-9]m"
 
 
 def clean(text: pl.Expr) -> pl.Expr:
@@ -94,19 +100,21 @@ def clean_frame(df: pl.DataFrame) -> pl.DataFrame:
     """Add CLEAN. It is computed only when some line of the block needs it: most blocks have no colour
     codes, carriage returns or wrappers, and a `contains` costs a fraction of a `replace`."""
     text = df.get_column(C.TEXT)
-    unbracketed = ~text.str.starts_with("[")
     needs = (
-        text.str.contains(_NEEDS_CLEANING_ANYWHERE).any()
-        or text.str.contains(_NEEDS_CLEANING_AT_START).any()
-        # the spliced-record pattern scans a whole line: only lines that do not start a record need it,
-        # and only those that hold a stamp bracket at all (found by its `[`, a fraction of the cost)
-        or (unbracketed.any() and _any_spliced(text.filter(unbracketed)))
+        _codes_or_returns(df) or bool(text.str.contains(_NEEDS_CLEANING_AT_START).any()) or _any_spliced(text)
     )
     return df.with_columns((clean(pl.col(C.TEXT)) if needs else pl.col(C.TEXT)).alias(W.CLEAN))
 
 
 def _any_spliced(text: pl.Series) -> bool:
-    stamped = text.filter(text.str.contains(STAMP_BRACKET))
+    """Whether some line holds a spliced record. The spliced-record pattern scans a whole line: only
+    lines that do not start a record need it, and only those that hold a stamp bracket at all (found by
+    its `[`, a fraction of the cost)."""
+    unbracketed = ~text.str.starts_with("[")
+    if not unbracketed.any():
+        return False
+    lines = text.filter(unbracketed)
+    stamped = lines.filter(lines.str.contains(STAMP_BRACKET))
     return bool(len(stamped)) and bool(stamped.str.contains(SPLICED_PATTERN).any())
 
 
@@ -115,12 +123,18 @@ def _any_spliced(text: pl.Series) -> bool:
 # with others go the pattern's way, like every line this does not fit.
 _DATED = r"^\[[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}[ \]]"
 _DATED_LEN = len("[2000-01-01 00:00:00")
+# Whether a dated line's window starts with an inner stamp's bracket: only then does `OUTER_TS_PATTERN`
+# match the line (its stamp is the dated one, without a fraction: the window starts with ` ` or `]`).
+_OUTER_WINDOW = r"^\] \[\d"
 # A message that starts with a level word may have a level the lead pattern would take into the lead.
 _LEVEL_START = r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)"
 _LONGEST_LEVEL = len("CRITICAL")
-# Only a line that starts so can have a lead (a bracket, `[gpu=N]`, `Rank N: `, a level): the others'
-# lead is empty, and their message is the whole line.
-_LEAD_MAY_START = r"^(?:\[|Rank |DEBUG|INFO|WARNING|ERROR|CRITICAL)"
+# The lines not read by position that the lead pattern may read otherwise than as having no lead (empty
+# fields, the whole line its message): those that start with a lead form in full. A dated line whose
+# window did not decide it and that starts with no bracket lead got no fields from its window either:
+# the window is a prefix of the line behind a stamp of the same form, and an anchored pattern that
+# matches a prefix matches the line.
+_REST_TO_READ = "^(?:" + without_captures(rf"{_BRACKET}|{_GPU}|{_LEVEL}") + ")"
 # How many characters after the stamp a line's window holds: its lead and the start of its message. The
 # window is as wide as a block's widest lead in its first lines asks, within these bounds: wider
 # windows are more distinct (access lines' addresses), narrower ones leave long leads undecided.
@@ -148,66 +162,103 @@ def add_prefix_columns(df: pl.DataFrame, base_date: dt.date | None, by_position:
     (a window of fixed width) hold the tags, the level and the start of the message; windows are few
     (one per rank and message start), so the lead pattern reads each distinct window once, behind a
     fixed stamp, and says where the lead ends and whether the window alone decides it (`_window_leads`).
-    The date and time are sliced, the message sliced off at the lead's end. A line that cannot start a
-    lead (`_LEAD_MAY_START`) has none. Every other line is read by the lead pattern (`_pattern_columns`)
-    and its fields put in place. Both ways give the same columns: `tests/test_prefix_paths.py` compares
-    them (``by_position=False`` reads every line by the pattern)."""
-    df = clean_frame(df)
+    The date and time are sliced, the message sliced off at the lead's end. Of the other lines, one that
+    starts with none of the lead's forms has none (`_REST_TO_READ`, tested on these lines only); the
+    others are read by the lead pattern (`_pattern_columns`) and their fields put in place. Both ways
+    give the same columns: `tests/test_prefix_paths.py` compares them (``by_position=False`` reads every
+    line by the pattern)."""
     if df.height == 0 or not by_position:
-        return _pattern_columns(df, base_date)
-    clean = pl.col(W.CLEAN)
-    width = _window_width(df.get_column(W.CLEAN).head(LEAD_SAMPLE))
-    # Only a line that starts with `[` has a window: the others' lead fields come out of the join null,
-    # and those of a `[` line whose window does not decide it are replaced below (it is in `rest`), so
-    # the window's fields need no test per line.
-    df = df.with_columns(
-        pl.when(clean.str.starts_with("[")).then(clean.str.slice(_DATED_LEN, width)).alias(W.LEAD_KEY)
-    )
-    df = df.join(
-        _WINDOWS.leads(df.get_column(W.LEAD_KEY).drop_nulls(), width),
-        on=W.LEAD_KEY,
-        how="left",
-        maintain_order="left",
-    )
-    lead_may_start = clean.str.contains(_LEAD_MAY_START)
-    modes = df.select(
-        (pl.col(W.BY_POSITION) & clean.str.contains(_DATED)).fill_null(False).alias(W.BY_POSITION),
-        lead_may_start.alias(W.LEAD),
-    )
-    taken, may_lead = modes.get_column(W.BY_POSITION), modes.get_column(W.LEAD)
-    rest = may_lead & ~taken
-    if rest.all():
+        return _pattern_columns(clean_frame(df), base_date)
+    # A block without codes or carriage returns (nearly every one) is windowed as if it needed no
+    # cleaning at all: the windows then tell whether a dated line starts with an outer stamp, and only
+    # the undated lines are left to test. A block that needs cleaning is windowed once it is clean.
+    text = pl.col(C.TEXT)
+    windowed = None if _codes_or_returns(df) else _windowed(df.with_columns(text.alias(W.CLEAN)))
+    if windowed is None or _needs_cleaning_at_start(windowed):
+        windowed = _windowed(df.with_columns(clean(text).alias(W.CLEAN)))
+    df = windowed
+    clean_text = pl.col(W.CLEAN)
+    on_position = pl.col(W.BY_POSITION).fill_null(False)
+    # The lines the position reading does not take and the pattern may read a lead in: the others (most
+    # are not SGLang's: `EAGLE3_DEBUG` prints, tracebacks, vLLM's `WARNING 12-01 ...`) are read already.
+    rest = df.select(pl.arg_where(~on_position)).to_series()
+    rest = rest.filter(df.get_column(W.CLEAN).gather(rest).str.contains(_REST_TO_READ))
+    if len(rest) == df.height:
         return _pattern_columns(df.select(*_input_columns(df)), base_date)
-    df = df.with_columns(taken)
-    on_position = pl.col(W.BY_POSITION)
+    # The window fields no window of the memo has are not joined: a null of their type stands in.
+    field = {
+        name: pl.col(name) if name in df.columns else pl.lit(None, dtype) for name, dtype in _FIELDS.items()
+    }
 
     def when_taken(expr: pl.Expr) -> pl.Expr:
         return pl.when(on_position).then(expr)
 
     df = df.select(
         *_input_columns(df),
-        when_taken(clean.str.slice(1, 10)).alias(W.DATE),
-        when_taken(clean.str.slice(12, 8)).alias(W.TIME),
+        when_taken(clean_text.str.slice(1, 10)).alias(W.DATE),
+        when_taken(clean_text.str.slice(12, 8)).alias(W.TIME),
         pl.lit(None, dtype=pl.String).alias(W.FRAC),
-        W.GPU,
-        C.LEVEL,
-        C.LOGGER,
-        *(pl.coalesce(pl.col(C.TP), pl.col(W.GPU)).alias(C.TP) if col == C.TP else col for col in RANK_TAGS),
+        *(field[name].alias(name) for name in (W.GPU, C.LEVEL, C.LOGGER)),
+        *(
+            (pl.coalesce(field[C.TP], field[W.GPU]) if col == C.TP else field[col]).alias(col)
+            for col in RANK_TAGS
+        ),
         on_position.alias(W.PREFIXED),
-        clean.str.slice(pl.when(on_position).then(pl.col(W.LEAD_END)).otherwise(0)).alias(W.BODY),
+        clean_text.str.slice(pl.when(on_position).then(pl.col(W.LEAD_END)).otherwise(0)).alias(W.BODY),
         when_taken(
-            clean.str.slice(1, 19).str.to_datetime("%Y-%m-%d %H:%M:%S", time_unit="us", strict=False)
+            clean_text.str.slice(1, 19).str.to_datetime("%Y-%m-%d %H:%M:%S", time_unit="us", strict=False)
         ).alias(C.TS),
     )
-    if not rest.any():
+    if not len(rest):
         return df
-    idx = rest.arg_true()
-    read = _pattern_columns(df.select(*_input_columns(df)).gather(idx), base_date)
-    return df.with_columns(df.get_column(name).scatter(idx, read.get_column(name)) for name in PREFIX_COLUMNS)
+    read = _pattern_columns(df.select(*_input_columns(df)).gather(rest), base_date)
+    return df.with_columns(
+        df.get_column(name).scatter(rest, read.get_column(name)) for name in PREFIX_COLUMNS
+    )
+
+
+def _windowed(df: pl.DataFrame) -> pl.DataFrame:
+    """``df`` (with CLEAN) with its dated lines' windows (LEAD_KEY) and their readings joined.
+
+    Only a dated line has a window: the others' lead fields come out of the join null, and their position
+    reading is not taken. A dated line whose window does not decide it is read by the pattern, and its
+    fields replaced, so the window's fields need no test per line."""
+    clean_text = pl.col(W.CLEAN)
+    width = _window_width(df.get_column(W.CLEAN).head(LEAD_SAMPLE))
+    key = pl.when(clean_text.str.contains(_DATED)).then(clean_text.str.slice(_DATED_LEN, width))
+    return _WINDOWS.join(df.with_columns(key.alias(W.LEAD_KEY)), width)
+
+
+def _codes_or_returns(df: pl.DataFrame) -> bool:
+    """Whether a line of ``df`` has a colour code or a carriage return (`_NEEDS_CLEANING_ANYWHERE`)."""
+    text = pl.col(C.TEXT)
+    maybe = text.str.contains(_ESC_OR_CR) | text.str.contains(_DIGIT_M)
+    return bool(df.select(text.filter(maybe).str.contains(_NEEDS_CLEANING_ANYWHERE).any()).item())
+
+
+def _needs_cleaning_at_start(df: pl.DataFrame) -> bool:
+    """Whether `clean` would change the start of a line of ``df`` (windowed with CLEAN = TEXT). The tests
+    read only the undated lines: a dated line (`[` and ASCII digits) starts with no wrapper and holds no
+    spliced record, and starts with an outer stamp only when its window starts with the inner one's
+    bracket (`W.OUTER_STAMP`, read once per window)."""
+    text = pl.col(C.TEXT)
+    undated = pl.col(W.LEAD_KEY).is_null()
+    flags = df.select(
+        text.filter(undated).str.contains(_NEEDS_CLEANING_AT_START).any().alias("at_start"),
+        pl.col(W.OUTER_STAMP).any().alias("outer"),
+    )
+    return any(flags.row(0)) or _any_spliced(df.select(text.filter(undated)).to_series())
 
 
 # Columns the position reading adds: its working columns and the prefix's own.
-_ADDED = frozenset({W.LEAD_KEY, W.BY_POSITION, W.LEAD_END, *PREFIX_COLUMNS})
+_ADDED = frozenset({W.LEAD_KEY, W.OUTER_STAMP, W.BY_POSITION, W.LEAD_END, *PREFIX_COLUMNS})
+# The lead fields a window gives, with their types.
+_FIELDS: dict[str, pl.DataType] = {
+    W.GPU: pl.Int32(),
+    C.LEVEL: pl.String(),
+    C.LOGGER: pl.String(),
+    **{col: pl.Int32() for col in RANK_TAGS},
+}
 
 
 def _input_columns(df: pl.DataFrame) -> list[str]:
@@ -223,29 +274,43 @@ def _window_width(sample: pl.Series) -> int:
 
 class _WindowLeads:
     """`_window_leads` kept across blocks: a process reads the same few windows (ranks, message starts)
-    in every block, and reading them costs a dozen small polars calls whatever their number. The memo is
-    dropped when it grows past `_MEMO_ROWS` (a log whose windows hold changing text)."""
+    in every block, and reading them costs a dozen small polars calls whatever their number. The memo
+    holds the windows of the last `_MEMO_WIDTHS` widths (a block that needs cleaning is windowed before
+    and after, maybe at two widths), and a width's are dropped when they grow past `_MEMO_ROWS` (a log
+    whose windows hold changing text)."""
 
     def __init__(self) -> None:
-        # One attribute, assigned at once: a width and the windows read at that width never part.
-        self._memo: tuple[int, pl.DataFrame] = (-1, pl.DataFrame())
+        # Replaced whole, never changed in place: a thread that reads it meanwhile keeps its own.
+        self._memo: dict[int, pl.DataFrame] = {}
 
-    def leads(self, windows: pl.Series, width: int) -> pl.DataFrame:
-        # Read once and returned from locals: a thread that parses at the same time with another width
-        # replaces the memo, never what this call returns.
-        known_width, known = self._memo
-        distinct = windows.unique()
-        if width != known_width or known.height > _MEMO_ROWS:
-            known = _window_leads(distinct, width)
+    def join(self, df: pl.DataFrame, width: int) -> pl.DataFrame:
+        """``df`` (with LEAD_KEY) joined to its windows' readings: BY_POSITION, LEAD_END and the lead
+        fields that some window has (a field null in every window is left out)."""
+        memo = self._memo
+        known = memo.get(width)
+        if known is None or known.height > _MEMO_ROWS:
+            known = _window_leads(df.get_column(W.LEAD_KEY).drop_nulls().unique(), width)
         else:
-            new = distinct.filter(~distinct.is_in(known.get_column(W.LEAD_KEY).implode()))
-            if len(new):
-                known = pl.concat([known, _window_leads(new, width)])
-        self._memo = (width, known)
-        return known
+            # Joined first and the new windows found by their null reading: a block seldom has any, and
+            # finding them among the distinct keys cost more than this test of the joined rows.
+            joined = df.join(known, on=W.LEAD_KEY, how="left", maintain_order="left")
+            unread = pl.col(W.LEAD_KEY).is_not_null() & pl.col(W.BY_POSITION).is_null()
+            if not joined.select(unread.any()).item():
+                return joined
+            new = joined.select(pl.col(W.LEAD_KEY).filter(unread).unique()).to_series()
+            known = pl.concat([known, _window_leads(new, width)], how="diagonal_relaxed")
+        known = known.select(
+            name
+            for name in known.columns
+            if name not in _FIELDS or known.get_column(name).null_count() < known.height
+        )
+        others = [(other, windows) for other, windows in memo.items() if other != width]
+        self._memo = dict([*others[len(others) + 1 - _MEMO_WIDTHS :], (width, known)])
+        return df.join(known, on=W.LEAD_KEY, how="left", maintain_order="left")
 
 
 _MEMO_ROWS = 4096
+_MEMO_WIDTHS = 2
 _WINDOWS = _WindowLeads()
 
 
@@ -273,6 +338,7 @@ def _window_leads(windows: pl.Series, width: int) -> pl.DataFrame:
     return groups.with_columns(
         (bracket & decided).fill_null(False).alias(W.BY_POSITION),
         pl.col(W.LEAD).str.len_chars().alias(W.LEAD_END),
+        pl.col(W.LEAD_KEY).str.contains(_OUTER_WINDOW).alias(W.OUTER_STAMP),
     ).drop(W.LEAD, W.TIME)
 
 
