@@ -104,7 +104,8 @@ class _Words:
         self.words = np.ndarray((len(self.bytes) - 7,), dtype="<u8", buffer=self.bytes, strides=(1,))
         self.start = offsets[:-2] - offsets[0]
         self.end = offsets[1:-1] - offsets[0]
-        self.valid = bodies.is_not_null().to_numpy()
+        nulls = bodies.null_count()
+        self.valid = bodies.is_not_null().to_numpy() if nulls else np.ones(len(bodies), dtype=np.bool_)
         self._windows: dict[int, np.ndarray] = {}
 
     def window(self, pos: np.ndarray, count: int) -> np.ndarray:
@@ -182,13 +183,12 @@ def _read_int(word: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 
 def _read_float(word: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    # The bytes past the value made zero, the dot is at 0..length-1, or there is none: then `low`
-    # keeps the whole word, the digits are the word and `dot` is 8.
-    word = word & _LOW[length]
+    # `dot` is where the word's first dot is, 8 when it has none; one at or past ``length`` is not the
+    # value's, and the bytes it moves are past the value, which `_digits` shifts out.
     low = _before_first(word, _DOT)
     digits = (word & low) | ((word >> _U64(8)) & ~low)  # the dot taken out
     dot = np.bitwise_count(low) >> 3
-    count = length - (dot < 8)
+    count = length - (dot < length)
     ok, number = _digits(digits, count)
     ok &= (dot != 0) & (dot != length - 1) & (length >= 1)  # a digit on each side of the dot
     # The value is the number over 10 ** (its digits after the dot): both are exact in a float64
@@ -196,8 +196,8 @@ def _read_float(word: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, np.nd
     # rounded parse) gives.
     value = number / _POW10[count - np.minimum(dot, length)]
     odd = np.flatnonzero(~ok & (length == 3))  # `nan` and `inf` are among the few non-digit values
-    nan = odd[word[odd] == _NAN]
-    inf = odd[word[odd] == _INF]
+    three = word[odd] & _LOW[3]
+    nan, inf = odd[three == _NAN], odd[three == _INF]
     ok[nan] = ok[inf] = True
     value[nan], value[inf] = np.nan, np.inf
     return ok, value
@@ -278,7 +278,8 @@ def read_lanes(bodies: pl.Series, lanes: list[Lane]) -> pl.DataFrame:
         if not len(candidates):
             continue
         ok, items = _read_rows(words, candidates, _word_at(window, len(lead))[match], lane)
-        rows = candidates[ok]
+        every = bool(ok.all())  # the usual case: no line to leave out of each column
+        rows = candidates if every else candidates[ok]
         lane_of[rows] = index
         for column, item in lane.columns:
             kind = lane.kinds[item]
@@ -286,7 +287,7 @@ def read_lanes(bodies: pl.Series, lanes: list[Lane]) -> pl.DataFrame:
                 dtype = {Kind.INT: np.int64, Kind.FLOAT: np.float64, Kind.BOOL: np.bool_}[kind]
                 values[column] = (np.zeros(n, dtype=dtype), np.zeros(n, dtype=np.bool_), kind)
             data, valid, _ = values[column]
-            data[rows] = items[item][ok]
+            data[rows] = items[item] if every else items[item][ok]
             valid[rows] = True
     return pl.DataFrame(
         [
