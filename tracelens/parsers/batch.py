@@ -139,14 +139,13 @@ def _by_lanes(df: pl.DataFrame) -> tuple[pl.DataFrame | None, pl.DataFrame]:
         return None, df
     got = read_lanes(df.get_column(W.BODY), lanes)
     lane_of = got.get_column(W.LAYOUT)
-    read = pl.concat([df.select(W.ROW, *COMMON_COLUMNS), got], how="horizontal").select(
-        W.ROW,
-        *COMMON_COLUMNS,
-        pl.col(W.LAYOUT)
-        .replace_strict({i: lane.phase for i, lane in enumerate(lanes)}, default=None, return_dtype=pl.String)
-        .alias(C.PHASE),
-        pl.lit(None, dtype=pl.Int64).alias(C.FORWARD_ITER),
-        *(c for c in _COLUMNS if c in got.columns),
+    # The columns in any order: `parse_batches` conforms them to the table.
+    phase = pl.lit(None, dtype=pl.String)
+    for i, lane in enumerate(lanes):
+        phase = pl.when(pl.col(W.LAYOUT) == i).then(pl.lit(lane.phase)).otherwise(phase)
+    read = pl.concat(
+        [df.select(W.ROW, *COMMON_COLUMNS), got.with_columns(phase.alias(C.PHASE)).drop(W.LAYOUT)],
+        how="horizontal",
     )
     taken = lane_of >= 0
     if taken.all():

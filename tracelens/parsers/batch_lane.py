@@ -7,14 +7,15 @@ with no regex and no string column per item:
 
 - each fixed piece of text (the header with the first key, then `, key: ` between values) is compared
   8 bytes at a time, as little-endian words read at any byte offset (one gather of a few consecutive
-  words holds a piece and the next value's word);
+  words, copied as one record per line, holds a piece and the next value's word);
 - a value runs to the first `,` of the word that starts it (to the line's end, less SGLang's trailing
   `, `, for the last one), and is at most 8 bytes;
 - an integer is `\d+`, a float `\d+(\.\d+)?`, `nan` or `inf`, a boolean `True` or `False` (a negative
   number, never seen in these lines, is left to the other paths); digits are checked and summed 8 at a
-  time (the SWAR steps of fast_float's `parse_eight_digits`, the digits padded with zeros to 8), and a
-  float is that sum over a power of ten: both are exact in a float64 (below 10^8), so the quotient is
-  the correctly rounded value, the one polars' cast (a correctly rounded parse) returns.
+  time (the SWAR steps of fast_float's `parse_eight_digits`, the digits led by zeros to 8, so the sum
+  is the number itself), and a float is that sum over a power of ten: both are exact in a float64
+  (below 10^8), so the quotient is the correctly rounded value, the one polars' cast (a correctly
+  rounded parse) returns.
 
 A line is read only when all of it is checked: the pieces tile it exactly, and every value is plain and
 of its column's type. Such a line matches the layout's anchored pattern (`batch.layout_pattern`), so its
@@ -70,13 +71,10 @@ class Lane:
 _U64 = np.uint64
 _ONES = _U64(0x0101010101010101)
 _HIGH = _U64(0x8080808080808080)
-_NIBBLE_HIGH = _U64(0xF0F0F0F0F0F0F0F0)
 _ZERO_CHARS = _U64(0x3030303030303030)
-_SIX = _U64(0x0606060606060606)
 # _LOW[n]: the first n bytes of a word (n = 0..8).
 _LOW = np.array([(1 << (8 * n)) - 1 for n in range(9)], dtype=np.uint64)
 _POW10 = 10.0 ** np.arange(9)
-_POW10_INT = 10 ** np.arange(9, dtype=np.int64)
 _MAX_VALUE = 8  # bytes: one word
 
 
@@ -106,17 +104,21 @@ class _Words:
         self.words = np.ndarray((len(self.bytes) - 7,), dtype="<u8", buffer=self.bytes, strides=(1,))
         self.start = offsets[:-2] - offsets[0]
         self.end = offsets[1:-1] - offsets[0]
-        self.valid = bodies.is_not_null().to_numpy()
+        nulls = bodies.null_count()
+        self.valid = bodies.is_not_null().to_numpy() if nulls else np.ones(len(bodies), dtype=np.bool_)
         self._windows: dict[int, np.ndarray] = {}
 
     def window(self, pos: np.ndarray, count: int) -> np.ndarray:
-        """The ``count`` words at pos, pos + 8, ... for each of ``pos`` (count x rows, each word's
-        column contiguous). One gather of a run costs well under ``count`` gathers of a word."""
+        """The ``count`` words at pos, pos + 8, ... for each of ``pos`` (count x rows). Gathered as one
+        record of ``count`` words per row, which numpy copies whole: half the time of gathering a
+        column of words per row from a strided view of them."""
         view = self._windows.get(count)
         if view is None:
-            shape = (count, len(self.words) - 8 * (count - 1))
-            view = self._windows[count] = np.lib.stride_tricks.as_strided(self.words, shape, (8, 1))
-        return view[:, pos]
+            shape = (len(self.bytes) - 8 * count + 1,)
+            view = self._windows[count] = np.ndarray(
+                shape, dtype=f"V{8 * count}", buffer=self.bytes, strides=(1,)
+            )
+        return view[pos].view("<u8").reshape(len(pos), count).T
 
 
 def _word_at(window: np.ndarray, offset: int) -> np.ndarray:
@@ -137,62 +139,72 @@ def _has_piece(window: np.ndarray, text: bytes) -> np.ndarray:
     return ok
 
 
-def _first_byte(word: np.ndarray, byte: int) -> np.ndarray:
-    """Index of the first byte equal to ``byte`` in each word, 8 when none is. The zero-byte test
-    marks a false byte only above a true one, so the lowest mark is exact; the bits below it count
-    8 per byte before it (64 when there is none)."""
+def _before_first(word: np.ndarray, byte: int) -> np.ndarray:
+    """The bytes before the first one equal to ``byte`` in each word, as a mask (all of it when no
+    byte is). The zero-byte test marks a false byte only above a true one, so the lowest mark is
+    exact; the bits below it are the bytes before it and its own low seven bits."""
     x = word ^ (_ONES * _U64(byte))
     marks = (x - _ONES) & ~x & _HIGH
-    below = (marks & (~marks + _U64(1))) - _U64(1)
-    return (np.bitwise_count(below) >> 3).astype(np.int64)
+    return ((marks & -marks) >> _U64(7)) - _U64(1)
 
 
-def _digits(word: np.ndarray, low: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(whether the first ``count`` bytes of each word, whose other bytes are zero and ``low`` masks,
-    are 1..8 ASCII digits; the number they write times 10 ** (8 - count)). The bytes past them are
-    read as `0` digits, so the steps of fast_float's `parse_eight_digits` read all 8."""
-    padded = word | (_ZERO_CHARS & ~low)
-    ok = (
-        ((padded & _NIBBLE_HIGH) == _ZERO_CHARS)
-        & (((padded + _SIX) & _NIBBLE_HIGH) == _ZERO_CHARS)
-        & (count >= 1)
-    )
+def _first_byte(word: np.ndarray, byte: int) -> np.ndarray:
+    """Index of the first byte equal to ``byte`` in each word, 8 when none is."""
+    return np.bitwise_count(_before_first(word, byte)) >> 3
+
+
+# _SHIFT[n] moves the first n bytes of a word to its top, and _FILL[n] is `0` digits below them.
+_SHIFT = np.array([64 - 8 * n for n in range(9)], dtype=np.uint64)
+_FILL = np.array([_word(b"0" * (8 - n)) for n in range(9)], dtype=np.uint64)
+_OVER_NINE = _U64(0x4646464646464646)  # added to a byte above `9`, sets its top bit; to a digit, not
+
+
+def _digits(word: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(whether the first ``count`` bytes of each word are ASCII digits, the number they write). The
+    digits are moved to the top of the word, whatever it holds past them shifted out, and `0` digits
+    put below them, so the steps of fast_float's `parse_eight_digits` read all 8. A count of 0 reads
+    as the number 0 (the callers reject empty values)."""
+    padded = (word << _SHIFT[count]) | _FILL[count]
     v = padded - _ZERO_CHARS
+    # A byte below `0` sets its top bit in v, one above `9` in padded + _OVER_NINE; a borrow or a carry
+    # between bytes starts only at a byte that already failed.
+    ok = (((padded + _OVER_NINE) | v) & _HIGH) == 0
     v = v * _U64(10) + (v >> _U64(8))
     mask = _U64(0x000000FF000000FF)
     v = (
         (v & mask) * _U64(100 + (1000000 << 32)) + ((v >> _U64(16)) & mask) * _U64(1 + (10000 << 32))
     ) >> _U64(32)
-    return ok, v.astype(np.int64)
+    return ok, v.view(np.int64)
 
 
 def _read_int(word: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    ok, padded = _digits(word, _LOW[length], length)
-    return ok, padded // _POW10_INT[8 - length]
+    ok, value = _digits(word, length)
+    return ok & (length >= 1), value
 
 
 def _read_float(word: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    # The bytes past the value are zero, so the dot is at 0..length-1, or 8 when there is none (then
-    # `low` keeps the whole word and the digits are the word).
-    dot = _first_byte(word, _DOT)
-    low = _LOW[dot]
+    # `dot` is where the word's first dot is, 8 when it has none; one at or past ``length`` is not the
+    # value's, and the bytes it moves are past the value, which `_digits` shifts out.
+    low = _before_first(word, _DOT)
     digits = (word & low) | ((word >> _U64(8)) & ~low)  # the dot taken out
-    count = length - (dot < 8)
-    ok, padded = _digits(digits, _LOW[count], count)
-    ok &= (dot != 0) & (dot != length - 1)  # a digit on each side of the dot
-    # The value is padded / 10 ** (8 - digits before the dot): both are exact in a float64
+    dot = np.bitwise_count(low) >> 3
+    count = length - (dot < length)
+    ok, number = _digits(digits, count)
+    ok &= (dot != 0) & (dot != length - 1) & (length >= 1)  # a digit on each side of the dot
+    # The value is the number over 10 ** (its digits after the dot): both are exact in a float64
     # (< 10 ** 8), so the quotient is the correctly rounded decimal, as polars' cast (a correctly
     # rounded parse) gives.
-    value = padded / _POW10[8 - np.minimum(dot, length)]
+    value = number / _POW10[count - np.minimum(dot, length)]
     odd = np.flatnonzero(~ok & (length == 3))  # `nan` and `inf` are among the few non-digit values
-    nan = odd[word[odd] == _NAN]
-    inf = odd[word[odd] == _INF]
+    three = word[odd] & _LOW[3]
+    nan, inf = odd[three == _NAN], odd[three == _INF]
     ok[nan] = ok[inf] = True
     value[nan], value[inf] = np.nan, np.inf
     return ok, value
 
 
 def _read_bool(word: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    word = word & _LOW[length]
     true = (length == 4) & (word == _TRUE)
     false = (length == 5) & (word == _FALSE)
     return true | false, true
@@ -238,7 +250,7 @@ def _read_rows(
             continue
         word = np.concatenate([found[i][0] for i in items])
         length = np.concatenate([found[i][1] for i in items])
-        good, value = _READERS[kind](word & _LOW[length], length)
+        good, value = _READERS[kind](word, length)
         ok &= good.reshape(len(items), n).all(axis=0)
         for j, i in enumerate(items):
             values[i] = value[j * n : (j + 1) * n]
@@ -266,7 +278,8 @@ def read_lanes(bodies: pl.Series, lanes: list[Lane]) -> pl.DataFrame:
         if not len(candidates):
             continue
         ok, items = _read_rows(words, candidates, _word_at(window, len(lead))[match], lane)
-        rows = candidates[ok]
+        every = bool(ok.all())  # the usual case: no line to leave out of each column
+        rows = candidates if every else candidates[ok]
         lane_of[rows] = index
         for column, item in lane.columns:
             kind = lane.kinds[item]
@@ -274,7 +287,7 @@ def read_lanes(bodies: pl.Series, lanes: list[Lane]) -> pl.DataFrame:
                 dtype = {Kind.INT: np.int64, Kind.FLOAT: np.float64, Kind.BOOL: np.bool_}[kind]
                 values[column] = (np.zeros(n, dtype=dtype), np.zeros(n, dtype=np.bool_), kind)
             data, valid, _ = values[column]
-            data[rows] = items[item][ok]
+            data[rows] = items[item] if every else items[item][ok]
             valid[rows] = True
     return pl.DataFrame(
         [

@@ -28,11 +28,16 @@ def parse_http(df: pl.DataFrame, literal: bool = True) -> pl.DataFrame:
     """Rows routed to `http` -> the `http` table (lines of another shape are dropped). ``literal=False``
     reads every line by the capture pattern (tests compare the two)."""
     parts = []
-    df = df.with_row_index(W.ROW)
+    # Only the columns the table takes: filtering the router's frame whole copied its every column.
+    df = df.select(*COMMON_COLUMNS, W.BODY).with_row_index(W.ROW)
     if literal:
         uvicorn = df.get_column(W.BODY).str.contains(UVICORN_PATTERN)
-        parts.append(_uvicorn(df.filter(uvicorn)))
-        df = df.filter(~uvicorn)
+        if uvicorn.all():  # the usual block: no filter
+            parts.append(_uvicorn(df))
+            df = df.clear()
+        else:
+            parts.append(_uvicorn(df.filter(uvicorn)))
+            df = df.filter(~uvicorn)
     if df.height or not parts:
         out = df.with_columns(groups_expr(W.BODY, ACCESS_PATTERN).alias(W.GROUPS)).unnest(W.GROUPS)
         parts.append(out.filter(pl.col(C.STATUS).is_not_null()).select(W.ROW, *COMMON_COLUMNS, *_FIELDS))
