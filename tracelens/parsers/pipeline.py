@@ -20,7 +20,7 @@ from tracelens.parsers.bench_serving import parse_benchmarks
 from tracelens.parsers.debug import parse_debug
 from tracelens.parsers.faults import EXCEPTION_NAME, parse_faults
 from tracelens.parsers.first_match import first_match
-from tracelens.parsers.foreign import format_expr, parse_foreign
+from tracelens.parsers.foreign import formats_of, parse_foreign
 from tracelens.parsers.http import parse_http
 from tracelens.parsers.kinds import ROUTES, Route
 from tracelens.parsers.lifecycle import parse_lifecycle
@@ -135,13 +135,12 @@ def _route_test(route: Route, contains: pl.Expr | None) -> pl.Expr:
 
 def _add_foreign(df: pl.DataFrame) -> pl.DataFrame:
     """Add FORMAT for unprefixed lines no route took, and make them `foreign` when a format matches.
-    Only those rows are tested: the nine format patterns never run on the bulk of SGLang lines."""
+    Only those rows are tested: the format patterns never run on the bulk of SGLang lines."""
     candidates = (df.get_column(C.KIND) == Kind.UNPARSED) & ~df.get_column(W.PREFIXED)
     formats = pl.repeat(None, df.height, dtype=pl.String, eager=True).alias(C.FORMAT)
     if candidates.any():
         idx = candidates.arg_true()
-        found = df.select(pl.col(W.CLEAN).gather(idx)).select(format_expr()).to_series()
-        formats = formats.scatter(idx, found)
+        formats = formats.scatter(idx, formats_of(df.get_column(W.CLEAN).gather(idx)))
     kind = pl.when(pl.col(C.FORMAT).is_not_null()).then(pl.lit(Kind.FOREIGN)).otherwise(pl.col(C.KIND))
     return df.with_columns(formats).with_columns(kind.alias(C.KIND))
 
