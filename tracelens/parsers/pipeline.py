@@ -333,17 +333,20 @@ def _join_wrapped_args(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFram
     """A terminal can hard-wrap the one-line `server_args=...`: unprefixed lines that follow an unclosed
     one belong to it until the closing bracket. There is one such line per server start, so a short
     Python scan over those few heads is cheap."""
-    is_args = (pl.col(C.KIND) == Kind.LIFECYCLE) & pl.col(W.BODY).str.starts_with("server_args=")
-    heads = (
-        df.with_row_index(W.ROW)
-        .filter(is_args)  # first: the end tests then run on the few server_args lines only
-        .filter(
-            ~pl.col(W.BODY).str.strip_chars_end().str.ends_with(")")
-            & ~pl.col(W.BODY).str.strip_chars_end().str.ends_with("}")
+    heads: list[int] = []
+    lifecycle = df.get_column(C.KIND) == Kind.LIFECYCLE
+    if lifecycle.any():  # most blocks have no lifecycle line, so no head: nothing more is read
+        rows = lifecycle.arg_true()
+        heads = (
+            pl.DataFrame([rows.alias(W.ROW), df.get_column(W.BODY).gather(rows)])
+            .filter(pl.col(W.BODY).str.starts_with("server_args="))  # first: the end tests run on few
+            .filter(
+                ~pl.col(W.BODY).str.strip_chars_end().str.ends_with(")")
+                & ~pl.col(W.BODY).str.strip_chars_end().str.ends_with("}")
+            )
+            .get_column(W.ROW)
+            .to_list()
         )
-        .get_column(W.ROW)
-        .to_list()
-    )
     starts: list[tuple[int, int | None]] = [(i + 1, None) for i in heads]
     if state.open_args is not None:
         starts.insert(0, (0, state.open_args))
