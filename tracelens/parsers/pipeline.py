@@ -90,18 +90,23 @@ def _alternation(literals: tuple[str, ...], anchored: bool) -> str:
 _BULK_ROUTES = 2
 
 
-def route_expr(routes: tuple[Route, ...], otherwise: str | None = Kind.UNPARSED) -> pl.Expr:
+def route_expr(
+    routes: tuple[Route, ...], otherwise: str | None = Kind.UNPARSED, blank: bool = True
+) -> pl.Expr:
     """The kind of each line, first match in ``routes`` order, from literal tests only (foreign formats
-    are recognised afterwards, on the few lines no route took)."""
-    cases = [(_blank(), pl.lit(Kind.BLANK))]
+    are recognised afterwards, on the few lines no route took). ``blank``: test for blank lines first
+    (a route that needs a visible character can leave it out: no blank line passes it)."""
+    cases = [(_blank(), pl.lit(Kind.BLANK))] if blank else []
     cases += [(_route_test(route, _contains(route)), pl.lit(route.kind)) for route in routes]
     return first_match(cases, pl.lit(otherwise, dtype=pl.String))
 
 
 def add_kinds(df: pl.DataFrame) -> pl.DataFrame:
     """Add KIND (and FORMAT for foreign lines) to a frame with prefix columns. The bulk routes run on
-    every line, the others on the lines left: a chain of `when`s evaluates every test on every row."""
-    kind = df.select(route_expr(ROUTES[:_BULK_ROUTES], otherwise=None)).to_series()
+    every line, the others on the lines left: a chain of `when`s evaluates every test on every row.
+    The blank test runs on the lines left only: the bulk routes' literals have visible characters, and the
+    message they are tested on is part of the line, so a line they take is never blank."""
+    kind = df.select(route_expr(ROUTES[:_BULK_ROUTES], otherwise=None, blank=False)).to_series()
     left = kind.is_null()
     if left.any():
         idx = left.arg_true()
