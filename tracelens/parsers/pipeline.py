@@ -449,8 +449,7 @@ def _fill_tables(df: pl.DataFrame) -> Tables:
     tables[T.LINES] = conform(T.LINES, df)
     # Record pieces (server_args heads and every continuation line) are joined by `finalize.finalize`,
     # after all blocks are in, because a record can straddle blocks.
-    is_args = heads & (pl.col(C.KIND) == Kind.LIFECYCLE) & pl.col(W.BODY).str.starts_with("server_args=")
-    tables[PARTS] = df.filter(~heads | is_args).select(
+    tables[PARTS] = df.filter(_is_part(df)).select(
         C.SOURCE,
         C.RUN,
         C.RECORD,
@@ -459,6 +458,19 @@ def _fill_tables(df: pl.DataFrame) -> Tables:
         pl.when(heads).then(pl.col(W.BODY)).otherwise(pl.col(W.CLEAN)).alias(C.TEXT),
     )
     return Tables(tables)
+
+
+def _is_part(df: pl.DataFrame) -> pl.Series:
+    """Whether each line is a record piece: a line that is not its record's head, or a `server_args`
+    head. Only lifecycle heads (a few per block, or none) have their message tested."""
+    head = df.get_column(C.RECORD) == df.get_column(C.LINE_NO)
+    part = ~head
+    lifecycle_heads = head & (df.get_column(C.KIND) == Kind.LIFECYCLE)
+    if lifecycle_heads.any():
+        idx = lifecycle_heads.arg_true()
+        is_args = df.select(pl.col(W.BODY).gather(idx).str.starts_with("server_args=")).to_series()
+        part = part.scatter(idx.filter(is_args), True)
+    return part
 
 
 def _table_of(kind: str) -> str:
