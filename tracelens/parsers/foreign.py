@@ -8,7 +8,6 @@ from dataclasses import dataclass
 import polars as pl
 
 from tracelens.parsers.distinct import groups_expr, without_captures
-from tracelens.parsers.first_match import first_match
 from tracelens.tables.schema import COMMON_COLUMNS, C, T, W, conform
 
 _LEVELS = r"DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL"
@@ -17,32 +16,67 @@ _LEVELS = r"DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL"
 @dataclass(frozen=True)
 class ForeignFormat:
     """A format: its name and a pattern with the named groups `level` (optional), `msg`, `ts` (optional:
-    a full `YYYY-MM-DD HH:MM:SS` date; formats without a year leave the time null)."""
+    a full `YYYY-MM-DD HH:MM:SS` date; formats without a year leave the time null).
+
+    ``starts`` and ``contains`` are literal tests that every line the pattern matches passes: it starts
+    with one of ``starts`` and contains one of ``contains`` (an empty tuple tests nothing). They are
+    implied by the pattern, never a filter of their own: a format none of a block's candidate lines
+    passes is never compiled, which is most of what testing a block's few candidates costs (polars keeps
+    32 compiled regexes, fewer than a block uses, so each block compiles its patterns again)."""
 
     name: str
     pattern: str
+    starts: tuple[str, ...] = ()
+    contains: tuple[str, ...] = ()
 
+
+_LEVEL_STARTS = tuple(f"{level} " for level in _LEVELS.split("|"))
 
 FOREIGN_FORMATS: tuple[ForeignFormat, ...] = (
     ForeignFormat(
-        "vllm", rf"^(?P<level>{_LEVELS}) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[\w.]+:\d+\] (?P<msg>.*)$"
+        "vllm",
+        rf"^(?P<level>{_LEVELS}) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[\w.]+:\d+\] (?P<msg>.*)$",
+        starts=_LEVEL_STARTS,
+        contains=("] ",),
     ),
-    ForeignFormat("glog", r"^(?P<level>[IWEF])\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [\w./-]+:\d+\] (?P<msg>.*)$"),
     ForeignFormat(
-        "python", rf"^(?P<ts>\d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d),\d{{3}} - (?P<level>{_LEVELS}) - (?P<msg>.*)$"
+        "glog",
+        r"^(?P<level>[IWEF])\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [\w./-]+:\d+\] (?P<msg>.*)$",
+        starts=("I", "W", "E", "F"),
+        contains=("] ",),
     ),
     ForeignFormat(
-        "ray", r"^(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),\d{3} (?P<level>[A-Z]+) [\w.]+:\d+ -- (?P<msg>.*)$"
+        "python",
+        rf"^(?P<ts>\d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d),\d{{3}} - (?P<level>{_LEVELS}) - (?P<msg>.*)$",
+        contains=tuple(f" - {level} - " for level in _LEVELS.split("|")),
     ),
-    ForeignFormat("nccl", r"^\S+:\d+:\d+ \[\d+\] NCCL (?P<level>INFO|WARN|ERROR|TRACE) ?(?P<msg>.*)$"),
     ForeignFormat(
-        "c10d", r"^(?:\[rank\d+\]:)?\[?(?P<level>[IWEF])\d{3,4} [\d:.]+ (?:\d+ )?[^\]\s]+\] ?(?P<msg>.*)$"
+        "ray",
+        r"^(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),\d{3} (?P<level>[A-Z]+) [\w.]+:\d+ -- (?P<msg>.*)$",
+        contains=(" -- ",),
     ),
-    ForeignFormat("pywarning", r"^\S+\.py:\d+: (?P<level>\w*Warning): (?P<msg>.*)$"),
-    ForeignFormat("cuda_assert", r"^(?P<msg>\S+\.cu:\d+: .*Assertion .* failed\.?)$"),
-    ForeignFormat("gloo", r"^\[Gloo\] (?P<msg>.*)$"),
-    ForeignFormat("aiter", r"^\[aiter\] (?P<msg>.*)$"),
-    ForeignFormat("tqdm", r"^(?P<msg>.*(?:\d%\||it/s\]|s/it\]|\d+%\s+Completed \|).*)$"),
+    ForeignFormat(
+        "nccl",
+        r"^\S+:\d+:\d+ \[\d+\] NCCL (?P<level>INFO|WARN|ERROR|TRACE) ?(?P<msg>.*)$",
+        contains=("] NCCL ",),
+    ),
+    ForeignFormat(
+        "c10d",
+        r"^(?:\[rank\d+\]:)?\[?(?P<level>[IWEF])\d{3,4} [\d:.]+ (?:\d+ )?[^\]\s]+\] ?(?P<msg>.*)$",
+        starts=("[rank", "[I", "[W", "[E", "[F", "I", "W", "E", "F"),
+        contains=("]",),
+    ),
+    ForeignFormat("pywarning", r"^\S+\.py:\d+: (?P<level>\w*Warning): (?P<msg>.*)$", contains=("Warning: ",)),
+    ForeignFormat(
+        "cuda_assert", r"^(?P<msg>\S+\.cu:\d+: .*Assertion .* failed\.?)$", contains=("Assertion ",)
+    ),
+    ForeignFormat("gloo", r"^\[Gloo\] (?P<msg>.*)$", starts=("[Gloo] ",)),
+    ForeignFormat("aiter", r"^\[aiter\] (?P<msg>.*)$", starts=("[aiter] ",)),
+    ForeignFormat(
+        "tqdm",
+        r"^(?P<msg>.*(?:\d%\||it/s\]|s/it\]|\d+%\s+Completed \|).*)$",
+        contains=("%|", "it/s]", "s/it]", "Completed |"),
+    ),
 )
 
 _GLOG_LEVELS = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "FATAL", "WARN": "WARNING"}
@@ -50,14 +84,44 @@ _GLOG_LEVELS = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "FATAL", "WARN":
 _GROUP_COLUMNS = {"level": W.LEVEL, "msg": W.MESSAGE, "ts": W.TS_TEXT}
 
 
-def format_expr() -> pl.Expr:
-    """The foreign format name a clean line matches, or null. The tests run without capture groups: the
-    same matches, at half the cost of compiling the patterns, which is most of the cost on a block's
-    few candidate lines."""
-    return first_match(
-        (pl.col(W.CLEAN).str.contains(without_captures(fmt.pattern)), pl.lit(fmt.name))
-        for fmt in FOREIGN_FORMATS
-    )
+def may_match_expr(fmt: ForeignFormat) -> pl.Expr:
+    """Whether a clean line passes ``fmt``'s literal tests: false only on lines its pattern cannot match."""
+    clean = pl.col(W.CLEAN)
+    tests = []
+    if fmt.starts:
+        tests.append(pl.any_horizontal(*(clean.str.starts_with(s) for s in fmt.starts)))
+    if fmt.contains:
+        tests.append(pl.any_horizontal(*(clean.str.contains(s, literal=True) for s in fmt.contains)))
+    return pl.all_horizontal(*tests) if tests else pl.lit(True)
+
+
+_MAY_MATCH = [may_match_expr(fmt).alias(fmt.name) for fmt in FOREIGN_FORMATS]
+# The tests run without capture groups: the same matches, at half the cost of compiling the patterns.
+_TESTS = {fmt.name: without_captures(fmt.pattern) for fmt in FOREIGN_FORMATS}
+
+
+def formats_of(clean: pl.Series) -> pl.Series:
+    """The foreign format each clean line matches (the first in `FOREIGN_FORMATS` order), or null.
+
+    The literal tests of all formats run in one pass; then each format's pattern runs only on the lines
+    that pass its tests and no earlier format took, and not at all when there are none: a block's few
+    candidates (vLLM-style warnings, Python warnings) compile two or three patterns, not eleven."""
+    found = pl.repeat(None, len(clean), dtype=pl.String, eager=True).alias(C.FORMAT)
+    frame = clean.alias(W.CLEAN).to_frame()
+    may = frame.select(_MAY_MATCH)
+    left = pl.repeat(True, len(clean), dtype=pl.Boolean, eager=True)
+    for fmt in FOREIGN_FORMATS:
+        rows = may.get_column(fmt.name) & left
+        if not rows.any():
+            continue
+        idx = rows.arg_true()
+        taken = idx.filter(
+            frame.select(pl.col(W.CLEAN).gather(idx).str.contains(_TESTS[fmt.name])).to_series()
+        )
+        if len(taken):
+            found = found.scatter(taken, fmt.name)
+            left = left.scatter(taken, False)
+    return found
 
 
 def parse_foreign(df: pl.DataFrame) -> pl.DataFrame:

@@ -20,7 +20,7 @@ from tracelens.parsers.bench_serving import parse_benchmarks
 from tracelens.parsers.debug import parse_debug
 from tracelens.parsers.faults import EXCEPTION_NAME, parse_faults
 from tracelens.parsers.first_match import first_match
-from tracelens.parsers.foreign import format_expr, parse_foreign
+from tracelens.parsers.foreign import formats_of, parse_foreign
 from tracelens.parsers.http import parse_http
 from tracelens.parsers.kinds import ROUTES, Route
 from tracelens.parsers.lifecycle import parse_lifecycle
@@ -90,18 +90,23 @@ def _alternation(literals: tuple[str, ...], anchored: bool) -> str:
 _BULK_ROUTES = 2
 
 
-def route_expr(routes: tuple[Route, ...], otherwise: str | None = Kind.UNPARSED) -> pl.Expr:
+def route_expr(
+    routes: tuple[Route, ...], otherwise: str | None = Kind.UNPARSED, blank: bool = True
+) -> pl.Expr:
     """The kind of each line, first match in ``routes`` order, from literal tests only (foreign formats
-    are recognised afterwards, on the few lines no route took)."""
-    cases = [(_blank(), pl.lit(Kind.BLANK))]
+    are recognised afterwards, on the few lines no route took). ``blank``: test for blank lines first
+    (a route that needs a visible character can leave it out: no blank line passes it)."""
+    cases = [(_blank(), pl.lit(Kind.BLANK))] if blank else []
     cases += [(_route_test(route, _contains(route)), pl.lit(route.kind)) for route in routes]
     return first_match(cases, pl.lit(otherwise, dtype=pl.String))
 
 
 def add_kinds(df: pl.DataFrame) -> pl.DataFrame:
     """Add KIND (and FORMAT for foreign lines) to a frame with prefix columns. The bulk routes run on
-    every line, the others on the lines left: a chain of `when`s evaluates every test on every row."""
-    kind = df.select(route_expr(ROUTES[:_BULK_ROUTES], otherwise=None)).to_series()
+    every line, the others on the lines left: a chain of `when`s evaluates every test on every row.
+    The blank test runs on the lines left only: the bulk routes' literals have visible characters, and the
+    message they are tested on is part of the line, so a line they take is never blank."""
+    kind = df.select(route_expr(ROUTES[:_BULK_ROUTES], otherwise=None, blank=False)).to_series()
     left = kind.is_null()
     if left.any():
         idx = left.arg_true()
@@ -135,13 +140,12 @@ def _route_test(route: Route, contains: pl.Expr | None) -> pl.Expr:
 
 def _add_foreign(df: pl.DataFrame) -> pl.DataFrame:
     """Add FORMAT for unprefixed lines no route took, and make them `foreign` when a format matches.
-    Only those rows are tested: the nine format patterns never run on the bulk of SGLang lines."""
+    Only those rows are tested: the format patterns never run on the bulk of SGLang lines."""
     candidates = (df.get_column(C.KIND) == Kind.UNPARSED) & ~df.get_column(W.PREFIXED)
     formats = pl.repeat(None, df.height, dtype=pl.String, eager=True).alias(C.FORMAT)
     if candidates.any():
         idx = candidates.arg_true()
-        found = df.select(pl.col(W.CLEAN).gather(idx)).select(format_expr()).to_series()
-        formats = formats.scatter(idx, found)
+        formats = formats.scatter(idx, formats_of(df.get_column(W.CLEAN).gather(idx)))
     kind = pl.when(pl.col(C.FORMAT).is_not_null()).then(pl.lit(Kind.FOREIGN)).otherwise(pl.col(C.KIND))
     return df.with_columns(formats).with_columns(kind.alias(C.KIND))
 
@@ -334,17 +338,20 @@ def _join_wrapped_args(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFram
     """A terminal can hard-wrap the one-line `server_args=...`: unprefixed lines that follow an unclosed
     one belong to it until the closing bracket. There is one such line per server start, so a short
     Python scan over those few heads is cheap."""
-    is_args = (pl.col(C.KIND) == Kind.LIFECYCLE) & pl.col(W.BODY).str.starts_with("server_args=")
-    heads = (
-        df.with_row_index(W.ROW)
-        .filter(is_args)  # first: the end tests then run on the few server_args lines only
-        .filter(
-            ~pl.col(W.BODY).str.strip_chars_end().str.ends_with(")")
-            & ~pl.col(W.BODY).str.strip_chars_end().str.ends_with("}")
+    heads: list[int] = []
+    lifecycle = df.get_column(C.KIND) == Kind.LIFECYCLE
+    if lifecycle.any():  # most blocks have no lifecycle line, so no head: nothing more is read
+        rows = lifecycle.arg_true()
+        heads = (
+            pl.DataFrame([rows.alias(W.ROW), df.get_column(W.BODY).gather(rows)])
+            .filter(pl.col(W.BODY).str.starts_with("server_args="))  # first: the end tests run on few
+            .filter(
+                ~pl.col(W.BODY).str.strip_chars_end().str.ends_with(")")
+                & ~pl.col(W.BODY).str.strip_chars_end().str.ends_with("}")
+            )
+            .get_column(W.ROW)
+            .to_list()
         )
-        .get_column(W.ROW)
-        .to_list()
-    )
     starts: list[tuple[int, int | None]] = [(i + 1, None) for i in heads]
     if state.open_args is not None:
         starts.insert(0, (0, state.open_args))
@@ -442,8 +449,7 @@ def _fill_tables(df: pl.DataFrame) -> Tables:
     tables[T.LINES] = conform(T.LINES, df)
     # Record pieces (server_args heads and every continuation line) are joined by `finalize.finalize`,
     # after all blocks are in, because a record can straddle blocks.
-    is_args = heads & (pl.col(C.KIND) == Kind.LIFECYCLE) & pl.col(W.BODY).str.starts_with("server_args=")
-    tables[PARTS] = df.filter(~heads | is_args).select(
+    tables[PARTS] = df.filter(_is_part(df)).select(
         C.SOURCE,
         C.RUN,
         C.RECORD,
@@ -452,6 +458,19 @@ def _fill_tables(df: pl.DataFrame) -> Tables:
         pl.when(heads).then(pl.col(W.BODY)).otherwise(pl.col(W.CLEAN)).alias(C.TEXT),
     )
     return Tables(tables)
+
+
+def _is_part(df: pl.DataFrame) -> pl.Series:
+    """Whether each line is a record piece: a line that is not its record's head, or a `server_args`
+    head. Only lifecycle heads (a few per block, or none) have their message tested."""
+    head = df.get_column(C.RECORD) == df.get_column(C.LINE_NO)
+    part = ~head
+    lifecycle_heads = head & (df.get_column(C.KIND) == Kind.LIFECYCLE)
+    if lifecycle_heads.any():
+        idx = lifecycle_heads.arg_true()
+        is_args = df.select(pl.col(W.BODY).gather(idx).str.starts_with("server_args=")).to_series()
+        part = part.scatter(idx.filter(is_args), True)
+    return part
 
 
 def _table_of(kind: str) -> str:

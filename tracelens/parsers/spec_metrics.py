@@ -7,15 +7,18 @@ import datetime as dt
 import polars as pl
 
 from tracelens.parsers.batch import PERCENT
-from tracelens.parsers.distinct import without_captures
 from tracelens.tables.schema import COMMON_COLUMNS, C, T, W, conform
 
 # The line a vLLM server prints as it starts (every version since 0.4): it starts a run.
 VLLM_SERVER_START = "vLLM API server version"
 # vLLM's prefix, `INFO 08-21 10:29:59 [metrics.py:120] ` (older: without the brackets): no year.
-_VLLM_STAMP = r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<month>\d\d)-(?P<day>\d\d) (?P<time>\d\d:\d\d:\d\d(?:\.\d{1,6})?) \[?[\w.]+:\d+\] "
-# The same test without captures: cheaper to compile and to run, on every untimed line of a block.
-_VLLM_STAMP_TEST = without_captures(_VLLM_STAMP)
+_STAMP_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+_VLLM_STAMP = (
+    rf"^(?:{'|'.join(_STAMP_LEVELS)}) (?P<month>\d\d)-(?P<day>\d\d) "
+    r"(?P<time>\d\d:\d\d:\d\d(?:\.\d{1,6})?) \[?[\w.]+:\d+\] "
+)
+# Every line the stamp matches starts with one of these (the pattern's first words).
+_STAMP_STARTS = tuple(f"{level} " for level in _STAMP_LEVELS)
 
 
 def vllm_timestamps(df: pl.DataFrame, base_date: dt.date | None, base_is_end: bool) -> pl.DataFrame:
@@ -29,13 +32,16 @@ def vllm_timestamps(df: pl.DataFrame, base_date: dt.date | None, base_is_end: bo
     missing = df.get_column(C.TS).is_null()
     if not missing.any():
         return df
-    # Only lines without a time can carry vLLM's stamp, and it is read on the lines that have it: in an
-    # SGLang log a handful (vLLM-style warnings) or none, never the bulk.
+    # Only lines without a time can carry vLLM's stamp: in an SGLang log a handful (vLLM-style warnings)
+    # or none, never the bulk. A literal test of its first word finds them; the pattern (costly to
+    # compile, once per block) reads only those, and not at all when there are none. A line the
+    # pattern does not match reads a null time, which it had already.
     untimed = missing.arg_true()
-    has_stamp = df.get_column(W.CLEAN).gather(untimed).str.contains(_VLLM_STAMP_TEST)
-    if not has_stamp.any():
+    clean = df.get_column(W.CLEAN).gather(untimed).to_frame()
+    may_stamp = clean.select(pl.any_horizontal(pl.col(W.CLEAN).str.starts_with(s) for s in _STAMP_STARTS))
+    rows = untimed.filter(may_stamp.to_series())
+    if rows.is_empty():
         return df
-    rows = untimed.filter(has_stamp)
     # The nearest dated line before (else after): an SGLang log that also prints vLLM-style lines.
     near = df.get_column(C.TS).fill_null(strategy="forward").fill_null(strategy="backward").gather(rows)
     stamped = pl.DataFrame([df.get_column(W.CLEAN).gather(rows), near])
