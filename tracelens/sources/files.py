@@ -274,9 +274,19 @@ def _seekable_file(fh: BinaryIO) -> bool:
         return False
 
 
+# The newline scan goes a piece at a time, so that its mask stays in the cache: on a whole 3 MiB block
+# it took 2.1 ms in a worker, 1.2 in pieces of 256 KiB (1 MiB pieces 1.4, 64 KiB 1.3).
+_SCAN_PIECE = 256 << 10
+
+
 def _newlines(data: bytes) -> np.ndarray:
     """Positions of the newlines in ``data`` (int64)."""
-    return np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 0x0A)
+    arr = np.frombuffer(data, dtype=np.uint8)
+    if len(arr) <= _SCAN_PIECE:
+        return np.flatnonzero(arr == 0x0A)
+    return np.concatenate(
+        [np.flatnonzero(arr[at : at + _SCAN_PIECE] == 0x0A) + at for at in range(0, len(arr), _SCAN_PIECE)]
+    )
 
 
 # Compressed streams are read in pieces: a break loses at most the piece it happened in.
