@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Final
 import polars as pl
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
 FAULTS_PRE = "_faults_pre"  # faults before crash groups share their exception (see task.py)
@@ -137,14 +138,17 @@ class ParquetPart:
         if self.writer is not None and not set(filled) <= set(self.columns):
             self._close_file()
         if self.writer is None:
-            self.writer = self._open(frame, filled)
-        self.writer.write_table(frame.select(self.columns).to_arrow().cast(self.writer.schema))
+            self.columns = filled or frame.columns[:1]
+        table = frame.select(self.columns).to_arrow()
+        if self.writer is None:
+            self.writer = self._open(table.schema)
+        elif not table.schema.equals(self.writer.schema):  # a column of another type (a Null column)
+            table = table.cast(self.writer.schema)
+        self.writer.write_table(table)
 
-    def _open(self, frame: pl.DataFrame, columns: list[str]) -> pq.ParquetWriter:
+    def _open(self, schema: pa.Schema) -> pq.ParquetWriter:
         import pyarrow.parquet as pq  # only where a part file is written: it takes a while to import
 
-        self.columns = columns or frame.columns[:1]
-        schema = frame.select(self.columns).to_arrow().schema
         path = self.store.path(self._tmp_of(len(self.rels)))
         self.sink = path if self.store.local else self.store.fs.open(path, "wb")
         # Dictionary pages only for the columns that repeat one value (source, kind): for the
