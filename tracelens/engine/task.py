@@ -25,7 +25,7 @@ from tracelens.engine.stream import Parsed, parse_blocks
 from tracelens.errors import SourceReadError
 from tracelens.parsers import ParseOptions, ParseState
 from tracelens.parsers.faults import join_tracebacks
-from tracelens.parsers.finalize import merge_run_spans, server_args_from_parts
+from tracelens.parsers.finalize import merge_run_spans, run_spans, server_args_from_parts
 from tracelens.sources.files import (
     Block,
     block_lines,
@@ -144,7 +144,7 @@ class SourceCollector:
             self.result.lines += lines.height
             for kind, n in lines.get_column(C.KIND).value_counts().iter_rows():
                 self.result.lines_by_kind[kind] = self.result.lines_by_kind.get(kind, 0) + n
-            self.spans.append(_run_spans(lines))
+            self.spans.append(run_spans(lines, one_source=True))
             if texts is not None:
                 self.writer.add(T.EVIDENCE, _evidence(lines, tables.frames.get(T.BATCHES), texts))
         for table in DIRECT_TABLES:
@@ -177,9 +177,7 @@ class SourceCollector:
         result.server_args = self.state.run - result.run_offset
         result.time_only = self.state.last_secs is not None
         if self.spans:
-            merged = merge_run_spans(
-                pl.concat(self.spans).with_columns(pl.lit(result.source).alias(C.SOURCE))
-            )
+            merged = merge_run_spans(pl.concat(self.spans))
             for row in merged.iter_rows(named=True):
                 result.spans.append(
                     [
@@ -191,17 +189,6 @@ class SourceCollector:
                     ]
                 )
         return result
-
-
-def _run_spans(lines: pl.DataFrame) -> pl.DataFrame:
-    """`finalize.run_spans` of lines of one source, without the source: grouped by run alone, since
-    hashing the source of every line was four fifths of the grouping."""
-    return lines.group_by(C.RUN, maintain_order=True).agg(
-        pl.col(C.LINE_NO).min().alias(C.START_LINE),
-        pl.col(C.TS).min().alias(C.START_TS),
-        pl.col(C.TS).max().alias(C.END_TS),
-        pl.len().cast(pl.Int64).alias(C.LINE_COUNT),
-    )
 
 
 def _evidence(
