@@ -140,9 +140,10 @@ def _by_lanes(df: pl.DataFrame) -> tuple[pl.DataFrame | None, pl.DataFrame]:
     got = read_lanes(df.get_column(W.BODY), lanes)
     lane_of = got.get_column(W.LAYOUT)
     # The columns in any order: `parse_batches` conforms them to the table.
-    phase = pl.lit(None, dtype=pl.String)
-    for i, lane in enumerate(lanes):
-        phase = pl.when(pl.col(W.LAYOUT) == i).then(pl.lit(lane.phase)).otherwise(phase)
+    phase = first_match(
+        ((pl.col(W.LAYOUT) == i, pl.lit(lane.phase)) for i, lane in enumerate(lanes)),
+        pl.lit(None, dtype=pl.String),
+    )
     read = pl.concat(
         [df.select(W.ROW, *COMMON_COLUMNS), got.with_columns(phase.alias(C.PHASE)).drop(W.LAYOUT)],
         how="horizontal",
