@@ -41,6 +41,8 @@ CONTINUATION_PATTERN = (
 # The line after a `File "...", line N, in f` frame is its source line, even when a paste lost the indent.
 FRAME_PATTERN = r"^\s*File \"[^\"]*\", line \d+"
 TRACEBACK_START = "Traceback (most recent call last)"
+# How SGLang's `server_args=...` line, which starts a run and may be hard-wrapped, begins its message.
+SERVER_ARGS_HEAD = "server_args="
 _SECONDS_PER_DAY = 86_400
 _HALF_DAY = _SECONDS_PER_DAY // 2
 
@@ -344,7 +346,7 @@ def _join_wrapped_args(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFram
         rows = lifecycle.arg_true()
         heads = (
             pl.DataFrame([rows.alias(W.ROW), df.get_column(W.BODY).gather(rows)])
-            .filter(pl.col(W.BODY).str.starts_with("server_args="))  # first: the end tests run on few
+            .filter(pl.col(W.BODY).str.starts_with(SERVER_ARGS_HEAD))  # first: the end tests run on few
             .filter(
                 ~pl.col(W.BODY).str.strip_chars_end().str.ends_with(")")
                 & ~pl.col(W.BODY).str.strip_chars_end().str.ends_with("}")
@@ -395,7 +397,7 @@ def _join_wrapped_args(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFram
 
 def run_start_expr() -> pl.Expr:
     """A line that starts a run: SGLang's `server_args=` line, or vLLM's `vLLM API server version`."""
-    sglang = (pl.col(C.KIND) == Kind.LIFECYCLE) & pl.col(W.BODY).str.starts_with("server_args=")
+    sglang = (pl.col(C.KIND) == Kind.LIFECYCLE) & pl.col(W.BODY).str.starts_with(SERVER_ARGS_HEAD)
     vllm = (
         (pl.col(C.KIND) == Kind.FOREIGN)
         & (pl.col(C.FORMAT) == "vllm")
@@ -468,7 +470,7 @@ def _is_part(df: pl.DataFrame) -> pl.Series:
     lifecycle_heads = head & (df.get_column(C.KIND) == Kind.LIFECYCLE)
     if lifecycle_heads.any():
         idx = lifecycle_heads.arg_true()
-        is_args = df.select(pl.col(W.BODY).gather(idx).str.starts_with("server_args=")).to_series()
+        is_args = df.select(pl.col(W.BODY).gather(idx).str.starts_with(SERVER_ARGS_HEAD)).to_series()
         part = part.scatter(idx.filter(is_args), True)
     return part
 
