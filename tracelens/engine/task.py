@@ -36,7 +36,7 @@ from tracelens.sources.files import (
     open_source,
 )
 from tracelens.sources.inputs import FILE, TAR, Input
-from tracelens.tables.frames import PARTS
+from tracelens.tables.frames import PARTS, compact
 from tracelens.tables.schema import TABLES, C, Kind, T, stored_lines
 
 # Tables a task writes as they are; `faults` and `runs` are built at commit.
@@ -77,7 +77,8 @@ class TaskResult:
 
 class PartWriter:
     """Writes a task's rows: one part file per table, filled a row group at a time. Small tables are
-    gathered over blocks first, so that a row group is not a handful of rows."""
+    gathered over blocks first, so that a row group is not a handful of rows; the rows a block leaves
+    waiting are copied out of its text (`compact`), or each block's bytes would stay until the task ends."""
 
     ROW_GROUP = 16_384
 
@@ -88,6 +89,7 @@ class PartWriter:
         self.buffered: dict[str, int] = {}
         self.parts: dict[str, ParquetPart] = {}
         self.rows: dict[str, int] = {}
+        self.fresh: dict[str, int] = {}  # table -> frames added since the last block ended
 
     @property
     def files(self) -> dict[str, list[str]]:
@@ -99,6 +101,7 @@ class PartWriter:
                 frame = stored_lines(frame)
             self.buffers.setdefault(table, []).append(frame)
             self.buffered[table] = self.buffered.get(table, 0) + frame.height
+            self.fresh[table] = self.fresh.get(table, 0) + 1
             self.rows[table] = self.rows.get(table, 0) + frame.height
 
     def consumed(self, nbytes: int) -> None:
@@ -106,6 +109,11 @@ class PartWriter:
         for table, n in list(self.buffered.items()):
             if n >= self.ROW_GROUP:
                 self._write(table)
+        for table, added in self.fresh.items():
+            frames = self.buffers.get(table)
+            if frames:  # still waiting for a row group's worth
+                frames[-added:] = [compact(pl.concat(frames[-added:], how="vertical_relaxed"))]
+        self.fresh.clear()
 
     def _write(self, table: str) -> None:
         frames = self.buffers.pop(table, [])

@@ -31,7 +31,7 @@ import polars as pl
 
 from tracelens.live.running import RunningFigures
 from tracelens.parsers.finalize import finalize, merge_run_spans, run_spans, runs_from_spans
-from tracelens.tables.frames import PARTS, Tables
+from tracelens.tables.frames import PARTS, Tables, compact
 from tracelens.tables.schema import C, Kind, T
 
 if TYPE_CHECKING:
@@ -92,9 +92,9 @@ class LiveTables:
         self._spans = merge_run_spans(both)
         for source, newest in lines.group_by(C.SOURCE).agg(pl.col(C.LINE_NO).max()).iter_rows():
             self._newest[source] = max(newest, self._newest.get(source, 0))
-        # the small tables' rows stay for the whole session: in buffers of their own (`_compact`)
+        # the small tables' rows stay for the whole session: in buffers of their own (`tables.frames.compact`)
         self._parts.append(
-            Tables({n: _compact(f) if n not in SPILLED and f.height else f for n, f in tables.frames.items()})
+            Tables({n: compact(f) if n not in SPILLED and f.height else f for n, f in tables.frames.items()})
         )
 
     def window_start(self, source: str) -> int:
@@ -205,20 +205,6 @@ class LiveTables:
             gone = frame.filter(old)
             if gone.height:
                 gone.write_ipc(Path(self._spill.name) / f"{name}.{self._spilled:08d}.arrow")
-            frames[name] = _compact(frame.filter(~old))
+            frames[name] = compact(frame.filter(~old))
         self._held = Tables(frames)
         self._oldest.update(cut)
-
-
-def _compact(frame: pl.DataFrame) -> pl.DataFrame:
-    """The frame in buffers of its own. polars' strings are views into shared buffers, and a filtered,
-    sliced or concatenated frame keeps every buffer its rows came from: without this, the few rows of
-    each parse the window keeps (a fault, the tail of a block) would keep that parse's whole text
-    buffers, and the worker would grow by megabytes a block (measured with bench/live.py memory).
-    Arrow's plain strings hold only the bytes the rows use; polars copies them back into views. Done
-    to the small tables' new rows as they come and to the window when it is cut, so the buffers held
-    are those of the window's newest lines (at most twice `window`) and of the small tables' rows."""
-    back = pl.from_arrow(frame.to_arrow())
-    if isinstance(back, pl.DataFrame) and back.schema == frame.schema:
-        return back
-    return frame.rechunk()

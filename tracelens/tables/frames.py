@@ -18,6 +18,20 @@ DATASET_META = ".tracelens"
 PARTS = "_parts"
 
 
+def compact(frame: pl.DataFrame) -> pl.DataFrame:
+    """The frame in buffers of its own. polars' strings are views into shared buffers (a block's text is
+    views over the block's bytes), and a filtered, sliced or concatenated frame keeps every buffer its
+    rows came from: a few rows kept from each block would keep each block's whole text. Arrow's plain
+    strings hold only the bytes the rows use; polars copies them back into views. Used where rows
+    outlive their block: the live window and its small tables (without it the worker grew by megabytes a
+    block, bench/live.py memory), and the engine's part writer, whose small tables gather rows over a
+    whole task (without it a worker grew by a block's bytes per block: 3 MiB a block, bench/throughput.py)."""
+    back = pl.from_arrow(frame.to_arrow())
+    if isinstance(back, pl.DataFrame) and back.schema == frame.schema:
+        return back
+    return frame.rechunk()
+
+
 @dataclass
 class Tables:
     """Named polars frames, one per table of `schema.SCHEMAS` (plus the working `_parts`)."""
