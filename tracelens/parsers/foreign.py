@@ -133,9 +133,10 @@ def parse_foreign(df: pl.DataFrame) -> pl.DataFrame:
         sub = by_format.get((fmt.name,))
         if sub is None:
             continue
-        groups = groups_expr(W.CLEAN, fmt.pattern)
         names = [g for g in _GROUP_COLUMNS if f"?P<{g}>" in fmt.pattern]
-        sub = sub.with_columns(*(groups.struct.field(g).alias(_GROUP_COLUMNS[g]) for g in names))
+        # The groups are read once, into a struct: each `struct.field` of the match would match again.
+        groups = sub.select(groups_expr(W.CLEAN, fmt.pattern).alias(W.GROUPS)).to_series()
+        sub = sub.with_columns(groups.struct.field(g).alias(_GROUP_COLUMNS[g]) for g in names)
         level = pl.col(W.LEVEL).replace(_GLOG_LEVELS) if "level" in names else pl.lit(None, pl.String)
         ts = (
             pl.col(W.TS_TEXT).str.to_datetime("%Y-%m-%d %H:%M:%S", time_unit="us", strict=False)

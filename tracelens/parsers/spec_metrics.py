@@ -7,6 +7,7 @@ import datetime as dt
 import polars as pl
 
 from tracelens.parsers.batch import PERCENT
+from tracelens.parsers.distinct import groups_expr
 from tracelens.tables.schema import COMMON_COLUMNS, C, T, W, conform
 
 # The line a vLLM server prints as it starts (every version since 0.4): it starts a run.
@@ -45,15 +46,17 @@ def vllm_timestamps(df: pl.DataFrame, base_date: dt.date | None, base_is_end: bo
     # The nearest dated line before (else after): an SGLang log that also prints vLLM-style lines.
     near = df.get_column(C.TS).fill_null(strategy="forward").fill_null(strategy="backward").gather(rows)
     stamped = pl.DataFrame([df.get_column(W.CLEAN).gather(rows), near])
-    read = stamped.select(_stamp_expr(base_date, base_is_end)).to_series()
+    # The groups are read once into columns: each `struct.field` of the match would match again.
+    parts = stamped.with_columns(groups_expr(W.CLEAN, _VLLM_STAMP).alias(W.GROUPS)).unnest(W.GROUPS)
+    read = parts.select(_stamp_expr(base_date, base_is_end)).to_series()
     return df.with_columns(df.get_column(C.TS).scatter(rows, read))
 
 
 def _stamp_expr(base_date: dt.date | None, base_is_end: bool) -> pl.Expr:
-    """The time of a line with vLLM's stamp, in a frame whose TS is the nearest dated line's."""
-    parts = pl.col(W.CLEAN).str.extract_groups(_VLLM_STAMP)
-    month = parts.struct.field("month").cast(pl.Int32, strict=False)
-    day = parts.struct.field("day").cast(pl.Int32, strict=False)
+    """The time of a line with vLLM's stamp, in a frame with the stamp's groups (month, day, time) as
+    columns and whose TS is the nearest dated line's."""
+    month = pl.col("month").cast(pl.Int32, strict=False)
+    day = pl.col("day").cast(pl.Int32, strict=False)
     near = pl.col(C.TS)
     near_month = near.dt.month().cast(pl.Int32)
     from_near = (
@@ -77,9 +80,9 @@ def _stamp_expr(base_date: dt.date | None, base_is_end: bool) -> pl.Expr:
         pl.format(
             "{}-{}-{} {}",
             year,
-            parts.struct.field("month"),
-            parts.struct.field("day"),
-            parts.struct.field("time"),
+            pl.col("month"),
+            pl.col("day"),
+            pl.col("time"),
         )
         .str.to_datetime("%Y-%m-%d %H:%M:%S%.f", time_unit="us", strict=False)
         .alias(C.TS)
