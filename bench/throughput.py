@@ -94,7 +94,11 @@ def _children_cpu() -> float:
 
 
 def run_measured(
-    cmd: list[str], env: dict[str, str] | None = None, kill_above: int = 0, alone: bool = True
+    cmd: list[str],
+    env: dict[str, str] | None = None,
+    kill_above: int = 0,
+    alone: bool = True,
+    cwd: Path | None = None,
 ) -> tuple[float, int, float]:
     """Wall time, peak memory of the whole process tree (sampled every 250 ms: reading a process's PSS
     costs CPU, sampling more often would slow down what is measured on a 2-core machine) and CPU
@@ -104,10 +108,11 @@ def run_measured(
     ``kill_above`` (bytes, 0: never): the tree is killed once its memory passes it, so a command that
     does not fit cannot take the machine down (the peak returned is then above it). Not ``alone``
     (other commands run at the same time), only the sampled CPU seconds count: the rusage of waited
-    children would mix the commands."""
+    children would mix the commands. ``cwd``: where the command runs (`bench/against.py` runs each
+    checkout from its own folder)."""
     cpu_before = _children_cpu()
     started = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=cwd)
     watched = psutil.Process(proc.pid)
     peak = 0
     cpu: dict[int, float] = {}
