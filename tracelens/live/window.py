@@ -205,6 +205,8 @@ class LiveTables:
             gone = frame.filter(old)
             if gone.height:
                 gone.write_ipc(Path(self._spill.name) / f"{name}.{self._spilled:08d}.arrow")
+            # The rows kept in buffers of their own too: the buffers held are then those of the
+            # window's newest lines (at most twice `window`) and of the small tables' rows.
             frames[name] = compact(frame.filter(~old))
         self._held = Tables(frames)
         self._oldest.update(cut)
