@@ -21,8 +21,8 @@ class ForeignFormat:
     ``starts`` and ``contains`` are literal tests that every line the pattern matches passes: it starts
     with one of ``starts`` and contains one of ``contains`` (an empty tuple tests nothing). They are
     implied by the pattern, never a filter of their own: a format none of a block's candidate lines
-    passes is never compiled, which is most of what testing a block's few candidates costs (polars keeps
-    32 compiled regexes, fewer than a block uses, so each block compiles its patterns again)."""
+    passes is never run on them, and never compiled in a process whose lines never pass it (polars keeps
+    the last 32 regexes it compiled, per thread; a block runs about 25, so a compiled pattern stays)."""
 
     name: str
     pattern: str
@@ -105,7 +105,7 @@ def formats_of(clean: pl.Series) -> pl.Series:
 
     The literal tests of all formats run in one pass; then each format's pattern runs only on the lines
     that pass its tests and no earlier format took, and not at all when there are none: a block's few
-    candidates (vLLM-style warnings, Python warnings) compile two or three patterns, not eleven."""
+    candidates (vLLM-style warnings, Python warnings) run two or three patterns, not eleven."""
     found = pl.repeat(None, len(clean), dtype=pl.String, eager=True).alias(C.FORMAT)
     frame = clean.alias(W.CLEAN).to_frame()
     may = frame.select(_MAY_MATCH)

@@ -34,9 +34,9 @@ def vllm_timestamps(df: pl.DataFrame, base_date: dt.date | None, base_is_end: bo
     if not missing.any():
         return df
     # Only lines without a time can carry vLLM's stamp: in an SGLang log a handful (vLLM-style warnings)
-    # or none, never the bulk. A literal test of its first word finds them; the pattern (costly to
-    # compile, once per block) reads only those, and not at all when there are none. A line the
-    # pattern does not match reads a null time, which it had already.
+    # or none, never the bulk. A literal test of its first word finds them; the pattern (with groups,
+    # costly to run and, once per process, to compile) reads only those, and not at all when there are
+    # none. A line the pattern does not match reads a null time, which it had already.
     untimed = missing.arg_true()
     clean = df.get_column(W.CLEAN).gather(untimed).to_frame()
     may_stamp = clean.select(pl.any_horizontal(pl.col(W.CLEAN).str.starts_with(s) for s in _STAMP_STARTS))
