@@ -38,6 +38,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
+from stages import head_of  # noqa: E402
 from throughput import run_measured  # noqa: E402
 
 from tracelens.tables.frames import DatasetTables  # noqa: E402
@@ -64,26 +65,15 @@ for block in map(int, blocks):
             frame.write_parquet(folder / (name + ".parquet"))
 """
 
-# The parse alone, per 3 MiB block, one polars thread: least CPU of 4 passes, in ms.
+# The parse alone, per 3 MiB block, one polars thread: least CPU of 4 passes, in ms. Run in the
+# checkout measured (the working directory comes first on the path), with `bench/steps.py`'s timing.
 _PER_BLOCK = """
-import os, sys, time
-os.environ["POLARS_MAX_THREADS"] = "1"
+import sys
 from pathlib import Path
-from tracelens.parsers import pipeline
-from tracelens.sources.files import block_lines, iter_blocks
-frames, read = [], 0
-for block in iter_blocks(Path(sys.argv[1]), 3 << 20):
-    frames.append(block_lines(block))
-    read += len(block.data)
-    if read >= int(sys.argv[2]) << 20:
-        break
-best = float("inf")
-for _ in range(4):
-    start, state = time.process_time(), None
-    for frame in frames:
-        _, state, _ = pipeline.parse_block(frame, state, None, final=False)
-    best = min(best, time.process_time() - start)
-print(best / len(frames) * 1000)
+sys.path.insert(1, sys.argv[3])
+from steps import first_frames, parse_cpu
+frames, _ = first_frames(Path(sys.argv[1]), 3 << 20, int(sys.argv[2]))
+print(min(parse_cpu(frames) for _ in range(4)) / len(frames) * 1000)
 """
 
 
@@ -97,22 +87,10 @@ def worktree(ref: str, where: Path) -> Path:
     return path
 
 
-def head_of(path: Path) -> str:
+def commit_of(path: Path) -> str:
     return subprocess.run(
         ["git", "-C", str(path), "rev-parse", "--short", "HEAD"], check=True, capture_output=True, text=True
     ).stdout.strip()
-
-
-def slices(logs: list[Path], mb: int, where: Path) -> list[Path]:
-    """The first ``mb`` MiB of each log, cut after a newline."""
-    out = []
-    for log in logs:
-        with log.open("rb") as fh:
-            data = fh.read(mb << 20)
-        piece = where / f"{log.stem}-{mb}M.log"
-        piece.write_bytes(data[: data.rfind(b"\n") + 1])
-        out.append(piece)
-    return out
 
 
 def dump(checkout: Path, out: Path, inputs: list[Path]) -> None:
@@ -206,7 +184,7 @@ def costs(base: Path, logs: list[Path], rounds: int, mb: int, work: Path) -> lis
                 seconds, peak, cpu = run_measured(cmd, cwd=checkout)
                 shutil.rmtree(out, ignore_errors=True)
                 block = subprocess.run(
-                    [sys.executable, "-c", _PER_BLOCK, str(log), str(mb)],
+                    [sys.executable, "-c", _PER_BLOCK, str(log), str(mb), str(HERE)],
                     cwd=checkout,
                     check=True,
                     capture_output=True,
@@ -250,12 +228,12 @@ def main() -> None:
         base = worktree(args.ref, work)
         try:
             print(
-                f"base {args.ref} ({head_of(base)}) against this checkout ({head_of(ROOT)}, uncommitted changes included)"
+                f"base {args.ref} ({commit_of(base)}) against this checkout ({commit_of(ROOT)}, uncommitted changes included)"
             )
             inputs = [
                 ROOT / "sample_logs",
                 *([CORPUS] if CORPUS.is_dir() else []),
-                *slices(logs, args.mb, work),
+                *(head_of(log, args.mb << 20, work) for log in logs),
             ]
             print(f"tables of {', '.join(p.name for p in inputs)} ...", flush=True)
             found = same_tables(base, inputs, work)

@@ -40,8 +40,8 @@ _AS_WORKER = "TRACELENS_STAGES_AS_WORKER"  # set once the process runs with the 
 
 
 def head_of(log: Path, nbytes: int, folder: Path) -> Path:
-    """The first ``nbytes`` of ``log``, cut after a newline, as a file of its own."""
-    out = folder / "head.log"
+    """The first ``nbytes`` of ``log``, cut after a newline, as a file of its own in ``folder``."""
+    out = folder / f"{log.stem}-head{log.suffix}"
     with log.open("rb") as src:
         data = src.read(nbytes)
     out.write_bytes(data[: data.rfind(b"\n") + 1] if b"\n" in data else data)

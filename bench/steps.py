@@ -26,6 +26,8 @@ from typing import Any
 
 os.environ["POLARS_MAX_THREADS"] = "1"  # before polars is imported: a worker runs one thread
 
+import polars as pl
+
 from tracelens.engine.plan import DEFAULT_BLOCK_BYTES
 from tracelens.parsers import pipeline
 from tracelens.sources.files import block_lines, iter_blocks
@@ -68,18 +70,8 @@ def main() -> None:
         setattr(pipeline, name, timed(name, getattr(pipeline, name)))
     for kind, parse in list(pipeline._PARSERS.items()):
         pipeline._PARSERS[kind] = timed(f"  parse {kind} (in _fill_tables)", parse)
-    frames = []
-    read = 0
-    for block in iter_blocks(args.log, DEFAULT_BLOCK_BYTES):
-        frames.append(block_lines(block))
-        read += len(block.data)
-        if read >= args.mb << 20:
-            break
-    start = time.process_time()
-    state = None
-    for frame in frames:
-        _, state, _ = pipeline.parse_block(frame, state, None, final=False)
-    total = time.process_time() - start
+    frames, _ = first_frames(args.log, DEFAULT_BLOCK_BYTES, args.mb)
+    total = parse_cpu(frames)
     n = len(frames)
     print(
         f"{n} blocks of {sum(f.height for f in frames) / n:,.0f} lines: {total / n * 1000:.1f} ms per block"
@@ -88,29 +80,41 @@ def main() -> None:
         print(f"  {name:36s} {seconds / n * 1000:6.1f} ms")
 
 
+def first_frames(log: Path, block_bytes: int, mb: int) -> tuple[list[pl.DataFrame], int]:
+    """The line frames of the first blocks of ``log`` (``block_bytes`` each) that hold ``mb`` MiB, and
+    their bytes."""
+    frames, read = [], 0
+    for block in iter_blocks(log, block_bytes):
+        frames.append(block_lines(block))
+        read += len(block.data)
+        if read >= mb << 20:
+            break
+    return frames, read
+
+
+def parse_cpu(frames: list[pl.DataFrame]) -> float:
+    """CPU seconds of parsing ``frames`` in order, as a worker parses a source's blocks."""
+    start = time.process_time()
+    state = None
+    for frame in frames:
+        _, state, _ = pipeline.parse_block(frame, state, None, final=False)
+    return time.process_time() - start
+
+
 MODEL_BLOCKS_MIB = (1, 3, 8)
 
 
 def block_cost_model(log: Path, mb: int, rounds: int) -> None:
     """Print F (ms per block) and v (ms per MiB) of `parse_block`, fitted over several block sizes."""
-    frames: dict[int, list] = {}
+    frames: dict[int, list[pl.DataFrame]] = {}
     mibs: dict[int, float] = {}
     for size in MODEL_BLOCKS_MIB:
-        frames[size], read = [], 0
-        for block in iter_blocks(log, size << 20):
-            frames[size].append(block_lines(block))
-            read += len(block.data)
-            if read >= mb << 20:
-                break
+        frames[size], read = first_frames(log, size << 20, mb)
         mibs[size] = read / (1 << 20)
     best = dict.fromkeys(MODEL_BLOCKS_MIB, float("inf"))
     for _ in range(rounds):
         for size in MODEL_BLOCKS_MIB:
-            state = None
-            start = time.process_time()
-            for frame in frames[size]:
-                _, state, _ = pipeline.parse_block(frame, state, None, final=False)
-            best[size] = min(best[size], time.process_time() - start)
+            best[size] = min(best[size], parse_cpu(frames[size]))
     # cost of the whole input = blocks x F + MiB x v, one equation per block size: least squares
     xs = [(len(frames[size]), mibs[size]) for size in MODEL_BLOCKS_MIB]
     ys = [best[size] * 1000 for size in MODEL_BLOCKS_MIB]
