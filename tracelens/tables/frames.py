@@ -25,11 +25,45 @@ def compact(frame: pl.DataFrame) -> pl.DataFrame:
     strings hold only the bytes the rows use; polars copies them back into views. Used where rows
     outlive their block: the live window and its small tables (without it the worker grew by megabytes a
     block, bench/live.py memory), and the engine's part writer, whose small tables gather rows over a
-    whole task (without it a worker grew by a block's bytes per block: 3 MiB a block, bench/throughput.py)."""
+    whole task (without it a worker grew by a block's bytes per block: 3 MiB a block, bench/throughput.py).
+
+    A frame whose text holds little more than it uses is returned as it is: most tables' strings are
+    made by their parsers (numbers, shapes, kinds), and copying them cost the engine more than a CPU-second
+    per GiB (the batch, debug and http rows of every block) to free nothing."""
+    if not _holds_more_than_it_uses(frame):
+        return frame
     back = pl.from_arrow(frame.to_arrow())
     if isinstance(back, pl.DataFrame) and back.schema == frame.schema:
         return back
     return frame.rechunk()
+
+
+# Bytes of slack before a frame's text counts as holding more than it uses: below this, a copy frees
+# less than it costs.
+_HELD_SLACK = 64 << 10
+
+
+def _holds_more_than_it_uses(frame: pl.DataFrame) -> bool:
+    """Whether the buffers of ``frame``'s text columns are over twice the bytes its rows use (plus
+    `_HELD_SLACK`). Arrow's newest layout is polars' own, so the buffers are seen without a copy."""
+    text = frame.select(name for name, dtype in frame.schema.items() if _holds_text(dtype))
+    if not text.width:
+        return False
+    held = sum(
+        column.get_total_buffer_size()
+        for column in text.to_arrow(compat_level=pl.CompatLevel.newest()).columns
+    )
+    return held > 2 * text.estimated_size() + _HELD_SLACK
+
+
+def _holds_text(dtype: pl.DataType) -> bool:
+    if isinstance(dtype, (pl.String, pl.Binary)):
+        return True
+    if isinstance(dtype, (pl.List, pl.Array)):
+        return _holds_text(dtype.inner)
+    if isinstance(dtype, pl.Struct):
+        return any(_holds_text(f.dtype) for f in dtype.fields)
+    return False
 
 
 @dataclass
