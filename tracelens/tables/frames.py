@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 import polars as pl
@@ -44,26 +45,23 @@ _HELD_SLACK = 64 << 10
 
 
 def _holds_more_than_it_uses(frame: pl.DataFrame) -> bool:
-    """Whether the buffers of ``frame``'s text columns are over twice the bytes its rows use (plus
-    `_HELD_SLACK`). Arrow's newest layout is polars' own, so the buffers are seen without a copy."""
-    text = frame.select(name for name, dtype in frame.schema.items() if _holds_text(dtype))
-    if not text.width:
-        return False
-    held = sum(
-        column.get_total_buffer_size()
-        for column in text.to_arrow(compat_level=pl.CompatLevel.newest()).columns
-    )
-    return held > 2 * text.estimated_size() + _HELD_SLACK
+    """Whether the buffers of ``frame``'s string columns are over twice the bytes its rows use (plus
+    `_HELD_SLACK`). Arrow's newest layout is polars' own, so the buffers are seen without a copy. Strings
+    nested in lists or structs are not looked at: no table's nested column points into a block (debug's
+    `items` are copied out by the parser), and a list's buffers are its whole child, however few rows."""
+    held = used = 0
+    for i in _string_columns(tuple(frame.dtypes)):
+        column = frame.to_series(i)
+        held += column.to_arrow(compat_level=pl.CompatLevel.newest()).get_total_buffer_size()
+        used += int(column.estimated_size())
+    return held > 2 * used + _HELD_SLACK
 
 
-def _holds_text(dtype: pl.DataType) -> bool:
-    if isinstance(dtype, (pl.String, pl.Binary)):
-        return True
-    if isinstance(dtype, (pl.List, pl.Array)):
-        return _holds_text(dtype.inner)
-    if isinstance(dtype, pl.Struct):
-        return any(_holds_text(f.dtype) for f in dtype.fields)
-    return False
+@cache
+def _string_columns(dtypes: tuple[pl.DataType, ...]) -> tuple[int, ...]:
+    """The positions of the string columns. Cached: a table's frames have one of a few shapes, and the
+    type tests cost more than the test of the buffers (a frame a table a block)."""
+    return tuple(i for i, dtype in enumerate(dtypes) if isinstance(dtype, (pl.String, pl.Binary)))
 
 
 @dataclass
