@@ -418,12 +418,20 @@ def _number_runs(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFrame, Par
     return df, replace(state, run=last_run)
 
 
+# Columns of a parsed block that no kind's parser reads (the lines table and `unparsed` take them from the
+# whole block).
+_NOT_PARSED = (C.TEXT, C.BYTE_OFFSET, C.BYTE_LEN, W.DATE, W.TIME, W.FRAC, W.GPU, W.CONT)
+
+
 def _fill_tables(df: pl.DataFrame) -> Tables:
     """Run each kind's parser on its heads; a line its parser cannot read becomes a message (prefixed)
     or unparsed, so that every line lands in exactly one table."""
     heads = pl.col(C.RECORD) == pl.col(C.LINE_NO)
     tables: dict[str, pl.DataFrame] = {}
-    by_kind = df.filter(heads).partition_by(C.KIND, as_dict=True)
+    # The parsers' rows, without the columns no parser reads: partitioning copies every column it is given.
+    parsed = df.drop(_NOT_PARSED)
+    is_head = df.get_column(C.RECORD) == df.get_column(C.LINE_NO)
+    by_kind = (parsed if is_head.all() else parsed.filter(is_head)).partition_by(C.KIND, as_dict=True)
     failed: list[pl.Series] = []
     for kind, parse in _PARSERS.items():
         rows = by_kind.get((kind,))
