@@ -459,7 +459,7 @@ def _fill_tables(df: pl.DataFrame) -> Tables:
     tables[T.LINES] = conform(T.LINES, df)
     # Record pieces (server_args heads and every continuation line) are joined by `finalize.finalize`,
     # after all blocks are in, because a record can straddle blocks.
-    tables[PARTS] = df.filter(_is_part(df)).select(
+    tables[PARTS] = df.filter(_is_part(df, is_head)).select(
         C.SOURCE,
         C.RUN,
         C.RECORD,
@@ -470,10 +470,10 @@ def _fill_tables(df: pl.DataFrame) -> Tables:
     return Tables(tables)
 
 
-def _is_part(df: pl.DataFrame) -> pl.Series:
-    """Whether each line is a record piece: a line that is not its record's head, or a `server_args`
-    head. Only lifecycle heads (a few per block, or none) have their message tested."""
-    head = df.get_column(C.RECORD) == df.get_column(C.LINE_NO)
+def _is_part(df: pl.DataFrame, head: pl.Series) -> pl.Series:
+    """Whether each line is a record piece: a line that is not its record's head (``head``: whether each
+    line heads its record), or a `server_args` head. Only lifecycle heads (a few per block, or none) have
+    their message tested."""
     part = ~head
     lifecycle_heads = head & (df.get_column(C.KIND) == Kind.LIFECYCLE)
     if lifecycle_heads.any():
