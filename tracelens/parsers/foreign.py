@@ -3,7 +3,9 @@ c10d, tqdm bars, `[Gloo]`, `[aiter]`. Each format is data: a name and one anchor
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from functools import cache
 
 import polars as pl
 
@@ -133,10 +135,11 @@ def parse_foreign(df: pl.DataFrame) -> pl.DataFrame:
         sub = by_format.get((fmt.name,))
         if sub is None:
             continue
-        names = [g for g in _GROUP_COLUMNS if f"?P<{g}>" in fmt.pattern]
-        # The groups are read once, into a struct: each `struct.field` of the match would match again.
-        groups = sub.select(groups_expr(W.CLEAN, fmt.pattern).alias(W.GROUPS)).to_series()
-        sub = sub.with_columns(groups.struct.field(g).alias(_GROUP_COLUMNS[g]) for g in names)
+        # The groups are read once, into a struct unnested into working columns, and the rows built in one
+        # select: on a block's few foreign lines each polars call costs more than its rows (a `struct.field`
+        # per group, then two more frames, was seven calls a format).
+        names = _group_names(fmt.pattern)
+        sub = sub.with_columns(_groups(fmt.pattern).alias(W.GROUPS)).unnest(W.GROUPS)
         level = pl.col(W.LEVEL).replace(_GLOG_LEVELS) if "level" in names else pl.lit(None, pl.String)
         ts = (
             pl.col(W.TS_TEXT).str.to_datetime("%Y-%m-%d %H:%M:%S", time_unit="us", strict=False)
@@ -144,11 +147,28 @@ def parse_foreign(df: pl.DataFrame) -> pl.DataFrame:
             else pl.col(C.TS)
         )
         parts.append(
-            sub.with_columns(level.alias(C.LEVEL), pl.col(W.MESSAGE).alias(C.MESSAGE), ts.alias(C.TS))
+            sub.select(
+                *(ts.alias(C.TS) if name == C.TS else pl.col(name) for name in COMMON_COLUMNS),
+                pl.col(C.FORMAT),
+                level.alias(C.LEVEL),
+                pl.col(W.MESSAGE).alias(C.MESSAGE),
+            )
         )
     if not parts:
         return conform(T.FOREIGN, df.select(*COMMON_COLUMNS))
-    out = pl.concat(
-        [p.select(*COMMON_COLUMNS, C.FORMAT, C.LEVEL, C.MESSAGE) for p in parts], how="vertical_relaxed"
-    )
+    out = parts[0] if len(parts) == 1 else pl.concat(parts, how="vertical_relaxed")
     return conform(T.FOREIGN, out.sort(C.LINE_NO))
+
+
+@cache
+def _group_names(pattern: str) -> tuple[str, ...]:
+    """The named groups of ``pattern``, in order (the fields of its `extract_groups` struct)."""
+    return tuple(re.compile(pattern).groupindex)
+
+
+@cache
+def _groups(pattern: str) -> pl.Expr:
+    """``pattern``'s groups read from the clean line, as a struct whose fields are named by the working
+    columns they stand for (`level` would clash with the LEVEL column)."""
+    fields = [_GROUP_COLUMNS.get(name, f"_group_{name}") for name in _group_names(pattern)]
+    return groups_expr(W.CLEAN, pattern).struct.rename_fields(fields)
