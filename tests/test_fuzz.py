@@ -27,7 +27,8 @@ from tracelens.errors import SourceReadError
 from tracelens.live.messages import FromWorker, NotAnalysed, WorkerConfig
 from tracelens.live.worker import WorkerClient
 from tracelens.parsers import ParseOptions
-from tracelens.sources.files import compression_of, line_spans
+from tracelens.sources.files import line_spans
+from tracelens.sources.logfiles import compression_of
 from tracelens.tables.accounting import reconcile
 from tracelens.tables.schema import TABLES, C, T
 

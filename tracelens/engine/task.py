@@ -26,16 +26,9 @@ from tracelens.errors import SourceReadError
 from tracelens.parsers import ParseOptions, ParseState
 from tracelens.parsers.faults import join_tracebacks
 from tracelens.parsers.finalize import merge_run_spans, run_spans, server_args_from_parts
-from tracelens.sources.files import (
-    Block,
-    block_lines,
-    blocks_from_stream,
-    decompressing,
-    is_read_error,
-    looks_like_log,
-    open_source,
-)
+from tracelens.sources.files import Block, block_lines, blocks_from_stream
 from tracelens.sources.inputs import FILE, TAR, Input
+from tracelens.sources.logfiles import decompressing, is_read_error, looks_like_log, open_source
 from tracelens.tables.frames import PARTS, compact
 from tracelens.tables.schema import TABLES, C, Kind, T, stored_lines
 
