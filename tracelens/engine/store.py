@@ -10,9 +10,8 @@ import posixpath
 import uuid
 from typing import TYPE_CHECKING, Any, BinaryIO, Final
 
-import polars as pl
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the frames come from the caller: a Store that writes and reads no table needs neither
+    import polars as pl
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -80,6 +79,8 @@ class Store:
         return ParquetPart(self, rel, self._tmp(rel))
 
     def read_parquet(self, rel: str, columns: list[str] | None = None) -> pl.DataFrame:
+        import polars as pl
+
         if self.local:
             return pl.read_parquet(self.path(rel), columns=columns)
         with self.fs.open(self.path(rel), "rb") as fh:
