@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from tracelens.analysis.startup import DEFAULT_STALL_SECONDS
+from tracelens.analysis.defaults import DEFAULT_STALL_SECONDS
 from tracelens.engine.ingest import parse_paths
 from tracelens.errors import SourceReadError
 from tracelens.live.messages import FromWorker, NotAnalysed, WorkerConfig

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import polars as pl
 
-from tracelens.analysis import Analysis, analyze_tables, startup
+from tracelens.analysis import Analysis, analyze_tables
+from tracelens.analysis.defaults import DEFAULT_STALL_SECONDS
 from tracelens.analysis.expectations import Expectations
 from tracelens.engine.stream import parse_blocks
 from tracelens.errors import InputError
@@ -108,7 +109,7 @@ def analyze(
     expectations: Expectations | None = None,
     *,
     baseline: str | None = None,
-    stall_seconds: float = startup.DEFAULT_STALL_SECONDS,
+    stall_seconds: float = DEFAULT_STALL_SECONDS,
     options: ParseOptions | None = None,
 ) -> Analysis:
     """Parse (unless given tables) and analyse logs. ``baseline``: a run label such as `baseline.log#1`."""
