@@ -2,11 +2,11 @@
 cluster, reading again only what changed.
 
 The steps: find the inputs; compare them with the manifest (skip the unchanged, read only the new
-bytes of a log that grew); cut the rest into tasks (`plan.py`); run the tasks, which write part files
-into a staging folder; check that byte ranges agreed on their run numbers (else read that file again
-in one piece); commit: move the new files into place, rebuild `faults` of the touched sources and
-`runs`, write the manifest. The commit goes through a journal, so a run stopped at any point leaves
-the old dataset or the new one, and the next run finishes an interrupted commit.
+bytes of a log that grew); cut the rest into tasks (`ranges.py`, `plan.py`); run the tasks, which
+write part files into a staging folder; check that byte ranges agreed on their run numbers (else read
+that file again in one piece); commit: move the new files into place, rebuild `faults` of the touched
+sources and `runs`, write the manifest. The commit goes through a journal, so a run stopped at any
+point leaves the old dataset or the new one, and the next run finishes an interrupted commit.
 
 A run that finds nothing changed ends after that comparison, with the manifest's row counts. What reads
 logs, parses them and writes tables (`ranges`, `task`, the table-building half of `commit`) is imported
