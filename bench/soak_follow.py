@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from tracelens.live.index import SCROLLBACK_LINES
+from tracelens.live.store import SCROLLBACK_LINES
 
 ROOT = Path(__file__).resolve().parent.parent
 

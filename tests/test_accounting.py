@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tracelens.engine.ingest import parse_paths
-from tracelens.sources.files import compression_of, open_source
+from tracelens.sources.logfiles import compression_of, open_source
 from tracelens.tables.accounting import reconcile
 from tracelens.tables.schema import C, Kind, T
 

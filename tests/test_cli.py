@@ -174,6 +174,40 @@ def test_a_second_parse_loads_neither_the_analysis_nor_a_view_library(tmp_path: 
     assert not {m for m in modules if m.startswith(NOT_FOR_PARSE)}
 
 
+# What a second look never needs: it compares the inputs with the manifest and prints the manifest's row
+# counts, so no table library, no parser, nothing that reads logs or plans ranges; and for a local
+# folder, no fsspec (typer still loads pydantic, to coerce the option values).
+NOT_FOR_A_SECOND_LOOK = (
+    "polars",
+    "pyarrow",
+    "numpy",
+    "fsspec",
+    "tracelens.parsers",
+    "tracelens.engine.ranges",
+    "tracelens.engine.task",
+    "tracelens.sources.files",
+    "tracelens.tables.schema",
+)
+
+
+def inside(modules: set[str], packages: tuple[str, ...]) -> set[str]:
+    """The ``modules`` that are one of ``packages`` or inside one (`numpy.linalg`, not `numpydoc`)."""
+    return {m for m in modules if m in packages or m.startswith(tuple(f"{p}." for p in packages))}
+
+
+def test_a_second_look_at_an_unchanged_dataset_loads_no_table_library(tmp_path: Path) -> None:
+    """The second look reads the manifest, not a table: it loads no table library, no parser and (for a
+    local folder) no fsspec, and prints the same row counts as the parse that wrote them."""
+    log, out = str(SAMPLE_LOGS / "eagle3_fixed.log"), str(tmp_path / "out")
+    first = run("parse", log, "-o", out, "-q")
+    assert first.returncode == 0, first.stderr
+    result, modules = loaded_by("parse", log, "-o", out, "-q")
+    assert result.returncode == 0, result.stderr
+    assert "1 unchanged" in result.stdout
+    assert not inside(modules, NOT_FOR_A_SECOND_LOOK)
+    assert result.stdout.splitlines()[1:] == first.stdout.splitlines()[1:]  # the table of rows per table
+
+
 def test_summary_json_has_the_documented_layout() -> None:
     result = run("summary", "--json", str(SAMPLE_LOGS / "eagle3_embed_capture.log"))
     assert result.returncode == 0, result.stderr

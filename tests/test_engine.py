@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from tracelens.engine import EngineOptions, parse_to_dataset
 from tracelens.engine import manifest as mf
 from tracelens.engine.ingest import parse_paths
-from tracelens.engine.plan import scan_range
+from tracelens.engine.ranges import scan_range
 from tracelens.engine.store import META
 from tracelens.engine.task import EVIDENCE_KINDS
 from tracelens.parsers import ParseOptions

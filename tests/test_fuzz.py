@@ -21,13 +21,14 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from tracelens.analysis.startup import DEFAULT_STALL_SECONDS
+from tracelens.analysis.defaults import DEFAULT_STALL_SECONDS
 from tracelens.engine.ingest import parse_paths
 from tracelens.errors import SourceReadError
 from tracelens.live.messages import FromWorker, NotAnalysed, WorkerConfig
 from tracelens.live.worker import WorkerClient
 from tracelens.parsers import ParseOptions
-from tracelens.sources.files import compression_of, line_spans
+from tracelens.sources.files import line_spans
+from tracelens.sources.logfiles import compression_of
 from tracelens.tables.accounting import reconcile
 from tracelens.tables.schema import TABLES, C, T
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tracelens.analysis.findings import Severity, Status
-from tracelens.tables.schema import A, C
+from tracelens.tables.names import A, C
 
 MISSING = "-"
 

@@ -19,6 +19,7 @@ from tracelens.analysis import (
     startup,
     verdicts,
 )
+from tracelens.analysis.defaults import DEFAULT_STALL_SECONDS
 from tracelens.analysis.detectors import Context, detect
 from tracelens.analysis.evidence import texts
 from tracelens.analysis.expectations import Expectations, describe_capture
@@ -73,7 +74,7 @@ def analyze_tables(
     expectations: Expectations | None = None,
     *,
     baseline: str | None = None,
-    stall_seconds: float = startup.DEFAULT_STALL_SECONDS,
+    stall_seconds: float = DEFAULT_STALL_SECONDS,
 ) -> Analysis:
     expect = (expectations or Expectations()).derived()
     runs = interesting_runs(tables[T.RUNS].with_columns(label_expr()), _busy_lines(tables))

@@ -13,10 +13,6 @@ from tracelens.analysis.runs import RUN_KEY
 from tracelens.tables.frames import collect
 from tracelens.tables.schema import A, C, Kind, W
 
-# Loading a large model takes 10-15 minutes with progress lines all along; a quarter hour of silence
-# while starting is worth a look.
-DEFAULT_STALL_SECONDS = 900.0
-
 # (phase, begin event, end event, target filter for graph capture)
 _PAIRS: tuple[tuple[str, str, str, str | None], ...] = (
     ("distributed init", "dist_init_begin", "dist_init_end", None),

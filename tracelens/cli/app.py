@@ -35,12 +35,11 @@ from tracelens.cli.options import (
 from tracelens.engine.lock import DEFAULT_LOCK_TIMEOUT
 from tracelens.errors import InputError
 from tracelens.formatting import megabytes
-from tracelens.parsers import ParseOptions
-from tracelens.tables.frames import Tables
 
-if TYPE_CHECKING:  # the analysis and the renderers are imported by the commands that use them
+if TYPE_CHECKING:  # the analysis, the parsers and the renderers are imported by the commands that use them
     from tracelens.analysis import Analysis
     from tracelens.analysis.expectations import Expectations
+    from tracelens.parsers import ParseOptions
 
 app = typer.Typer(
     name="tracelens",
@@ -86,6 +85,8 @@ QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress outpu
 
 
 def _options(date: str | None) -> ParseOptions | None:
+    from tracelens.parsers import ParseOptions
+
     base_date = date_option(date)
     return None if base_date is None else ParseOptions(base_date=base_date)
 
@@ -101,11 +102,10 @@ class _Logs:
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT
 
     def open(self, paths: list[Path]):
-        base = _options(self.date)
         return logs_dataset(
             paths,
             err,
-            base_date=base.base_date if base else None,
+            base_date=date_option(self.date),
             quiet=self.quiet,
             dataset=self.dataset,
             no_cache=self.no_cache,
@@ -150,9 +150,8 @@ def parse(
     """Parse logs into a Parquet dataset (a folder per table in OUTPUT), on all cores or a Dask cluster,
     reading again only what changed. Exit code 1 when an input could not be read to its end. One writer
     at a time: a second one waits for the first (see --lock-timeout)."""
-    base = _options(date)
     options = cli_parse.engine_options(
-        jobs, executor, scheduler, block_size, range_size, base.base_date if base else None, lock_timeout
+        jobs, executor, scheduler, block_size, range_size, date_option(date), lock_timeout
     )
     raise typer.Exit(cli_parse.run_parse(paths, output, options, quiet, out, err))
 
@@ -221,6 +220,7 @@ def _analyse(
 ) -> None:
     """Parse ``paths`` into their dataset, analyse it and ``show`` the result, under the dataset's read lock."""
     from tracelens.analysis import analyze_tables
+    from tracelens.tables.frames import Tables
 
     with logs.open(paths) as folder:
         tables = Tables.read_dataset(folder)
@@ -357,6 +357,7 @@ def sql(
     """Run SQL (polars SQL) over every table of the parsed logs."""
     from tracelens.analysis.query import run_sql
     from tracelens.cli.render import render_frame
+    from tracelens.tables.frames import Tables
 
     with _Logs(date, quiet or csv, dataset, no_cache, lock_timeout).open(paths) as folder:
         frame = run_sql(Tables.read_dataset(folder), query)

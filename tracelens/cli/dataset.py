@@ -27,7 +27,6 @@ from tracelens.engine.cache import clear, dataset_for, entries, evict, mark_used
 from tracelens.engine.lock import DEFAULT_LOCK_TIMEOUT
 from tracelens.errors import InputError
 from tracelens.formatting import megabytes
-from tracelens.tables.frames import Tables
 
 _PANEL = "Dataset and cache"
 # The cache's size limit, e.g. `50G`; `0` turns eviction off. 20 GiB holds the datasets of 100-200 GiB of
@@ -83,6 +82,8 @@ def logs_dataset(
 ) -> Iterator[Path]:
     """Yield the folder of a dataset that holds ``paths`` (up to date), under its read lock. After the
     caller is done: the inputs read only in part are named, and the exit code is 1."""
+
+    from tracelens.tables.frames import Tables  # polars: the commands that come here read a dataset anyway
 
     def notify(text: str) -> None:  # waiting for a lock: said even with -q, or a wait would look like a hang
         err.print(f"tracelens: {text}", markup=False)

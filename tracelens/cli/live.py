@@ -43,7 +43,7 @@ from tracelens.cli.options import (
 )
 from tracelens.engine.lock import DEFAULT_LOCK_TIMEOUT
 from tracelens.errors import InputError
-from tracelens.live.index import SCROLLBACK_LINES
+from tracelens.live.store import SCROLLBACK_LINES
 
 Sources = Annotated[
     list[str] | None,

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from tracelens.analysis.startup import DEFAULT_STALL_SECONDS
+from tracelens.analysis.defaults import DEFAULT_STALL_SECONDS
 from tracelens.errors import InputError
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ from tracelens.engine.executors import EXECUTORS, LOCAL
 from tracelens.engine.plan import DEFAULT_BLOCK_BYTES, DEFAULT_RANGE_BYTES
 from tracelens.errors import InputError
 from tracelens.formatting import megabytes
-from tracelens.tables.schema import TABLES
+from tracelens.tables.names import TABLES
 
 OutputOpt = Annotated[
     str,

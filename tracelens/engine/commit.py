@@ -1,29 +1,29 @@
 """The commit of a parse run: move the staged part files into place, rebuild `faults` of the touched
 sources and `runs`, write the manifest. Every step goes through a journal first, so a run stopped at
-any point leaves the old dataset or the new one, and `recover` finishes an interrupted commit."""
+any point leaves the old dataset or the new one, and `recover` finishes an interrupted commit.
+
+Every run calls `recover` first, and so does every reader of a dataset, also when nothing changed: this
+module imports polars, the parsers and the tables' types only in the functions that build tables."""
 
 from __future__ import annotations
 
 import hashlib
 import posixpath
 from collections.abc import Callable
-
-import polars as pl
+from typing import TYPE_CHECKING
 
 from tracelens import __version__
 from tracelens.engine import manifest as mf
 from tracelens.engine.manifest import Journal, Manifest, SourceSummary, TaskRecord
-from tracelens.engine.plan import (
-    TaskSpec,
-)
+from tracelens.engine.plan import SourceResult, TaskResult, TaskSpec
 from tracelens.engine.records import RecordError
 from tracelens.engine.store import FAULTS_PRE, META, Store
-from tracelens.engine.task import SourceResult, TaskResult
 from tracelens.errors import InputError
-from tracelens.parsers.faults import share_within_groups
-from tracelens.parsers.finalize import RUN_ARGS, runs_from_spans
 from tracelens.sources.inputs import Input
-from tracelens.tables.schema import TABLES, C, Kind, T, conform, conform_parts, empty
+from tracelens.tables.names import TABLES, C, Kind, T
+
+if TYPE_CHECKING:
+    import polars as pl
 
 STAGING = f"{META}/staging"
 FAULTS_PRE_DIR = f"{META}/faults_pre"
@@ -40,11 +40,20 @@ def _final_path(staged: str, staging: str) -> str:
 
 
 def _faults_of(store: Store, files: list[str], source: str) -> pl.DataFrame:
+    import polars as pl
+
+    from tracelens.tables.schema import conform_parts
+
     frames = [store.read_parquet(f).filter(pl.col(C.SOURCE) == source) for f in files]
     return conform_parts(T.FAULTS, [f for f in frames if f.height]).sort(C.FIRST_LINE)
 
 
 def _runs(store: Store, tasks: dict[str, TaskRecord], locate: Callable[[str], str]) -> pl.DataFrame:
+    import polars as pl
+
+    from tracelens.parsers.finalize import RUN_ARGS, runs_from_spans
+    from tracelens.tables.schema import conform_parts
+
     spans = [[s.source, *span] for task in tasks.values() for s in task.sources for span in s.spans]
     schema = {
         C.SOURCE: pl.String,
@@ -71,6 +80,8 @@ def _runs(store: Store, tasks: dict[str, TaskRecord], locate: Callable[[str], st
 
 def _apply(store: Store, journal: Journal) -> None:
     """Carry out a commit; every step can be repeated, so an interrupted commit is replayed as is."""
+    from tracelens.tables.schema import empty
+
     for src, dst in journal.moves:
         store.move(src, dst)
     for rel in journal.deletes:
@@ -112,6 +123,9 @@ def commit_run(
 ) -> Manifest:
     """Commit a run: the ``kept`` tasks of the ``old`` manifest and the ``new_tasks`` (their part files
     in ``staging``) become the dataset of ``inputs``; returns the new manifest, written."""
+    from tracelens.parsers.faults import share_within_groups
+    from tracelens.tables.schema import conform, empty
+
     input_records = {
         i.path: (
             old.inputs[i.path] if i.path in old.inputs and not _touched(i, new_tasks) else mf.input_record(i)

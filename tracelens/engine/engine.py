@@ -2,11 +2,15 @@
 cluster, reading again only what changed.
 
 The steps: find the inputs; compare them with the manifest (skip the unchanged, read only the new
-bytes of a log that grew); cut the rest into tasks (`plan.py`); run the tasks, which write part files
-into a staging folder; check that byte ranges agreed on their run numbers (else read that file again
-in one piece); commit: move the new files into place, rebuild `faults` of the touched sources and
-`runs`, write the manifest. The commit goes through a journal, so a run stopped at any point leaves
-the old dataset or the new one, and the next run finishes an interrupted commit.
+bytes of a log that grew); cut the rest into tasks (`ranges.py`, `plan.py`); run the tasks, which
+write part files into a staging folder; check that byte ranges agreed on their run numbers (else read
+that file again in one piece); commit: move the new files into place, rebuild `faults` of the touched
+sources and `runs`, write the manifest. The commit goes through a journal, so a run stopped at any
+point leaves the old dataset or the new one, and the next run finishes an interrupted commit.
+
+A run that finds nothing changed ends after that comparison, with the manifest's row counts. What reads
+logs, parses them and writes tables (`ranges`, `task`, the table-building half of `commit`) is imported
+by the steps that use it, so that this second look loads neither polars nor pyarrow nor a parser.
 """
 
 from __future__ import annotations
@@ -29,15 +33,13 @@ from tracelens.engine.manifest import Manifest, TaskRecord, UnitRecord
 from tracelens.engine.plan import (
     DEFAULT_BLOCK_BYTES,
     DEFAULT_RANGE_BYTES,
+    SourceResult,
+    TaskResult,
     TaskSpec,
     Unit,
-    plan_ranges,
-    scan_range,
-    server_args_heads,
 )
 from tracelens.engine.records import RecordError
 from tracelens.engine.store import META, Store
-from tracelens.engine.task import SourceResult, TaskResult, run_task
 from tracelens.errors import InputError
 from tracelens.sources.inputs import Input, discover
 
@@ -140,6 +142,8 @@ def _split(
 ) -> tuple[list[Unit], dict[str, list[Unit]]]:
     """Units for the work: whole inputs, or byte ranges of big plain files with their first line and
     predicted run numbers. Returns the whole units and, per split input, its ranges in order."""
+    from tracelens.engine.ranges import plan_ranges, server_args_heads
+
     base_date = options.base_date.isoformat() if options.base_date else None
     whole: list[Unit] = []
     split: dict[str, list[Unit]] = {}
@@ -179,6 +183,8 @@ def _split(
 
 
 def _scan(key: tuple[str, int, int, int]):
+    from tracelens.engine.ranges import scan_range
+
     path, _, start, end = key
     return scan_range(path, start, end)
 
@@ -395,6 +401,8 @@ def _jobs(options: EngineOptions, work: list[_Work], redo: list[Unit]) -> int | 
 def _run(
     executor: Executor, specs: list[TaskSpec], progress: Progress | None
 ) -> dict[str, tuple[TaskSpec, TaskResult]]:
+    from tracelens.engine.task import run_task
+
     total = sum(s.size for s in specs)
     done = 0
     out: dict[str, tuple[TaskSpec, TaskResult]] = {}

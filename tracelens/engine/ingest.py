@@ -11,7 +11,8 @@ from pathlib import Path
 
 import polars as pl
 
-from tracelens.analysis import Analysis, analyze_tables, startup
+from tracelens.analysis import Analysis, analyze_tables
+from tracelens.analysis.defaults import DEFAULT_STALL_SECONDS
 from tracelens.analysis.expectations import Expectations
 from tracelens.engine.stream import parse_blocks
 from tracelens.errors import InputError
@@ -19,13 +20,8 @@ from tracelens.parsers import ParseOptions, ParseState, parse_lines
 from tracelens.parsers.explain import Explanation, explain
 from tracelens.parsers.finalize import finalize
 from tracelens.sources.archives import open_member, read_source_lines, split_source
-from tracelens.sources.files import (
-    DEFAULT_BLOCK_BYTES,
-    blocks_from_stream,
-    expand_paths,
-    iter_blocks,
-    lines_of_text,
-)
+from tracelens.sources.files import DEFAULT_BLOCK_BYTES, blocks_from_stream, iter_blocks, lines_of_text
+from tracelens.sources.logfiles import expand_paths
 from tracelens.tables.frames import Tables
 from tracelens.tables.schema import C, T
 
@@ -113,7 +109,7 @@ def analyze(
     expectations: Expectations | None = None,
     *,
     baseline: str | None = None,
-    stall_seconds: float = startup.DEFAULT_STALL_SECONDS,
+    stall_seconds: float = DEFAULT_STALL_SECONDS,
     options: ParseOptions | None = None,
 ) -> Analysis:
     """Parse (unless given tables) and analyse logs. ``baseline``: a run label such as `baseline.log#1`."""

@@ -15,9 +15,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from tracelens import __version__
-from tracelens.engine.plan import Unit
+from tracelens.engine.plan import SourceResult, TaskResult, Unit
 from tracelens.engine.records import RecordError, from_json
-from tracelens.engine.task import SourceResult, TaskResult
 from tracelens.sources.inputs import Input
 
 MANIFEST = ".tracelens/manifest.json"

@@ -13,29 +13,21 @@ import tarfile
 import zipfile
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
 import polars as pl
 
-from tracelens.engine.plan import TaskSpec, Unit
+from tracelens.engine.plan import SourceResult, TaskResult, TaskSpec, Unit
 from tracelens.engine.store import FAULTS_PRE, ParquetPart, Store
 from tracelens.engine.stream import Parsed, parse_blocks
 from tracelens.errors import SourceReadError
 from tracelens.parsers import ParseOptions, ParseState
 from tracelens.parsers.faults import join_tracebacks
 from tracelens.parsers.finalize import merge_run_spans, run_spans, server_args_from_parts
-from tracelens.sources.files import (
-    Block,
-    block_lines,
-    blocks_from_stream,
-    decompressing,
-    is_read_error,
-    looks_like_log,
-    open_source,
-)
+from tracelens.sources.files import Block, block_lines, blocks_from_stream
 from tracelens.sources.inputs import FILE, TAR, Input
+from tracelens.sources.logfiles import decompressing, is_read_error, looks_like_log, open_source
 from tracelens.tables.frames import PARTS, compact
 from tracelens.tables.schema import TABLES, C, Kind, T, stored_lines
 
@@ -46,33 +38,6 @@ DIRECT_TABLES = tuple(t for t in TABLES if t not in (T.FAULTS, T.RUNS))
 # findings cite a run's first ones). Other cited lines are read from their source by offset.
 EVIDENCE_KINDS = (Kind.FAULT, Kind.LIFECYCLE, Kind.DEBUG, Kind.SPEC_METRICS, Kind.MESSAGE, Kind.UNPARSED)
 EDGE_LINES = 3
-
-
-@dataclass
-class SourceResult:
-    """What a task learnt about one source (or the piece of it in one unit)."""
-
-    source: str
-    input: str
-    start: int
-    end: int  # bytes read up to here
-    first_line: int
-    run_offset: int
-    lines: int = 0
-    lines_by_kind: dict[str, int] = field(default_factory=dict)
-    server_args: int = 0  # run starts seen
-    time_only: bool = False  # time-only prefixes were seen (their day roll-over needs all lines before)
-    spans: list[list] = field(default_factory=list)  # [run, start_line, start_ts_us, end_ts_us, count]
-    error: str | None = None
-
-
-@dataclass
-class TaskResult:
-    task_id: str
-    sources: list[SourceResult]
-    files: dict[str, list[str]]  # table (or `_faults_pre`) -> files written, relative to the root
-    rows: dict[str, int]  # table (or `_faults_pre`) -> rows written
-    bytes_read: int
 
 
 class PartWriter:

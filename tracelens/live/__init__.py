@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = ["LiveSession", "SourceSpec", "SourceState", "command_spec", "expand_recorded", "parse_spec"]
 
-# name -> its module. Imported on first use: a module of the package (the log view's `index`, whose
+# name -> its module. Imported on first use: a module of the package (the text `store`, whose
 # scroll-back default a CLI option shows) does not load the session and its analysis.
 _HOMES = {
     "LiveSession": ".session",

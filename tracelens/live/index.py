@@ -22,7 +22,7 @@ import polars as pl
 
 from tracelens.errors import InputError
 from tracelens.live.merge import INDEX_MASK, NO_TS, PREVIEW_BIT, forward_fill, merged_order, split_keys
-from tracelens.live.store import TextStore
+from tracelens.live.store import SCROLLBACK_LINES, TextStore
 from tracelens.sources.files import block_lines
 from tracelens.sources.protocol import Block
 from tracelens.tables.schema import KINDS, C, Kind
@@ -32,7 +32,6 @@ KIND_CODES: dict[str, int] = {kind: i for i, kind in enumerate(KINDS)}
 FAULT = KIND_CODES[Kind.FAULT]
 _SCAN_BYTES = 16 << 20
 _SCAN_LINES = 250_000
-SCROLLBACK_LINES = 1_000_000  # per source; about 57 bytes a line held, 56 MiB (README: "Scroll-back")
 NOT_HELD = "[line no longer held: the log view keeps each source's newest lines (--scrollback)]"
 
 

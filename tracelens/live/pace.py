@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 
 from tracelens.engine.ingest import parse_source
-from tracelens.sources.files import open_source
+from tracelens.sources.logfiles import open_source
 from tracelens.sources.replay import Schedule
 from tracelens.tables.schema import C, T
 

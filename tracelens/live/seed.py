@@ -4,7 +4,7 @@ starts: a second session on the same log starts from the engine's second look in
 again.
 
 Why the start of the last range and not the end of the file: a range starts at a line nothing can
-continue (`engine.plan`), so parsing from there with the range's first line number and run number
+continue (`engine.ranges`), so parsing from there with the range's first line number and run number
 gives the rows a whole-file parse gives; this is how the engine itself reads a log that grew. What the
 file holds after that point (up to a range's size, and what the server writes meanwhile) is parsed by
 the live worker, exactly as it parses new lines. The hand-over, per file (`Cut`):

@@ -34,15 +34,15 @@ from typing import Any
 import numpy as np
 
 from tracelens.analysis import Analysis, Evidence, Finding
+from tracelens.analysis.defaults import DEFAULT_STALL_SECONDS
 from tracelens.analysis.expectations import Expectations
-from tracelens.analysis.startup import DEFAULT_STALL_SECONDS
 from tracelens.live import events as ev
-from tracelens.live.index import NOT_HELD, SCROLLBACK_LINES, LogIndex
+from tracelens.live.index import NOT_HELD, LogIndex
 from tracelens.live.messages import Analysed, FromWorker, NotAnalysed, ParseFailed, RowsParsed, WorkerConfig
 from tracelens.live.seed import Cut, index_lines, opened
 from tracelens.live.spec import FILE, RECORDED, SourceSpec
 from tracelens.live.status import Snapshot
-from tracelens.live.store import TextStore
+from tracelens.live.store import SCROLLBACK_LINES, TextStore
 from tracelens.live.window import WINDOW_LINES
 from tracelens.live.worker import WorkerClient, WorkerGone
 from tracelens.parsers import ParseOptions, ParseState, parse_lines

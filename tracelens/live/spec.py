@@ -98,9 +98,9 @@ def expand_recorded(spec: SourceSpec) -> list[SourceSpec]:
     if spec.kind != FILE or not spec.path or not os.path.isfile(spec.path):
         return [spec]
     from tracelens.sources.archives import log_members
-    from tracelens.sources.files import compression_of
     from tracelens.sources.inputs import FILE as PLAIN
     from tracelens.sources.inputs import Input, container_of
+    from tracelens.sources.logfiles import compression_of
 
     path = Path(spec.path)
     try:

@@ -15,7 +15,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
-from tracelens.sources.files import compression_of, decompressing, is_read_error, looks_like_log, open_source
+from tracelens.sources.logfiles import (
+    compression_of,
+    decompressing,
+    is_read_error,
+    looks_like_log,
+    open_source,
+)
 
 _SKIP = 1 << 20
 

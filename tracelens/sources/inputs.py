@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tracelens.errors import InputError
-from tracelens.sources.files import compression_of, files_under, looks_like_log, open_source
+from tracelens.sources.logfiles import compression_of, files_under, looks_like_log, open_source
 
 FILE = "file"
 TAR = "tar"

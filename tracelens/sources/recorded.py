@@ -1,6 +1,6 @@
 """A compressed log or an archive member, read once to its end as a followed source (`tui`, `follow`).
 
-Such a file does not grow: it is decompressed with the batch engine's readers (`files.open_source`,
+Such a file does not grow: it is decompressed with the batch engine's readers (`logfiles.open_source`,
 `archives.open_member`), cut into line-aligned blocks (`files.blocks_from_stream`) and handed over as
 `LinesAppended`, then it ends. A stream that breaks (a truncated `.gz`) keeps the lines before the
 break and ends failed, saying how far it was read, as the batch commands' "read in part" does.
@@ -17,7 +17,8 @@ from typing import BinaryIO
 from tracelens.errors import SourceReadError
 from tracelens.sources.archives import open_member
 from tracelens.sources.events import LinesAppended, SourceConnected, SourceEnded
-from tracelens.sources.files import blocks_from_stream, open_source
+from tracelens.sources.files import blocks_from_stream
+from tracelens.sources.logfiles import open_source
 from tracelens.sources.protocol import Emit
 
 BLOCK_BYTES = 4 << 20

@@ -27,6 +27,27 @@ class T:
     EVIDENCE = "evidence"
 
 
+# Every table, in the order a dataset's manifest counts them and `parse` prints them; `schema.SCHEMAS`
+# gives each its Arrow types, in the same order. Here, without them, for what only names the tables
+# (the second look of `parse` prints its row counts from the manifest and imports no pyarrow).
+TABLES: tuple[str, ...] = (
+    T.LINES,
+    T.BATCHES,
+    T.DEBUG,
+    T.LIFECYCLE,
+    T.SERVER_ARGS,
+    T.RUNS,
+    T.HTTP,
+    T.FAULTS,
+    T.SPEC_METRICS,
+    T.BENCHMARKS,
+    T.FOREIGN,
+    T.MESSAGES,
+    T.UNPARSED,
+    T.EVIDENCE,
+)
+
+
 class C:
     """Column names. Grouped by the table that introduces them; shared columns are defined once."""
 

@@ -17,7 +17,7 @@ from functools import cache
 import polars as pl
 import pyarrow as pa
 
-from tracelens.tables.names import KIND_TABLE, KINDS, A, C, Kind, T
+from tracelens.tables.names import KIND_TABLE, KINDS, TABLES, A, C, Kind, T
 from tracelens.tables.working import W
 
 __all__ = [
@@ -265,7 +265,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     T.EVIDENCE: pa.schema([(C.SOURCE, pa.string()), (C.LINE_NO, pa.int64()), (C.TEXT, pa.string())]),
 }
 
-TABLES: tuple[str, ...] = tuple(SCHEMAS)
+assert tuple(SCHEMAS) == TABLES, "names.TABLES names the tables of SCHEMAS, in its order"
 COMMON_COLUMNS: tuple[str, ...] = tuple(name for name, _ in _COMMON)
 
 # What a dataset's `lines` part files hold: only what cannot be recomputed. The rank columns are left
