@@ -352,7 +352,9 @@ def _parse_locked(
         report.problems = [e for s in old.sources.values() for e in s.errors]
         return report
     staging = f"{STAGING}/{_task_id()}"
-    executor = make_executor(options.executor, _jobs(options, work, redo), options.scheduler)
+    executor = make_executor(
+        options.executor, _jobs(options, work, redo), options.scheduler, store.via_fsspec
+    )
     try:
         whole, split = _split(work, options, executor)
         specs = _tasks(whole + redo, split, out, staging, options)

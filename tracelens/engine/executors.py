@@ -46,9 +46,11 @@ WORKER_ENV = {
     "MALLOC_MMAP_THRESHOLD_": str(4 << 20),
 }
 # What the fork server imports for its workers: the task code, and the modules a task imports on
-# its first write (the Parquet writer, fsspec), so that workers share them rather than each import
-# them (0.1 CPU-s and a few MiB each).
-PRELOAD = ["tracelens.engine.task", "pyarrow.parquet", "fsspec.core", "fsspec.implementations.local"]
+# its first write (the Parquet writer), so that workers share them rather than each import them (0.1
+# CPU-s and a few MiB each). fsspec only for a dataset at a URL: a local one is written with os and
+# shutil (`store.LocalFiles`).
+PRELOAD = ["tracelens.engine.task", "pyarrow.parquet"]
+URL_PRELOAD = ["fsspec.core"]
 
 
 @contextmanager
@@ -90,10 +92,10 @@ class PoolExecutor:
     nothing else: never forked from this process (its polars thread pool may be running), workers
     start fast and share the library's memory pages with each other."""
 
-    def __init__(self, jobs: int) -> None:
+    def __init__(self, jobs: int, url: bool = False) -> None:
         self.workers = jobs
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(PRELOAD)
+        context.set_forkserver_preload(PRELOAD + URL_PRELOAD if url else PRELOAD)
         with _worker_environment():
             self.pool = cf.ProcessPoolExecutor(jobs, mp_context=context, initializer=_ignore_interrupts)
             # Start the fork server and the workers now, while the variable is set.
@@ -145,12 +147,13 @@ class DaskExecutor:
             self.cluster.close()
 
 
-def make_executor(kind: str, jobs: int | None, scheduler: str | None) -> Executor:
+def make_executor(kind: str, jobs: int | None, scheduler: str | None, url: bool = False) -> Executor:
+    """``url``: the workers write the dataset through fsspec (`Store.via_fsspec`)."""
     jobs = jobs or os.cpu_count() or 1
     if kind == LOCAL:
         if scheduler is not None:
             raise InputError("--scheduler goes with --executor dask")
-        return InlineExecutor() if jobs == 1 else PoolExecutor(jobs)
+        return InlineExecutor() if jobs == 1 else PoolExecutor(jobs, url)
     if kind == DASK:
         if not scheduler:
             raise InputError("--executor dask needs --scheduler tcp://HOST:PORT")

@@ -81,6 +81,11 @@ class Store:
         protocol = self.fs.protocol
         self.local = "file" in (protocol if isinstance(protocol, tuple) else (protocol,))
 
+    @property
+    def via_fsspec(self) -> bool:
+        """Whether the files go through fsspec (a URL, `file://` too), not os and shutil."""
+        return not isinstance(self.fs, LocalFiles)
+
     def check_writable(self) -> None:
         """Create the root and write and remove a file in it: an output that cannot be written raises
         its OSError here, before any worker starts."""
