@@ -13,7 +13,7 @@ from test_live_remote import sshd  # noqa: F401 (a fixture: a real sshd on 127.0
 
 SECONDS = float(os.environ.get("TRACELENS_SOAK_SECONDS", "60"))  # its length; bench/soak_follow.py: 30 min
 # 100,000 lines here, so that 60 s (300,000 lines) go past the log index's limit and the count is seen
-# not to depend on it; bench/soak_follow.py runs with the default (`index.SCROLLBACK_LINES`)
+# not to depend on it; bench/soak_follow.py runs with the default (`live.store.SCROLLBACK_LINES`)
 SCROLLBACK = int(os.environ.get("TRACELENS_SOAK_SCROLLBACK", "100000"))
 pytestmark = pytest.mark.timeout(SECONDS * 3 + 240)
 
