@@ -187,9 +187,7 @@ class ParquetPart:
             self._close_file()
         if self.writer is None:
             self.columns = filled or frame.columns[:1]
-        from tracelens.tables.schema import project  # a worker's import: the second look needs no schema
-
-        table = project(frame, *self.columns).to_arrow()
+        table = frame.select(self.columns).to_arrow()
         if self.writer is None:
             self.writer = self._open(table.schema)
         elif not table.schema.equals(self.writer.schema):  # a column of another type (a Null column)

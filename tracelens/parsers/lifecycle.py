@@ -6,7 +6,7 @@ import polars as pl
 
 from tracelens.parsers.first_match import first_match
 from tracelens.parsers.kinds import LIFECYCLE_EVENTS
-from tracelens.tables.schema import COMMON_COLUMNS, C, T, W, conform, project
+from tracelens.tables.schema import COMMON_COLUMNS, C, T, W, conform
 
 _GB = r"\s*GB"
 
@@ -59,8 +59,7 @@ def parse_lifecycle(df: pl.DataFrame) -> pl.DataFrame:
     )
     return conform(
         T.LIFECYCLE,
-        project(
-            out.filter(pl.col(C.EVENT).is_not_null()),
+        out.filter(pl.col(C.EVENT).is_not_null()).select(
             *COMMON_COLUMNS,
             C.EVENT,
             C.TARGET,
