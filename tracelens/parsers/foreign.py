@@ -3,7 +3,6 @@ c10d, tqdm bars, `[Gloo]`, `[aiter]`. Each format is data: a name and one anchor
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from functools import cache
 
@@ -162,8 +161,9 @@ def parse_foreign(df: pl.DataFrame) -> pl.DataFrame:
 
 @cache
 def _group_names(pattern: str) -> tuple[str, ...]:
-    """The named groups of ``pattern``, in order (the fields of its `extract_groups` struct)."""
-    return tuple(re.compile(pattern).groupindex)
+    """The named groups of ``pattern``, in order, as polars' own regex engine reads them (the fields of
+    its `extract_groups` struct; Python's `re` need not agree on every pattern)."""
+    return tuple(pl.select(pl.lit(None, pl.String).str.extract_groups(pattern)).to_series().struct.fields)
 
 
 @cache
