@@ -50,7 +50,7 @@ WORKER_ENV = {
 # CPU-s and a few MiB each). fsspec only for a dataset at a URL: a local one is written with os and
 # shutil (`store.LocalFiles`).
 PRELOAD = ["tracelens.engine.task", "pyarrow.parquet"]
-URL_PRELOAD = ["fsspec.core"]
+FSSPEC_PRELOAD = ["fsspec.core"]
 
 
 @contextmanager
@@ -92,10 +92,10 @@ class PoolExecutor:
     nothing else: never forked from this process (its polars thread pool may be running), workers
     start fast and share the library's memory pages with each other."""
 
-    def __init__(self, jobs: int, url: bool = False) -> None:
+    def __init__(self, jobs: int, via_fsspec: bool = False) -> None:
         self.workers = jobs
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(PRELOAD + URL_PRELOAD if url else PRELOAD)
+        context.set_forkserver_preload(PRELOAD + FSSPEC_PRELOAD if via_fsspec else PRELOAD)
         with _worker_environment():
             self.pool = cf.ProcessPoolExecutor(jobs, mp_context=context, initializer=_ignore_interrupts)
             # Start the fork server and the workers now, while the variable is set.
@@ -147,13 +147,13 @@ class DaskExecutor:
             self.cluster.close()
 
 
-def make_executor(kind: str, jobs: int | None, scheduler: str | None, url: bool = False) -> Executor:
-    """``url``: the workers write the dataset through fsspec (`Store.via_fsspec`)."""
+def make_executor(kind: str, jobs: int | None, scheduler: str | None, via_fsspec: bool = False) -> Executor:
+    """``via_fsspec``: the workers write the dataset through fsspec (`Store.via_fsspec`)."""
     jobs = jobs or os.cpu_count() or 1
     if kind == LOCAL:
         if scheduler is not None:
             raise InputError("--scheduler goes with --executor dask")
-        return InlineExecutor() if jobs == 1 else PoolExecutor(jobs, url)
+        return InlineExecutor() if jobs == 1 else PoolExecutor(jobs, via_fsspec)
     if kind == DASK:
         if not scheduler:
             raise InputError("--executor dask needs --scheduler tcp://HOST:PORT")
