@@ -33,6 +33,7 @@ from tracelens.engine.manifest import Manifest, TaskRecord, UnitRecord
 from tracelens.engine.plan import (
     DEFAULT_BLOCK_BYTES,
     DEFAULT_RANGE_BYTES,
+    ScanResult,
     SourceResult,
     TaskResult,
     TaskSpec,
@@ -141,36 +142,48 @@ def _split(
     work: list[_Work], options: EngineOptions, executor: Executor
 ) -> tuple[list[Unit], dict[str, list[Unit]]]:
     """Units for the work: whole inputs, or byte ranges of big plain files with their first line and
-    predicted run numbers. Returns the whole units and, per split input, its ranges in order."""
-    from tracelens.engine.ranges import plan_ranges, server_args_heads
+    predicted run numbers. Returns the whole units and, per split input, its ranges in order.
 
+    Planning reads a few lines around each cut with the parsers, so it runs on the executor's workers,
+    like the scans: this process then imports no table library before the commit, when the workers are
+    gone (it held some 55 MiB of polars, pyarrow and the parsers through the whole parse)."""
     base_date = options.base_date.isoformat() if options.base_date else None
+    to_plan = [
+        (w.item, options.range_bytes, w.start)
+        for w in work
+        if w.item.splittable and w.item.size - w.start > options.range_bytes
+    ]
+    planned = dict(executor.run(_plan, to_plan)) if to_plan else {}
     whole: list[Unit] = []
     split: dict[str, list[Unit]] = {}
     scans: list[tuple[str, int, int, int]] = []  # (path, index, start, end)
     bounds_of: dict[str, list[tuple[int, int | None]]] = {}
+    sizes = {w.item.path: w.item.size for w in work}
     for w in work:
         item = w.item
-        if not item.splittable or item.size - w.start <= options.range_bytes:
-            whole.append(Unit(item, w.start, None, w.first_line, w.run_offset, base_date))
-            continue
-        bounds = plan_ranges(item, options.range_bytes, w.start)
-        if len(bounds) == 1:
+        bounds = planned.get((item, options.range_bytes, w.start))
+        if bounds is None or len(bounds) == 1:
             whole.append(Unit(item, w.start, None, w.first_line, w.run_offset, base_date))
             continue
         bounds_of[item.path] = bounds
         for i, (a, b) in enumerate(bounds[:-1]):
             scans.append((item.path, i, a, b if b is not None else item.size))
     results = dict(executor.run(_scan, scans)) if scans else {}
+    scanned_of = {
+        path: [
+            results[(path, i, a, b if b is not None else sizes[path])] for i, (a, b) in enumerate(ranges[:-1])
+        ]
+        for path, ranges in bounds_of.items()
+    }
+    # The lines that may start a run, per range, read on a worker: one tuple of groups per file.
+    candidates = {path: tuple(tuple(s.candidates) for s in scanned) for path, scanned in scanned_of.items()}
+    heads_of = dict(executor.run(_heads, list(candidates.values()))) if candidates else {}
     for w in work:
         ranges = bounds_of.get(w.item.path)
         if ranges is None:
             continue
-        scanned = [
-            results[(w.item.path, i, a, b if b is not None else w.item.size)]
-            for i, (a, b) in enumerate(ranges[:-1])
-        ]
-        heads = server_args_heads([scan.candidates for scan in scanned])
+        scanned = scanned_of[w.item.path]
+        heads = heads_of[candidates[w.item.path]]
         units = []
         line, run = w.first_line, w.run_offset
         for i, (a, b) in enumerate(ranges):
@@ -182,11 +195,34 @@ def _split(
     return whole, split
 
 
-def _scan(key: tuple[str, int, int, int]):
+# What the workers run, named here: the modules that hold the work import polars, which this process
+# imports only to commit (a function is sent by its module's name, and unpickling imports that module).
+
+
+def _plan(key: tuple[Input, int, int]) -> list[tuple[int, int | None]]:
+    from tracelens.engine.ranges import plan_ranges
+
+    item, range_bytes, start = key
+    return plan_ranges(item, range_bytes, start)
+
+
+def _scan(key: tuple[str, int, int, int]) -> ScanResult:
     from tracelens.engine.ranges import scan_range
 
     path, _, start, end = key
     return scan_range(path, start, end)
+
+
+def _heads(groups: tuple[tuple[bytes, ...], ...]) -> list[int]:
+    from tracelens.engine.ranges import server_args_heads
+
+    return server_args_heads([list(group) for group in groups])
+
+
+def _run_task(spec: TaskSpec) -> TaskResult:
+    from tracelens.engine.task import run_task
+
+    return run_task(spec)
 
 
 def _tasks(
@@ -403,14 +439,12 @@ def _jobs(options: EngineOptions, work: list[_Work], redo: list[Unit]) -> int | 
 def _run(
     executor: Executor, specs: list[TaskSpec], progress: Progress | None
 ) -> dict[str, tuple[TaskSpec, TaskResult]]:
-    from tracelens.engine.task import run_task
-
     total = sum(s.size for s in specs)
     done = 0
     out: dict[str, tuple[TaskSpec, TaskResult]] = {}
     if progress is not None:
         progress(0, total)
-    for spec, result in executor.run(run_task, specs):
+    for spec, result in executor.run(_run_task, specs):
         out[spec.task_id] = (spec, result)
         done += spec.size
         if progress is not None:

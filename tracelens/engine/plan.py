@@ -17,6 +17,15 @@ DEFAULT_RANGE_BYTES = 32 << 20
 DEFAULT_BLOCK_BYTES = 3 << 20
 
 
+@dataclass
+class ScanResult:
+    """Newlines in a byte range and the lines in it that mention `server_args=` (`ranges.scan_range`):
+    here, so that the parent, to which a worker sends it, need not import what scans."""
+
+    newlines: int
+    candidates: list[bytes] = field(default_factory=list)
+
+
 @dataclass(frozen=True)
 class Unit:
     """A piece of one input to parse in order: bytes [start, end) of a file (end None: to the end), or a

@@ -15,12 +15,11 @@ are read in one piece too (the workers tell).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from tracelens.engine.plan import ScanResult
 from tracelens.parsers.pipeline import add_kinds, run_start_expr
 from tracelens.parsers.prefix import add_prefix_columns
 from tracelens.parsers.spec_metrics import VLLM_SERVER_START
@@ -37,14 +36,6 @@ _NEEDLES = (_ARGS, _VLLM_START)
 # The scan looks for the needles in windows of this size first (polars' SIMD substring search over an
 # Arrow view of the chunk: no copy); `bytes.find` runs only on a chunk that holds one.
 _SEARCH_WINDOW = 1 << 20
-
-
-@dataclass
-class ScanResult:
-    """Newlines in a byte range and the lines in it that mention `server_args=`."""
-
-    newlines: int
-    candidates: list[bytes] = field(default_factory=list)
 
 
 def _read(path: str, start: int, size: int) -> bytes:
