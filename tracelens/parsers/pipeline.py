@@ -28,7 +28,18 @@ from tracelens.parsers.lifecycle import parse_lifecycle
 from tracelens.parsers.prefix import add_prefix_columns
 from tracelens.parsers.spec_metrics import VLLM_SERVER_START, parse_spec_metrics, vllm_timestamps
 from tracelens.tables.frames import PARTS, Tables
-from tracelens.tables.schema import COMMON_COLUMNS, KIND_TABLE, C, Kind, T, W, conform, discard, empty
+from tracelens.tables.schema import (
+    COMMON_COLUMNS,
+    KIND_TABLE,
+    C,
+    Kind,
+    T,
+    W,
+    conform,
+    discard,
+    empty,
+    project,
+)
 
 # Lines that continue a traceback: indented frames (or frames whose indentation a paste lost),
 # chained-exception banners, the final `SomeError: message`, and caret markers.
@@ -309,7 +320,7 @@ def _tested_where(df: pl.DataFrame, rows: pl.Series, tests: list[pl.Expr]) -> li
         return [none() for _ in tests]
     idx = rows.arg_true()
     columns = list(dict.fromkeys(name for test in tests for name in test.meta.root_names()))
-    read = df.select(columns).filter(rows).select(tests)  # only the columns the tests read are copied
+    read = project(df, *columns).filter(rows).select(tests)  # only the columns the tests read are copied
     return [none().scatter(idx, column) for column in read.get_columns()]
 
 
