@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import itertools
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import polars as pl
@@ -381,3 +383,36 @@ def test_a_run_whose_rounds_sums_cannot_give_keeps_the_window_figures_and_says_s
 
     assert "window mean" in stats_words(status) and "run mean" not in stats_words(status)
     live.close()
+
+
+# A frame whose two-chunk column is pyarrow's over a Python buffer, and whose other column is one
+# materialised chunk: polars' serialization aligns the chunks in place on its pool while the sender
+# holds the interpreter lock, and pyarrow's release of the replaced chunk waits for that lock.
+_MISALIGNED = """
+import io
+import numpy as np, polars as pl, pyarrow as pa
+from tracelens.live.worker import receive, send
+
+def over_python_buffer(n):
+    return pl.Series("a", pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(np.arange(n))])).to_frame()
+
+frame = pl.concat([over_python_buffer(2), over_python_buffer(2)], rechunk=False)
+frame = pl.concat([frame, pl.DataFrame(schema={"b": pl.Int64})], how="diagonal")
+assert frame.n_chunks("all") == [2, 1]
+out = io.BytesIO()
+send(out, {"frame": frame})
+out.seek(0)
+assert receive(out)["frame"].equals(frame)
+print("sent")
+"""
+
+
+def test_a_frame_of_misaligned_chunks_over_python_buffers_is_sent(tmp_path: Path) -> None:
+    # in a process of its own: the hang holds the interpreter lock, which no timeout in this one gets
+    root = str(Path(__file__).resolve().parents[1])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
+    done = subprocess.run(
+        [sys.executable, "-c", _MISALIGNED], capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "sent"

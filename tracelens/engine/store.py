@@ -187,7 +187,9 @@ class ParquetPart:
             self._close_file()
         if self.writer is None:
             self.columns = filled or frame.columns[:1]
-        table = frame.select(self.columns).to_arrow()
+        from tracelens.tables.schema import project  # a worker's import: the second look needs no schema
+
+        table = project(frame, *self.columns).to_arrow()
         if self.writer is None:
             self.writer = self._open(table.schema)
         elif not table.schema.equals(self.writer.schema):  # a column of another type (a Null column)

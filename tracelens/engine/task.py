@@ -29,7 +29,7 @@ from tracelens.sources.files import Block, block_lines, blocks_from_stream
 from tracelens.sources.inputs import FILE, TAR, Input
 from tracelens.sources.logfiles import decompressing, is_read_error, looks_like_log, open_source
 from tracelens.tables.frames import PARTS, compact
-from tracelens.tables.schema import TABLES, C, Kind, T, stored_lines
+from tracelens.tables.schema import TABLES, C, Kind, T, project, stored_lines
 
 # Tables a task writes as they are; `faults` and `runs` are built at commit.
 DIRECT_TABLES = tuple(t for t in TABLES if t not in (T.FAULTS, T.RUNS))
@@ -235,7 +235,7 @@ class _Recorded:
         for block in self.blocks:
             lines = block_lines(block)
             self.split.append((block, lines))
-            self.frames.append(lines.select(C.LINE_NO, C.TEXT))
+            self.frames.append(project(lines, C.LINE_NO, C.TEXT))
             yield block
 
     def lines_of(self, block: Block) -> pl.DataFrame:

@@ -28,6 +28,7 @@ when its stdin closes (the parent ended, even by `kill -9`), and ignores Ctrl-C 
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import pickle
 import queue
@@ -40,7 +41,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, BinaryIO
+from typing import IO, Any, BinaryIO
 
 import polars as pl
 
@@ -83,10 +84,43 @@ _READ_AHEAD = 8  # parse messages the child holds before the parent's writes wai
 
 
 def send(stream: IO[bytes], message: ToWorker | FromWorker) -> None:
-    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    buffer = io.BytesIO()
+    _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(message)
+    data = buffer.getbuffer()
     stream.write(_HEADER.pack(len(data)))
     stream.write(data)
     stream.flush()
+
+
+class _Pickler(pickle.Pickler):
+    """Pickles a frame whose columns are cut into chunks at different rows as its rechunked copy.
+
+    Polars (2.1) pickles a frame by `DataFrame.serialize`, which first aligns the frame's chunks in
+    place, on its thread pool, while this thread holds the interpreter lock and waits for the pool. A
+    chunk so replaced that was the last reference to an Arrow array made by pyarrow over a Python
+    buffer (`pa.py_buffer`: a block's text, the batch lanes' numbers) is released on a pool thread,
+    and pyarrow's release takes the interpreter lock: the worker hung for good. Frames whose null
+    columns are materialised (`schema.conform`'s concatenation with a frame of no rows) next to
+    two-chunk ones are such frames; a `select` made them null literals, which the alignment skips.
+    `rechunk` builds a new frame and frees nothing the original holds, and the serialization of the
+    copy has nothing to align. The frame received is the same."""
+
+    def reducer_override(self, obj: object) -> Any:  # a reduce tuple, or NotImplemented
+        if isinstance(obj, pl.DataFrame) and not _chunks_aligned(obj):
+            return obj.rechunk().__reduce_ex__(pickle.HIGHEST_PROTOCOL)
+        return NotImplemented
+
+
+def _chunks_aligned(frame: pl.DataFrame) -> bool:
+    """Whether every column of ``frame`` is cut into chunks at the same rows (polars' serialization
+    then aligns nothing). A null literal column counts one chunk here, though polars skips it."""
+    counts = frame.n_chunks("all")
+    if not counts or max(counts) == 1:
+        return True  # the usual block's frame: no chunks to align
+    if min(counts) != max(counts):
+        return False
+    lengths = {tuple(len(chunk) for chunk in column.get_chunks()) for column in frame.iter_columns()}
+    return len(lengths) == 1
 
 
 def receive(stream: IO[bytes]) -> object:

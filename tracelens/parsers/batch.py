@@ -36,7 +36,17 @@ import polars as pl
 from tracelens.parsers.batch_lane import Kind, Lane, read_lanes
 from tracelens.parsers.distinct import with_groups
 from tracelens.parsers.first_match import first_match
-from tracelens.tables.schema import BATCH_FIELDS, COMMON_COLUMNS, C, T, W, conform, polars_schema
+from tracelens.tables.schema import (
+    BATCH_FIELDS,
+    COMMON_COLUMNS,
+    C,
+    T,
+    W,
+    conform,
+    discard,
+    polars_schema,
+    project,
+)
 
 # `Prefill batch`, `Decode batch`, optional ` [N]` iteration counter, `.` or `,`; early 2024 `new fill batch.`
 # The body is sliced off after the header rather than captured (capturing `.*` to the line end is slow).
@@ -116,7 +126,7 @@ def read_shape(shape: str) -> dict[str, int] | None:
 def parse_batches(df: pl.DataFrame, literal: bool = True) -> pl.DataFrame:
     """Rows routed to `batch` -> the `batches` table (lines whose header does not match are dropped).
     ``literal=False`` skips the lanes and the literal path (tests compare the paths)."""
-    df = df.select(*COMMON_COLUMNS, W.BODY).with_row_index(W.ROW)
+    df = project(df, *COMMON_COLUMNS, W.BODY).with_row_index(W.ROW)
     parts = []
     if literal and df.height:
         read, df = _by_lanes(df)
@@ -145,7 +155,7 @@ def _by_lanes(df: pl.DataFrame) -> tuple[pl.DataFrame | None, pl.DataFrame]:
         pl.lit(None, dtype=pl.String),
     )
     read = pl.concat(
-        [df.select(W.ROW, *COMMON_COLUMNS), got.with_columns(phase.alias(C.PHASE)).drop(W.LAYOUT)],
+        [project(df, W.ROW, *COMMON_COLUMNS), discard(got.with_columns(phase.alias(C.PHASE)), W.LAYOUT)],
         how="horizontal",
     )
     taken = lane_of >= 0
@@ -328,7 +338,7 @@ def _by_layouts(
         )
     )
     rest = base.clear() if all_matched else base.filter(~matched)
-    return read, rest.drop(W.LAYOUT)
+    return read, discard(rest, W.LAYOUT)
 
 
 def _by_shape_or_key(base: pl.DataFrame) -> pl.DataFrame:

@@ -27,7 +27,7 @@ import polars as pl
 import pyarrow as pa
 
 from tracelens.parsers.distinct import with_groups
-from tracelens.tables.schema import COMMON_COLUMNS, C, T, W, conform
+from tracelens.tables.schema import COMMON_COLUMNS, C, T, W, conform, project
 
 # The header, wherever it starts in the body (`W.BEFORE_HEADER` is what comes before it, usually nothing). The
 # items follow one space after it; a header not followed by a space has no items.
@@ -95,7 +95,7 @@ def parse_debug(df: pl.DataFrame, templates: bool = True) -> pl.DataFrame:
         body.str.replace(SLOT_PATTERN, SLOT_KEY + SLOT_MARK).alias(W.TEMPLATE),
         body.str.extract(SLOT_PATTERN, 0).str.slice(len(SLOT_KEY)).alias(W.SLOT),
     )
-    fields = _MEMO.fields(cut.select(W.TEMPLATE))
+    fields = _MEMO.fields(project(cut, W.TEMPLATE))
     if fields is None:  # many lines of new templates seen once: templates do not pay in this block
         return _parse_whole(df)
     slot = cut.get_column(W.SLOT)
@@ -113,7 +113,7 @@ def parse_debug(df: pl.DataFrame, templates: bool = True) -> pl.DataFrame:
             assert fields is not None  # `always` never declines
             slot = again.get_column(W.SLOT)
     # Now a line has a cut value only where its template puts it back exactly.
-    out = pl.concat([df.select(COMMON_COLUMNS), slot.to_frame(), fields], how="horizontal")
+    out = pl.concat([project(df, *COMMON_COLUMNS), slot.to_frame(), fields], how="horizontal")
     if out.get_column(C.TAG).null_count():
         out = out.filter(pl.col(C.TAG).is_not_null())
     value = pl.col(W.SLOT)

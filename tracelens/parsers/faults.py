@@ -13,7 +13,7 @@ import polars as pl
 from tracelens.parsers.distinct import groups_expr
 from tracelens.parsers.first_match import first_match
 from tracelens.parsers.kinds import FAULT_PHRASES
-from tracelens.tables.schema import COMMON_COLUMNS, C, T, W, conform
+from tracelens.tables.schema import COMMON_COLUMNS, C, T, W, conform, project
 
 # An exception's name: `...Error`, `...Exception`, bare `Exception`, or a dotted module path ending in a
 # class name (`triton.runtime.errors.OutOfResources`).
@@ -48,7 +48,8 @@ def parse_faults(df: pl.DataFrame) -> pl.DataFrame:
     )
     return conform(
         T.FAULTS,
-        out.select(
+        project(
+            out,
             *COMMON_COLUMNS,
             C.COMPONENT,
             C.FAULT_KIND,

@@ -9,7 +9,7 @@ from functools import cache
 import polars as pl
 
 from tracelens.parsers.distinct import groups_expr, without_captures
-from tracelens.tables.schema import COMMON_COLUMNS, C, T, W, conform
+from tracelens.tables.schema import COMMON_COLUMNS, C, T, W, conform, project
 
 _LEVELS = r"DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL"
 
@@ -154,7 +154,7 @@ def parse_foreign(df: pl.DataFrame) -> pl.DataFrame:
             )
         )
     if not parts:
-        return conform(T.FOREIGN, df.select(*COMMON_COLUMNS))
+        return conform(T.FOREIGN, project(df, *COMMON_COLUMNS))
     out = parts[0] if len(parts) == 1 else pl.concat(parts, how="vertical_relaxed")
     return conform(T.FOREIGN, out.sort(C.LINE_NO))
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import polars as pl
 
 from tracelens.parsers.distinct import groups_expr
-from tracelens.tables.schema import COMMON_COLUMNS, C, T, W, conform
+from tracelens.tables.schema import COMMON_COLUMNS, C, T, W, conform, project
 
 ACCESS_PATTERN = (
     r"^(?:(?P<client>\S+) )?(?:- |\[[^\]]*\] )"
@@ -29,7 +29,7 @@ def parse_http(df: pl.DataFrame, literal: bool = True) -> pl.DataFrame:
     reads every line by the capture pattern (tests compare the two)."""
     parts = []
     # Only the columns the table takes: filtering the router's frame whole copied its every column.
-    df = df.select(*COMMON_COLUMNS, W.BODY).with_row_index(W.ROW)
+    df = project(df, *COMMON_COLUMNS, W.BODY).with_row_index(W.ROW)
     if literal:
         uvicorn = df.get_column(W.BODY).str.contains(UVICORN_PATTERN)
         if uvicorn.all():  # the usual block: no filter

@@ -6,7 +6,7 @@ import polars as pl
 
 from tracelens.parsers.first_match import first_match
 from tracelens.parsers.kinds import LIFECYCLE_EVENTS
-from tracelens.tables.schema import COMMON_COLUMNS, C, T, W, conform
+from tracelens.tables.schema import COMMON_COLUMNS, C, T, W, conform, project
 
 _GB = r"\s*GB"
 
@@ -59,7 +59,8 @@ def parse_lifecycle(df: pl.DataFrame) -> pl.DataFrame:
     )
     return conform(
         T.LIFECYCLE,
-        out.filter(pl.col(C.EVENT).is_not_null()).select(
+        project(
+            out.filter(pl.col(C.EVENT).is_not_null()),
             *COMMON_COLUMNS,
             C.EVENT,
             C.TARGET,

@@ -28,7 +28,18 @@ from tracelens.parsers.lifecycle import parse_lifecycle
 from tracelens.parsers.prefix import add_prefix_columns
 from tracelens.parsers.spec_metrics import VLLM_SERVER_START, parse_spec_metrics, vllm_timestamps
 from tracelens.tables.frames import PARTS, Tables
-from tracelens.tables.schema import COMMON_COLUMNS, KIND_TABLE, C, Kind, T, W, conform, empty
+from tracelens.tables.schema import (
+    COMMON_COLUMNS,
+    KIND_TABLE,
+    C,
+    Kind,
+    T,
+    W,
+    conform,
+    discard,
+    empty,
+    project,
+)
 
 # Lines that continue a traceback: indented frames (or frames whose indentation a paste lost),
 # chained-exception banners, the final `SomeError: message`, and caret markers.
@@ -275,7 +286,7 @@ def _join_tracebacks(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFrame,
         .alias(C.KIND)
     )
     if df.height == 0:
-        return df.drop(W.SEGMENT, W.AFTER_FRAME), state
+        return discard(df, W.SEGMENT, W.AFTER_FRAME), state
     last_frame = bool(is_frame[-1])
     last = df.row(-1, named=True)
     if last[W.SEGMENT] == 0:  # the whole block continued the previous one
@@ -283,7 +294,7 @@ def _join_tracebacks(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFrame,
     else:
         seg = df.filter(pl.col(W.SEGMENT) == last[W.SEGMENT])
         open_fault = seg.item(0, C.LINE_NO) if seg.item(0, C.KIND) == Kind.FAULT else None
-    return df.drop(W.SEGMENT, W.AFTER_FRAME), replace(
+    return discard(df, W.SEGMENT, W.AFTER_FRAME), replace(
         state, open_fault=open_fault, prev_cont=bool(last[W.CONT]), prev_frame=last_frame
     )
 
@@ -309,7 +320,7 @@ def _tested_where(df: pl.DataFrame, rows: pl.Series, tests: list[pl.Expr]) -> li
         return [none() for _ in tests]
     idx = rows.arg_true()
     columns = list(dict.fromkeys(name for test in tests for name in test.meta.root_names()))
-    read = df.select(columns).filter(rows).select(tests)  # only the columns the tests read are copied
+    read = project(df, *columns).filter(rows).select(tests)  # only the columns the tests read are copied
     return [none().scatter(idx, column) for column in read.get_columns()]
 
 
@@ -331,10 +342,10 @@ def _no_continuations(
     record, and the segment bookkeeping (a window over every line) is skipped."""
     df = df.with_columns(pl.col(C.LINE_NO).alias(C.RECORD)).with_columns(_frame_source_line_is_code())
     if df.height == 0:
-        return df.drop(W.AFTER_FRAME), state
+        return discard(df, W.AFTER_FRAME), state
     last_frame = bool(is_frame[-1])
     open_fault = int(df.item(-1, C.LINE_NO)) if df.item(-1, C.KIND) == Kind.FAULT else None
-    return df.drop(W.AFTER_FRAME), replace(
+    return discard(df, W.AFTER_FRAME), replace(
         state, open_fault=open_fault, prev_cont=False, prev_frame=last_frame
     )
 
@@ -432,7 +443,7 @@ def _fill_tables(df: pl.DataFrame) -> Tables:
     heads = pl.col(C.RECORD) == pl.col(C.LINE_NO)
     tables: dict[str, pl.DataFrame] = {}
     # The parsers' rows, without the columns no parser reads: partitioning copies every column it is given.
-    parsed = df.drop(_NOT_PARSED)
+    parsed = discard(df, *_NOT_PARSED)
     is_head = df.get_column(C.RECORD) == df.get_column(C.LINE_NO)
     by_kind = (parsed if is_head.all() else parsed.filter(is_head)).partition_by(C.KIND, as_dict=True)
     failed: list[pl.Series] = []

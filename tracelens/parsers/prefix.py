@@ -12,7 +12,7 @@ import datetime as dt
 import polars as pl
 
 from tracelens.parsers.distinct import groups_expr, without_captures
-from tracelens.tables.schema import C, W
+from tracelens.tables.schema import C, W, discard, project
 
 # ANSI SGR codes, also when the ESC byte was lost in a copy-paste (bare `[36m`). Without the ESC a
 # code needs a number: a bare `[m` is real text (`[module_aiter_enum]`, `[metrics.py:53]`).
@@ -184,7 +184,7 @@ def add_prefix_columns(df: pl.DataFrame, base_date: dt.date | None, by_position:
     rest = df.select(pl.arg_where(~on_position)).to_series()
     rest = rest.filter(df.get_column(W.CLEAN).gather(rest).str.contains(_REST_TO_READ))
     if len(rest) == df.height:
-        return _pattern_columns(df.select(*_input_columns(df)), base_date)
+        return _pattern_columns(project(df, *_input_columns(df)), base_date)
     # The window fields no window of the memo has are not joined: a null of their type stands in.
     field = {
         name: pl.col(name) if name in df.columns else pl.lit(None, dtype) for name, dtype in _FIELDS.items()
@@ -211,7 +211,7 @@ def add_prefix_columns(df: pl.DataFrame, base_date: dt.date | None, by_position:
     )
     if not len(rest):
         return df
-    read = _pattern_columns(df.select(*_input_columns(df)).gather(rest), base_date)
+    read = _pattern_columns(project(df, *_input_columns(df)).gather(rest), base_date)
     return df.with_columns(
         df.get_column(name).scatter(rest, read.get_column(name)) for name in PREFIX_COLUMNS
     )
@@ -366,7 +366,7 @@ def _pattern_columns(df: pl.DataFrame, base_date: dt.date | None) -> pl.DataFram
         pl.col(W.CLEAN).str.slice(pl.col(W.LEAD).str.len_chars().fill_null(0)).alias(W.BODY),
         timestamp_expr(base_date).alias(C.TS),
     )
-    return df.drop(W.LEAD, W.STAMP, W.LEAD_KEY)
+    return discard(df, W.LEAD, W.STAMP, W.LEAD_KEY)
 
 
 def _stamp_fields(stamp: pl.Expr) -> list[pl.Expr]:
