@@ -222,13 +222,15 @@ def _trailing_blank_lines(df: pl.DataFrame) -> int:
 def _roll_days(df: pl.DataFrame, state: ParseState, options: ParseOptions) -> tuple[pl.DataFrame, ParseState]:
     """Time-only prefixes have no date: each time the clock goes back by more than half a day, a
     midnight has passed."""
-    if options.base_date is None or df.get_column(W.DATE).is_not_null().all():
+    clock = df.get_column(W.UNDATED_TIME)
+    # Nearly every block has no time-only stamp: a null count (kept by Arrow), not the roll.
+    if options.base_date is None or clock.null_count() == len(clock):
         return df, state
-    only_time = pl.col(W.DATE).is_null() & pl.col(W.TIME).is_not_null()
+    only_time = pl.col(W.UNDATED_TIME).is_not_null()
     secs = (
-        pl.col(W.TIME).str.slice(0, 2).cast(pl.Int64) * 3600
-        + pl.col(W.TIME).str.slice(3, 2).cast(pl.Int64) * 60
-        + pl.col(W.TIME).str.slice(6, 2).cast(pl.Int64)
+        pl.col(W.UNDATED_TIME).str.slice(0, 2).cast(pl.Int64) * 3600
+        + pl.col(W.UNDATED_TIME).str.slice(3, 2).cast(pl.Int64) * 60
+        + pl.col(W.UNDATED_TIME).str.slice(6, 2).cast(pl.Int64)
     )
     timed = df.with_columns(pl.when(only_time).then(secs).alias(W.SECS))
     prev = pl.col(W.SECS).forward_fill().shift(1, fill_value=state.last_secs)
@@ -434,7 +436,7 @@ def _number_runs(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFrame, Par
 
 # Columns of a parsed block that no kind's parser reads (the lines table and `unparsed` take them from the
 # whole block).
-_NOT_PARSED = (C.TEXT, C.BYTE_OFFSET, C.BYTE_LEN, W.DATE, W.TIME, W.FRAC, W.GPU, W.CONT)
+_NOT_PARSED = (C.TEXT, C.BYTE_OFFSET, C.BYTE_LEN, W.UNDATED_TIME, W.GPU, W.CONT)
 
 
 def _fill_tables(df: pl.DataFrame) -> Tables:

@@ -142,9 +142,7 @@ _WINDOW = (16, 40)
 LEAD_SAMPLE = 256
 # What the prefix adds to a line frame, in order.
 PREFIX_COLUMNS: tuple[str, ...] = (
-    W.DATE,
-    W.TIME,
-    W.FRAC,
+    W.UNDATED_TIME,
     W.GPU,
     C.LEVEL,
     C.LOGGER,
@@ -195,9 +193,7 @@ def add_prefix_columns(df: pl.DataFrame, base_date: dt.date | None, by_position:
 
     df = df.select(
         *_input_columns(df),
-        when_taken(clean_text.str.slice(1, 10)).alias(W.DATE),
-        when_taken(clean_text.str.slice(12, 8)).alias(W.TIME),
-        pl.lit(None, dtype=pl.String).alias(W.FRAC),
+        pl.lit(None, dtype=pl.String).alias(W.UNDATED_TIME),  # a dated stamp: its date and time are in TS
         *(field[name].alias(name) for name in (W.GPU, C.LEVEL, C.LOGGER)),
         *(
             (pl.coalesce(field[C.TP], field[W.GPU]) if col == C.TP else field[col]).alias(col)
@@ -365,8 +361,10 @@ def _pattern_columns(df: pl.DataFrame, base_date: dt.date | None) -> pl.DataFram
         (pl.col(W.TIME).is_not_null() | pl.col(W.GPU).is_not_null()).alias(W.PREFIXED),
         pl.col(W.CLEAN).str.slice(pl.col(W.LEAD).str.len_chars().fill_null(0)).alias(W.BODY),
         timestamp_expr(base_date).alias(C.TS),
+        pl.when(pl.col(W.DATE).is_null()).then(pl.col(W.TIME)).alias(W.TIME),
     )
-    return discard(df, W.LEAD, W.STAMP, W.LEAD_KEY)
+    # What the day roll-over needs of the stamp once TS holds it: the time of one without a date.
+    return discard(df, W.LEAD, W.STAMP, W.LEAD_KEY, W.DATE, W.FRAC).rename({W.TIME: W.UNDATED_TIME})
 
 
 def _stamp_fields(stamp: pl.Expr) -> list[pl.Expr]:

@@ -18,9 +18,10 @@ class W:
     BODY = "_body"  # the message after the prefix (the whole clean text when there is no prefix)
     PREFIXED = "_prefixed"  # SGLang's own prefix was found ([T TAGS], [gpu=N], Rank N:)
     PREFIX = "_prefix"  # the prefix a prefix pattern matched (`explain`)
-    DATE = "_date"
+    DATE = "_date"  # a stamp's pieces, while the lead pattern reads them
     TIME = "_time"
     FRAC = "_frac"
+    UNDATED_TIME = "_undated_time"  # HH:MM:SS of a stamp without a date (before v0.3.4), else null
     TAGS = "_tags"
     GPU = "_gpu"
     RANK = "_rank"  # N of a `Rank N: ` prefix
