@@ -12,7 +12,7 @@ directory first on ``sys.path``; ``PYTHONPATH`` alone does not switch checkouts)
    the script exits 1 and names the tables that differ.
 2. **Cost.** In alternate rounds, ``tracelens parse -j 2 -q`` of each whole LOG (wall seconds, CPU
    seconds of the process tree, its peak PSS: the figures of `bench/throughput.py`), and the parse alone
-   per 3 MiB block on one core (least CPU of 4 passes over ``--mb`` MiB, the figure least disturbed by
+   per 6 MiB block on one core (least CPU of 4 passes over ``--mb`` MiB, the figure least disturbed by
    other work). Medians over ``--rounds``, and this checkout's figure over REF's.
 
 LOG defaults to the bench logs `bench/throughput.py` builds (``$TMPDIR/tracelens-bench``). CPU seconds
@@ -65,14 +65,14 @@ for block in map(int, blocks):
             frame.write_parquet(folder / (name + ".parquet"))
 """
 
-# The parse alone, per 3 MiB block, one polars thread: least CPU of 4 passes, in ms. Run in the
+# The parse alone, per 6 MiB block (the engine's), one polars thread: least CPU of 4 passes, in ms. Run in the
 # checkout measured (the working directory comes first on the path), with `bench/steps.py`'s timing.
 _PER_BLOCK = """
 import sys
 from pathlib import Path
 sys.path.insert(1, sys.argv[3])
 from steps import first_frames, parse_cpu
-frames, _ = first_frames(Path(sys.argv[1]), 3 << 20, int(sys.argv[2]))
+frames, _ = first_frames(Path(sys.argv[1]), 6 << 20, int(sys.argv[2]))
 print(min(parse_cpu(frames) for _ in range(4)) / len(frames) * 1000)
 """
 
