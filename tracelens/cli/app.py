@@ -402,6 +402,10 @@ app.command()(cli_dataset.cache)
 def main() -> None:
     """Entry point: one clear line and exit 2 for input errors; 130 on Ctrl-C; never a traceback. (Exit 1
     for inputs read in part or not at all is the commands' own: `cli_dataset.logs_dataset`.)"""
+    # No command does linear algebra, yet numpy's OpenBLAS starts a thread per core as it loads, which
+    # spins for a while: 0.1 CPU-s in every process that imports numpy (this one, the fork server, the
+    # live worker). Set before anything imports numpy; the user's own setting wins.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
         app()
     except InputError as exc:

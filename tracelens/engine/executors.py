@@ -44,6 +44,7 @@ WORKER_ENV = {
     "_RJEM_MALLOC_CONF": "dirty_decay_ms:200,muzzy_decay_ms:0",
     "ARROW_DEFAULT_MEMORY_POOL": "system",
     "MALLOC_MMAP_THRESHOLD_": str(4 << 20),
+    "OPENBLAS_NUM_THREADS": "1",  # numpy's BLAS threads, never used, spin 0.1 CPU-s as numpy loads
 }
 # What the fork server imports for its workers: the task code, and the modules a task imports on
 # its first write (the Parquet writer), so that workers share them rather than each import them (0.1
