@@ -19,6 +19,10 @@ from typing import Protocol
 
 from tracelens.sources.events import SourceEvent
 
+# A block's bytes: a plain file's block is the bytearray it was read into, cut at its last newline in
+# place rather than copied (`files.blocks_from_stream`); nothing changes a block's bytes once made.
+BlockBytes = bytes | bytearray
+
 
 @dataclass(frozen=True)
 class Block:
@@ -27,7 +31,7 @@ class Block:
     source: str
     first_line_no: int  # 1-based number of the block's first line
     start_offset: int  # byte offset of the block in the (decompressed) source
-    data: bytes
+    data: BlockBytes
 
 
 # A follower reports through this callback, from its own thread.

@@ -57,7 +57,8 @@ class RecordedFollower:
                 for block in blocks_from_stream(fh, self.label, self.block_bytes):
                     if stop.is_set():
                         return
-                    emit(LinesAppended(self.label, block.data))
+                    # the session keeps what it is handed: bytes, not the reader's bytearray
+                    emit(LinesAppended(self.label, bytes(block.data)))
                     read += len(block.data)
         except SourceReadError as exc:
             emit(
