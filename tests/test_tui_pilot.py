@@ -9,9 +9,11 @@ import pytest
 from tui_support import EMBED, TRACEBACK, append, decode, session_for, until, write_start
 
 from tracelens.analysis.expectations import Expectations
+from tracelens.live import events as ev
 from tracelens.live.index import KIND_CODES, LineFilter
+from tracelens.sources import events as src
 from tracelens.tables.schema import Kind
-from tracelens.tui.app import TraceLensApp
+from tracelens.tui.app import SessionReported, TraceLensApp
 from tracelens.tui.screens import FilterScreen, HelpScreen
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(120)]
@@ -151,6 +153,39 @@ async def test_filters_by_kind_rank_and_regex(tmp_path: Path) -> None:
         # new lines that match arrive in the filtered view
         append(log, "torch.OutOfMemoryError: again")
         assert await until(lambda: len(view.view) == 2)
+
+
+async def test_lines_that_arrive_under_a_dialog_reach_the_view_behind_it(tmp_path: Path) -> None:
+    """The session's events update the main screen's widgets while a dialog (the filter screen) is on
+    top of them."""
+    log = tmp_path / "server.log"
+    write_start(log)
+    app = _app(log)
+    async with app.run_test(size=SIZE) as pilot:
+        assert await until(lambda: len(app.log_view.view) == 26)
+        await pilot.press("f")
+        assert await until(lambda: isinstance(app.screen, FilterScreen))
+        append(log, "[2026-11-20 11:00:00 TP3] Decode batch, #running-req: 1, accept len: 2.00, ")
+        assert await until(lambda: len(app.log_view.view) == 27)
+        assert isinstance(app.screen, FilterScreen)
+        await pilot.press("escape")
+        assert await until(lambda: not isinstance(app.screen, FilterScreen))
+
+
+async def test_an_event_after_the_views_are_gone_is_dropped(tmp_path: Path) -> None:
+    """As the app closes, its widgets are removed before the session stops, and the session's threads
+    may still report: such an event has no view to update and must not fail the app (seen in CI:
+    `NoMatches` for `LogView` as the filter test ended)."""
+    log = tmp_path / "server.log"
+    write_start(log)
+    app = _app(log)
+    async with app.run_test(size=SIZE) as pilot:
+        assert await until(lambda: len(app.log_view.view) == 26)
+        await app.screen_stack[0].query_children().remove()
+        app.post_message(SessionReported(ev.LinesIndexed("server.log", 1)))
+        app.post_message(SessionReported(ev.SourceStateChanged("server.log", src.RECONNECTING, "")))
+        await pilot.pause()
+        assert list(app.events_seen)[-2:] == ["LinesIndexed", "SourceStateChanged"]
 
 
 async def test_search_next_and_previous(tmp_path: Path) -> None:

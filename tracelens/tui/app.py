@@ -158,6 +158,10 @@ class TraceLensApp(App[None]):
     def on_session_reported(self, message: SessionReported) -> None:
         event = message.event
         self.events_seen.append(type(event).__name__)
+        if not self.query(LogView):
+            # The app is closing: its widgets are removed before `on_unmount` stops the session, whose
+            # threads may still report. There is no view left to update.
+            return
         if isinstance(event, ev.LinesIndexed | ev.PreviewShown):
             self.log_view.refresh_index()
         elif isinstance(event, ev.LinesParsed):
