@@ -18,6 +18,7 @@ from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
+from textual.css.query import NoMatches
 from textual.message import Message
 from textual.notifications import Notify
 from textual.widgets import Footer, Input
@@ -158,19 +159,21 @@ class TraceLensApp(App[None]):
     def on_session_reported(self, message: SessionReported) -> None:
         event = message.event
         self.events_seen.append(type(event).__name__)
-        if not self.query(LogView):
+        try:
+            log_view = self.log_view  # the lookup the handlers make anyway (query_one keeps it)
+        except NoMatches:
             # The app is closing: its widgets are removed before `on_unmount` stops the session, whose
             # threads may still report. There is no view left to update.
             return
         if isinstance(event, ev.LinesIndexed | ev.PreviewShown):
-            self.log_view.refresh_index()
+            log_view.refresh_index()
         elif isinstance(event, ev.LinesParsed):
-            self.log_view.refresh_index()
+            log_view.refresh_index()
             self._note_decode(event)
         elif isinstance(event, ev.SourceStateChanged):
             self.header.show()
             if event.state == src.RECONNECTING:
-                self.log_view.refresh_index()
+                log_view.refresh_index()
         elif isinstance(event, ev.AnalysisUpdated):
             self._show_analysis(event)
         elif isinstance(event, ev.SessionFailed):
