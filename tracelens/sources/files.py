@@ -79,23 +79,26 @@ def blocks_from_stream(
             carry, again = data, 0
             continue
         cut = int(newlines[-1]) + 1
-        block: BlockBytes
         again = len(data) - cut if rewind and broken is None else 0
         if again:
             fh.seek(-again, io.SEEK_CUR)
             if left is not None:
                 left += again
             carry = b""
-            # A plain file's read is a bytearray: cut in place. A slice would copy the block into a
-            # fresh mapping whose pages fault in: 3-4 ms per 6 MiB block, as much as the read.
-            if isinstance(data, bytearray):
-                del data[cut:]
-                block = data
-            else:
-                block = data[:cut]
         else:
-            block = data[:cut]  # the whole of ``data`` (no copy) when it ends with a newline
             carry = data[cut:]
+        # The block is ``data`` up to its last newline: ``data`` itself when it ends there (the last
+        # block of a range or file); a plain file's read (a bytearray, stepped back over) cut in place;
+        # else a slice. Slicing a plain file's read copied each block into a fresh mapping whose pages
+        # fault in: 3-4 ms per 6 MiB block, as much as the read (and a bytearray's slice always copies).
+        block: BlockBytes
+        if cut == len(data):
+            block = data
+        elif again and isinstance(data, bytearray):
+            del data[cut:]
+            block = data
+        else:
+            block = data[:cut]
         yield SplitBlock(source, line_no, offset, block, newlines)
         offset += len(block)
         line_no += len(newlines)
