@@ -84,11 +84,12 @@ def plan_ranges(item: Input, range_bytes: int, start: int = 0) -> list[tuple[int
     return bounds
 
 
-def scan_range(path: str, start: int, end: int, chunk: int = 16 << 20) -> ScanResult:
+def scan_range(path: str, start: int, end: int, chunk: int = 4 << 20) -> ScanResult:
     """Count newlines in [start, end) and collect the lines that may start a run (`server_args=`, vLLM's
     `vLLM API server version`). The range is read into one buffer a chunk at a time, after the partial
     line the chunk before left (`readinto`: no new chunk-sized object per chunk), and each chunk is
-    searched in place, never sliced (a slice is a copy)."""
+    searched in place, never sliced (a slice is a copy). A chunk of 4 MiB stays in the caches: one of
+    16 MiB cost a 32 MiB range 28-30 ms against 18-21 (1 MiB: 36-40, the polars calls of each chunk)."""
     result = ScanResult(0)
     buf = bytearray(chunk)
     with open(path, "rb") as fh:
