@@ -208,15 +208,19 @@ def test_a_second_look_at_an_unchanged_dataset_loads_no_table_library(tmp_path: 
     assert result.stdout.splitlines()[1:] == first.stdout.splitlines()[1:]  # the table of rows per table
 
 
-# Run the command, and name the modules loaded when the commit starts (the workers are gone by then).
+# Run the command, and name the modules loaded when the workers hold the last tasks (the engine then
+# loads what the commit needs), and whether the commit found them loaded.
 LOADED_AT_COMMIT = """
 import runpy, sys
 from tracelens.engine import engine
-commit_run = engine.commit_run
-def committing(*args, **kwargs):
+load, commit_run = engine.load_table_libraries, engine.commit_run
+def loading():
     sys.stderr.write("\\nloaded: " + " ".join(sorted(sys.modules)) + "\\n")
+    load()
+def committing(*args, **kwargs):
+    sys.stderr.write("\\ncommit with polars: " + str("polars" in sys.modules) + "\\n")
     return commit_run(*args, **kwargs)
-engine.commit_run = committing
+engine.load_table_libraries, engine.commit_run = loading, committing
 sys.argv = ["tracelens", *sys.argv[1:]]
 runpy.run_module("tracelens.cli", run_name="__main__")
 """
@@ -224,8 +228,9 @@ runpy.run_module("tracelens.cli", run_name="__main__")
 
 def test_a_parse_in_byte_ranges_leaves_the_table_library_to_the_workers(tmp_path: Path) -> None:
     """Planning, scanning and parsing a big log all run on the workers: the parent loads no table
-    library and no parser until it commits, so it holds none of their memory while the workers run. The
-    rows are those of the same log read in one piece."""
+    library and no parser until the workers hold the last tasks, so it holds none of their memory while
+    they parse, and it has loaded them when it commits. The rows are those of the same log read in one
+    piece."""
     log = tmp_path / "big.log"
     log.write_bytes((SAMPLE_LOGS / "eagle3_fixed.log").read_bytes() * 2)
     args = ("parse", str(log), "-q", "-j", "2", "--range-size", "256K")
@@ -239,6 +244,7 @@ def test_a_parse_in_byte_ranges_leaves_the_table_library_to_the_workers(tmp_path
     modules = set(result.stderr.split("loaded: ", 1)[1].split("\n", 1)[0].split())
     assert "tracelens.engine.engine" in modules
     assert not inside(modules, ("polars", "pyarrow", "numpy", "tracelens.parsers", "tracelens.engine.ranges"))
+    assert "commit with polars: True" in result.stderr
     whole = run("parse", str(log), "-q", "-j", "1", "-o", str(tmp_path / "whole"))
     assert whole.returncode == 0, whole.stderr
     # `evidence` cites each block's first lines of a run, so its count follows where blocks are cut

@@ -29,6 +29,15 @@ STAGING = f"{META}/staging"
 FAULTS_PRE_DIR = f"{META}/faults_pre"
 
 
+def load_table_libraries() -> None:
+    """Import what the commit builds tables with: polars, pyarrow, the schema and the parsers it reads
+    with (0.24 s in all). The engine calls it once the workers hold the last tasks, so that the import
+    overlaps them instead of delaying the commit, and this process holds none of it while they parse."""
+    import tracelens.parsers.faults
+    import tracelens.parsers.finalize
+    import tracelens.tables.schema  # noqa: F401
+
+
 def _source_key(source: str) -> str:
     return hashlib.blake2b(source.encode(), digest_size=8).hexdigest()
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tracelens.engine import manifest as mf
-from tracelens.engine.commit import STAGING, commit_run, recover
+from tracelens.engine.commit import STAGING, commit_run, load_table_libraries, recover
 from tracelens.engine.executors import LOCAL, Executor, make_executor
 from tracelens.engine.lock import DEFAULT_LOCK_TIMEOUT, Notify, reading, writing
 from tracelens.engine.manifest import Manifest, TaskRecord, UnitRecord
@@ -390,7 +390,7 @@ def _parse_locked(
     try:
         whole, split = _split(work, options, executor)
         specs = _tasks(whole + redo, split, out, staging, options)
-        new_tasks = _run(executor, specs, progress)
+        new_tasks = _run(executor, specs, progress, load_table_libraries)
         # Ranges of a file whose run or line numbers did not add up are read again in one piece.
         again = []
         for path, units in split.items():
@@ -433,8 +433,13 @@ def _jobs(options: EngineOptions, work: list[_Work], redo: list[Unit]) -> int | 
 
 
 def _run(
-    executor: Executor, specs: list[TaskSpec], progress: Progress | None
+    executor: Executor,
+    specs: list[TaskSpec],
+    progress: Progress | None,
+    when_idle: Callable[[], None] | None = None,
 ) -> dict[str, tuple[TaskSpec, TaskResult]]:
+    """Run the tasks; ``when_idle`` is called once fewer tasks are left than there are workers, so that
+    a worker (and a core) waits: what the commit needs next can load meanwhile."""
     total = sum(s.size for s in specs)
     done = 0
     out: dict[str, tuple[TaskSpec, TaskResult]] = {}
@@ -445,4 +450,7 @@ def _run(
         done += spec.size
         if progress is not None:
             progress(done, total)
+        if when_idle is not None and executor.workers > 1 and len(specs) - len(out) < executor.workers:
+            when_idle()
+            when_idle = None
     return out
