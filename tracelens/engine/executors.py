@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol
 
+from tracelens.engine.plan import DEFAULT_BLOCK_BYTES
 from tracelens.errors import InputError
 
 LOCAL = "local"
@@ -29,21 +30,23 @@ class Executor(Protocol):
 
 # Environment of worker processes. One polars thread each: parallelism comes from the processes, and
 # N processes x N threads on N cores only thrash. polars' allocator (jemalloc) gives freed pages back
-# after 200 ms instead of keeping them for seconds, so a worker's memory follows its block, not its
-# past; giving them back at once (0 ms) cost a fifth of the workers' time in page faults. pyarrow (the
-# Parquet writer) allocates from the C library's malloc instead of its default mimalloc pool, which
-# kept about 25 MiB per worker it no longer used (measured with bench/throughput.py). The C library's
-# malloc itself gets a fixed mmap threshold: by default it raises the threshold to the size of each
-# big buffer freed, after which Arrow's and Python's block-sized buffers come from the heap, which
-# never shrinks (a worker's heap grew from 13 to 45 MiB over a task). Buffers of 4 MiB and more are
-# mapped and unmapped instead. Once `parse` stopped importing the analysis and views (a smaller
-# parent), 4 MiB was enough: on the 1 GiB mix 491 MiB and 40.5 CPU-s, against 511 MiB and 37.8 without
-# a threshold and 450 MiB and 55.5 with 1 MiB, whose page faults cost a third more CPU (ARCHITECTURE.md).
+# after 500 ms instead of keeping them for seconds, so a worker's memory follows its last blocks, not its
+# past; giving them back at once (0 ms) cost a fifth of the workers' time in page faults, and 200 ms
+# (a block takes about 100 ms) still faulted a quarter more pages in than 500 (1,000 and 2,000 ms: no
+# fewer). pyarrow (the Parquet writer) allocates from the C library's malloc instead of its default
+# mimalloc pool, which kept about 25 MiB per worker it no longer used (measured with
+# bench/throughput.py). The C library's malloc itself gets a fixed mmap threshold: by default it raises
+# the threshold to the size of each big buffer freed, after which every big buffer comes from the heap,
+# which fragments and never shrinks (a worker's heap grew from 13 to 45 MiB over a task). Buffers over
+# the threshold are mapped and unmapped instead, their pages faulted in anew each time. It sits just
+# above a default block (the bytearray a block is read into, reused from the heap block after block):
+# at 4 MiB, below the 6 MiB blocks, a block's pages were faulted in for every block, a quarter of the
+# page faults and about 1 CPU-s per GiB (ARCHITECTURE.md, "Block size").
 WORKER_ENV = {
     "POLARS_MAX_THREADS": "1",
-    "_RJEM_MALLOC_CONF": "dirty_decay_ms:200,muzzy_decay_ms:0",
+    "_RJEM_MALLOC_CONF": "dirty_decay_ms:500,muzzy_decay_ms:0",
     "ARROW_DEFAULT_MEMORY_POOL": "system",
-    "MALLOC_MMAP_THRESHOLD_": str(4 << 20),
+    "MALLOC_MMAP_THRESHOLD_": str(DEFAULT_BLOCK_BYTES + (2 << 20)),
     "OPENBLAS_NUM_THREADS": "1",  # numpy's BLAS threads, never used, spin 0.1 CPU-s as numpy loads
 }
 # What the fork server imports for its workers: the task code, and the modules a task imports on

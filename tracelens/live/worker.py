@@ -74,6 +74,9 @@ from tracelens.tables.frames import Tables
 from tracelens.tables.schema import C, T
 
 WHOLE_RUN_LINES = 200_000  # an ended run up to this long is judged once on all its rows (read back)
+# jemalloc's decay in the worker: 200 ms, as the batch workers had when the live path's memory was
+# measured over hours (bench/live.py memory); their 500 ms buys CPU a live view does not need.
+LIVE_JEMALLOC = "dirty_decay_ms:200,muzzy_decay_ms:0"
 NICE = 10  # how much lower the child's scheduling priority is than its parent's (a nice increment)
 _HEADER = struct.Struct("<Q")
 _PARSE_BATCH = 64  # parse messages read ahead and parsed as one block per source
@@ -387,7 +390,12 @@ class WorkerClient:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
         # freed memory goes back to the system soon, as the batch engine's workers do: the window is
         # rebuilt at every update, and without it the allocators keep what earlier updates freed
-        env.update({key: WORKER_ENV[key] for key in ("_RJEM_MALLOC_CONF", "ARROW_DEFAULT_MEMORY_POOL")})
+        env.update(
+            {
+                "_RJEM_MALLOC_CONF": LIVE_JEMALLOC,
+                "ARROW_DEFAULT_MEMORY_POOL": WORKER_ENV["ARROW_DEFAULT_MEMORY_POOL"],
+            }
+        )
         self.process = subprocess.Popen(
             [sys.executable, "-m", "tracelens.live.worker"],
             stdin=subprocess.PIPE,
