@@ -36,6 +36,7 @@ import polars as pl
 from tracelens.parsers.batch_lane import Kind, Lane, read_lanes
 from tracelens.parsers.distinct import with_groups
 from tracelens.parsers.first_match import first_match
+from tracelens.parsers.literals import has_literal
 from tracelens.tables.schema import (
     BATCH_FIELDS,
     COMMON_COLUMNS,
@@ -439,7 +440,7 @@ def _typed_values(raw_values: pl.DataFrame) -> list[pl.Expr]:
             )
         elif dtype == pl.Float64:
             values = raw_values.get_column(column)
-            if values.dtype == pl.String and not values.str.contains("%", literal=True).any():
+            if values.dtype == pl.String and not has_literal(values, "%").any():
                 exprs.append(raw.cast(pl.Float64, strict=False))
                 continue
             number = raw.str.strip_chars_end("%").cast(pl.Float64, strict=False)

@@ -27,6 +27,7 @@ import polars as pl
 import pyarrow as pa
 
 from tracelens.parsers.distinct import with_groups
+from tracelens.parsers.literals import has_literal
 from tracelens.tables.schema import COMMON_COLUMNS, C, T, W, conform, project
 
 # The header, wherever it starts in the body (`W.BEFORE_HEADER` is what comes before it, usually nothing). The
@@ -178,7 +179,7 @@ def _read_templates(templates: pl.DataFrame) -> pl.DataFrame:
     found = _template_flags(_read_bodies(templates.rename({W.TEMPLATE: W.BODY}), keep_all=True))
     # TEMPLATE_OK: true where a value is put back exactly, false where there is no placeholder, null
     # where a line with a cut value must be read whole (its template, or its template's header, fails).
-    holds = pl.col(W.BODY).str.contains(SLOT_MARK, literal=True)
+    holds = has_literal(pl.col(W.BODY), SLOT_MARK)
     exact = pl.col(W.TEMPLATE_OK) & pl.col(C.TAG).is_not_null()
     return found.select(
         pl.col(W.BODY).alias(W.TEMPLATE),
@@ -204,9 +205,7 @@ def _template_flags(found: pl.DataFrame) -> pl.DataFrame:
     one item whose value holds the placeholder (SLOT_ITEM, its value SLOT_ITEM_VALUE) and `norm`, which
     is V when the template's first `norm=` reads the placeholder alone (SLOT_NORM; any other reading that
     runs into it holds an `=` and is null either way)."""
-    holds = pl.col(C.ITEMS).list.eval(
-        pl.element().struct.field(C.VALUE).str.contains(SLOT_MARK, literal=True)
-    )
+    holds = pl.col(C.ITEMS).list.eval(has_literal(pl.element().struct.field(C.VALUE), SLOT_MARK))
     one = pl.col(W.BODY).str.count_matches(SLOT_MARK, literal=True) == 1
     found = found.with_columns(
         (one & pl.col(W.REST).str.contains(SLOT_END_PATTERN)).alias(W.TEMPLATE_OK),

@@ -13,6 +13,7 @@ import polars as pl
 from tracelens.parsers.distinct import groups_expr
 from tracelens.parsers.first_match import first_match
 from tracelens.parsers.kinds import FAULT_PHRASES
+from tracelens.parsers.literals import has_literal
 from tracelens.tables.schema import COMMON_COLUMNS, C, T, W, conform, project
 
 # An exception's name: `...Error`, `...Exception`, bare `Exception`, or a dotted module path ending in a
@@ -28,9 +29,7 @@ EXCEPTION_LINE_PATTERN = rf"^(?P<type>{EXCEPTION_NAME})(?::\s*(?P<msg>.*))?$"
 @cache  # one chain of thirty phrases, built once rather than per block
 def fault_kind_expr() -> pl.Expr:
     """The fault kind of a clean line, from the first phrase it contains."""
-    return first_match(
-        (pl.col(W.CLEAN).str.contains(phrase, literal=True), pl.lit(kind)) for phrase, kind in FAULT_PHRASES
-    )
+    return first_match((has_literal(pl.col(W.CLEAN), phrase), pl.lit(kind)) for phrase, kind in FAULT_PHRASES)
 
 
 def parse_faults(df: pl.DataFrame) -> pl.DataFrame:

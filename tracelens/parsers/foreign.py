@@ -9,6 +9,7 @@ from functools import cache
 import polars as pl
 
 from tracelens.parsers.distinct import groups_expr, without_captures
+from tracelens.parsers.literals import has_literal
 from tracelens.tables.schema import COMMON_COLUMNS, C, T, W, conform, project
 
 _LEVELS = r"DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL"
@@ -92,7 +93,7 @@ def may_match_expr(fmt: ForeignFormat) -> pl.Expr:
     if fmt.starts:
         tests.append(pl.any_horizontal(*(clean.str.starts_with(s) for s in fmt.starts)))
     if fmt.contains:
-        tests.append(pl.any_horizontal(*(clean.str.contains(s, literal=True) for s in fmt.contains)))
+        tests.append(has_literal(clean, *fmt.contains))
     return pl.all_horizontal(*tests) if tests else pl.lit(True)
 
 

@@ -6,6 +6,7 @@ import polars as pl
 
 from tracelens.parsers.first_match import first_match
 from tracelens.parsers.kinds import LIFECYCLE_EVENTS
+from tracelens.parsers.literals import has_literal
 from tracelens.tables.schema import COMMON_COLUMNS, C, T, W, conform, project
 
 _GB = r"\s*GB"
@@ -30,9 +31,9 @@ def parse_lifecycle(df: pl.DataFrame) -> pl.DataFrame:
     out = df.with_columns(event_expr().alias(C.EVENT)).with_columns(
         pl.when(pl.col(C.EVENT).str.starts_with("graph_capture"))
         .then(
-            pl.when(body.str.contains("draft", literal=True))
+            pl.when(has_literal(body, "draft"))
             .then(pl.lit("draft"))
-            .when(body.str.contains("target verify", literal=True))
+            .when(has_literal(body, "target verify"))
             .then(pl.lit("target_verify"))
             .otherwise(pl.lit("target"))
         )

@@ -25,6 +25,7 @@ from tracelens.parsers.foreign import formats_of, parse_foreign
 from tracelens.parsers.http import parse_http
 from tracelens.parsers.kinds import ROUTES, Route
 from tracelens.parsers.lifecycle import parse_lifecycle
+from tracelens.parsers.literals import has_literal
 from tracelens.parsers.prefix import add_prefix_columns
 from tracelens.parsers.spec_metrics import VLLM_SERVER_START, parse_spec_metrics, vllm_timestamps
 from tracelens.tables.frames import PARTS, Tables
@@ -417,7 +418,7 @@ def run_start_expr() -> pl.Expr:
     vllm = (
         (pl.col(C.KIND) == Kind.FOREIGN)
         & (pl.col(C.FORMAT) == "vllm")
-        & pl.col(W.BODY).str.contains(VLLM_SERVER_START, literal=True)
+        & has_literal(pl.col(W.BODY), VLLM_SERVER_START)
     )
     return sglang | vllm
 

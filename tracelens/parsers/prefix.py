@@ -12,6 +12,7 @@ import datetime as dt
 import polars as pl
 
 from tracelens.parsers.distinct import groups_expr, without_captures
+from tracelens.parsers.literals import has_literal
 from tracelens.tables.schema import C, W, discard, project
 
 # ANSI SGR codes, also when the ESC byte was lost in a copy-paste (bare `[36m`). Without the ESC a
@@ -84,7 +85,7 @@ _DIGIT_M = "[0-9]m"
 def clean(text: pl.Expr) -> pl.Expr:
     """Line text without colour codes, tqdm carriage-return segments and wrappers."""
     no_ansi = text.str.replace_all(ANSI_PATTERN, "")
-    has_cr = no_ansi.str.contains("\r", literal=True)
+    has_cr = has_literal(no_ansi, "\r")
     from_cr = pl.coalesce(no_ansi.str.extract(_CR_RECORD, 1), no_ansi.str.extract(_CR_LAST, 1), pl.lit(""))
     one_record = pl.when(has_cr).then(from_cr).otherwise(no_ansi)
     unwrapped = one_record.str.replace(WRAPPER_PATTERN, "")
@@ -263,7 +264,10 @@ def _input_columns(df: pl.DataFrame) -> list[str]:
 
 def _window_width(sample: pl.Series) -> int:
     """A window wide enough for the sample's bracket leads and the longest level word after them."""
-    close = sample.filter(sample.str.contains(_DATED)).str.find("]", literal=True).max()
+    dated = sample.filter(sample.str.contains(_DATED))
+    # The byte offset of the first `]` (`str.find` would put a regex in polars' cache: `literals.py`).
+    before = dated.str.splitn("]", 2).struct.field("field_0").str.len_bytes()
+    close = before.filter(has_literal(dated, "]")).max()
     need = (int(close) + 2 - _DATED_LEN + _LONGEST_LEVEL) if isinstance(close, int) else _WINDOW[0]
     return min(max(need, _WINDOW[0]), _WINDOW[1])
 

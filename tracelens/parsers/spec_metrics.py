@@ -8,6 +8,7 @@ import polars as pl
 
 from tracelens.parsers.batch import PERCENT
 from tracelens.parsers.distinct import groups_expr
+from tracelens.parsers.literals import has_literal
 from tracelens.tables.schema import COMMON_COLUMNS, C, T, W, conform
 
 # The line a vLLM server prints as it starts (every version since 0.4): it starts a run.
@@ -96,10 +97,8 @@ def _num(pattern: str, dtype: type[pl.DataType] = pl.Float64) -> pl.Expr:
 def parse_spec_metrics(df: pl.DataFrame) -> pl.DataFrame:
     """Rows routed to `spec_metrics` -> the `spec_metrics` table."""
     body = pl.col(W.BODY)
-    v0 = body.str.contains("Speculative metrics:", literal=True)
-    current = body.str.contains("Mean acceptance length:", literal=True) & body.str.contains(
-        "Accepted throughput:", literal=True
-    )
+    v0 = has_literal(body, "Speculative metrics:")
+    current = has_literal(body, "Mean acceptance length:") & has_literal(body, "Accepted throughput:")
     pct_rate = pl.coalesce(
         _num(r"Avg Draft acceptance rate: ([\w.]+)%"), _num(r"Draft acceptance rate: ([\w.]+)%")
     )
