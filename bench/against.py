@@ -1,6 +1,6 @@
 """This checkout against another commit, side by side: the same tables, and what it costs.
 
-    python bench/against.py REF [--log LOG ...] [--rounds 3] [--mb 32] [--no-speed]
+    python bench/against.py REF [--log LOG ...] [--rounds 3] [--mb 32] [--no-speed] [--instructions]
 
 REF (a commit, tag or branch) is checked out into a temporary git worktree. Both versions then, each
 in a process whose working directory is its own checkout (``python -m tracelens.cli`` puts the working
@@ -15,6 +15,12 @@ directory first on ``sys.path``; ``PYTHONPATH`` alone does not switch checkouts)
    per 6 MiB block on one core (least CPU of 4 passes over ``--mb`` MiB, the figure least disturbed by
    other work). Medians over ``--rounds``, and this checkout's figure over REF's.
 
+3. **Instructions** (``--instructions``, needs valgrind). User-space instructions per 6 MiB block of the
+   parse, counted by callgrind: the difference between parsing three blocks from the middle of each LOG
+   and the first of them, halved (the first fills the parsers' memos), for both checkouts. A count
+   does not move with the machine's load, so one run tells a change of 1-2% that alternate rounds of
+   CPU seconds cannot; it misses what the kernel does (page faults) and the cost of memory stalls.
+
 LOG defaults to the bench logs `bench/throughput.py` builds (``$TMPDIR/tracelens-bench``). CPU seconds
 taken side by side are what compare: a machine's speed drifts by 10-20% within an hour.
 """
@@ -23,6 +29,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -74,6 +82,26 @@ sys.path.insert(1, sys.argv[3])
 from steps import first_frames, parse_cpu
 frames, _ = first_frames(Path(sys.argv[1]), 6 << 20, int(sys.argv[2]))
 print(min(parse_cpu(frames) for _ in range(4)) / len(frames) * 1000)
+"""
+
+# Parse the first N of three 6 MiB blocks from the middle of the log (all three read either way, so that
+# only the parse differs; the log's first blocks are its servers' start, not what most blocks hold).
+_INSTRUCTIONS = """
+import sys
+from pathlib import Path
+sys.path.insert(1, sys.argv[3])
+from steps import parse_cpu
+from tracelens.sources.files import block_lines, blocks_from_stream
+path = Path(sys.argv[1])
+frames = []
+with path.open("rb") as fh:
+    fh.seek(path.stat().st_size // 2)
+    fh.readline()  # to the next line's start
+    for block in blocks_from_stream(fh, str(path), 6 << 20, start_offset=fh.tell()):
+        frames.append(block_lines(block))
+        if len(frames) == 3:
+            break
+parse_cpu(frames[: int(sys.argv[2])])
 """
 
 
@@ -210,6 +238,46 @@ def costs(base: Path, logs: list[Path], rounds: int, mb: int, work: Path) -> lis
     return rows
 
 
+def instructions(checkout: Path, log: Path, blocks: int) -> int:
+    """User-space instructions of a process that parses the first ``blocks`` blocks of ``log``."""
+    done = subprocess.run(
+        [
+            "valgrind",
+            "--tool=callgrind",
+            "--callgrind-out-file=/dev/null",
+            sys.executable,
+            "-c",
+            _INSTRUCTIONS,
+            str(log),
+            str(blocks),
+            str(HERE),
+        ],
+        cwd=checkout,
+        env={**os.environ, "OPENBLAS_NUM_THREADS": "1"},
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    if found is None:
+        raise RuntimeError(f"callgrind printed no count: {done.stderr[-500:]}")
+    return int(found.group(1))
+
+
+def instruction_rows(base: Path, logs: list[Path]) -> list[dict]:
+    rows = []
+    for log in logs:
+        per_block = {}
+        for name, checkout in (("base", base), ("new", ROOT)):
+            per_block[name] = (instructions(checkout, log, 3) - instructions(checkout, log, 1)) / 2 / 1e6
+            print(f"  {log.name} {name}: {per_block[name]:.1f} M instructions per block", flush=True)
+        b, n = per_block["base"], per_block["new"]
+        rows.append(
+            {"log": log.name, "figure": "M instructions per block", "base": b, "new": n, "ratio": n / b}
+        )
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("ref")
@@ -219,7 +287,12 @@ def main() -> None:
         "--mb", type=int, default=32, help="MiB of each log for the tables and the per-block parse"
     )
     parser.add_argument("--no-speed", action="store_true", help="compare the tables only")
+    parser.add_argument(
+        "--instructions", action="store_true", help="also count instructions per block (callgrind)"
+    )
     args = parser.parse_args()
+    if args.instructions and shutil.which("valgrind") is None:
+        sys.exit("--instructions counts with callgrind: apt-get install valgrind")
     logs = args.log or sorted(BENCH_LOGS.glob("*-1G.log"))
     if not logs:
         sys.exit(f"no logs: pass --log, or run bench/throughput.py first to build {BENCH_LOGS}/*-1G.log")
@@ -239,6 +312,8 @@ def main() -> None:
             found = same_tables(base, inputs, work)
             print("every table equal" if not found else "TABLES DIFFER:\n  " + "\n  ".join(found), flush=True)
             rows = [] if args.no_speed else costs(base, logs, args.rounds, args.mb, work)
+            if args.instructions:
+                rows += instruction_rows(base, logs)
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)], check=False)
     if rows:

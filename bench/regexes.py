@@ -1,11 +1,13 @@
 """Which regexes a block makes polars run, and how many distinct ones: polars keeps the last 32 it
-compiled, per thread, so a block that ran more would compile every one again each block.
+compiled, per thread, so a block that ran more would compile every one again each block. A literal
+`contains` or `find` counts too: polars compiles it into the same cache as a regex of the escaped text
+(shown as ``literal:TEXT``; a literal `replace` or `count_matches` does not; `parsers/literals.py`).
 
     python bench/regexes.py LOG [--blocks 4]
 
 Parses the first ``--blocks`` 3 MiB blocks of LOG as a worker does, and reads the patterns off the
 expressions each eager call executes (their serialized plan: `contains`, `extract`, `extract_all`,
-`extract_groups`, `count_matches`, `replace` and `find` that are not literal). Prints, per block, the
+`extract_groups`, `count_matches`, `replace` and `find`, and literal `contains` and `find`). Prints, per block, the
 regex calls and the distinct patterns; then the last block's patterns, most used first. A process's
 first block also runs the patterns that build its memos (windows, templates); the later ones show what
 a block costs in steady state.
@@ -32,6 +34,8 @@ from tracelens.parsers import pipeline
 from tracelens.sources.files import block_lines, iter_blocks
 
 _REGEX_FUNCTIONS = {"Contains", "Extract", "ExtractAll", "ExtractGroups", "CountMatches", "Replace", "Find"}
+# Literal calls polars compiles into its regex cache all the same (checked with a uprobe on the builder).
+_CACHED_LITERALS = {"Contains", "Find"}
 _seen: list[str] = []
 
 
@@ -48,12 +52,14 @@ def _patterns(node: Any) -> None:
     string = function.get("StringExpr") if isinstance(function, dict) else None
     if isinstance(string, dict):
         ((name, options),) = string.items()
-        if name in _REGEX_FUNCTIONS and not (isinstance(options, dict) and options.get("literal")):
+        literal = isinstance(options, dict) and bool(options.get("literal"))
+        if name in _REGEX_FUNCTIONS and (not literal or name in _CACHED_LITERALS):
             if isinstance(options, dict) and "pat" in options:  # extract_groups keeps its pattern here
                 _seen.append(options["pat"])
             else:
-                literal = call["input"][1].get("Literal", {}).get("Scalar", {})
-                _seen.append(literal.get("String", "<not a literal>"))
+                inputs = call["input"] if isinstance(call, dict) else [{}, {}]
+                text = inputs[1].get("Literal", {}).get("Scalar", {}).get("String", "<not a literal>")
+                _seen.append(f"literal:{text}" if literal else text)
     for value in node.values():
         _patterns(value)
 
