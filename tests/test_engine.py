@@ -195,6 +195,27 @@ def test_sample_logs_in_small_ranges_on_two_workers(tmp_path: Path) -> None:
     }
 
 
+def test_many_small_logs_are_spread_over_the_workers(tmp_path: Path) -> None:
+    """Small files are grouped by what a source costs, not by bytes: forty copies of a 14 KB log (0.6 MB,
+    far less than a range) go to a few tasks per worker and to the worker processes, not to one task
+    parsed on one core (2,000 such logs took 100 s that way, 39 s spread)."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    text = (SAMPLE_LOGS / "era_2024_gpu.log").read_bytes()
+    paths = [logs / f"rank{i:02d}.log" for i in range(40)]
+    for path in paths:
+        path.write_bytes(text)
+    options = EngineOptions(base_date=BASE_DATE)  # no --jobs: the engine decides
+    parse_to_dataset([str(logs)], str(tmp_path / "out"), options)
+    tasks = json.loads((tmp_path / "out" / mf.MANIFEST).read_text())["tasks"]
+    workers = os.cpu_count() or 1
+    if workers > 1:
+        assert workers <= len(tasks) <= 4 * workers + 1
+    units = sorted(unit["input"] for task in tasks.values() for unit in task["units"])
+    assert units == sorted(str(p) for p in paths)  # each log in exactly one task
+    assert_same_tables(read_dataset(tmp_path / "out"), parse_paths(paths, ParseOptions(base_date=BASE_DATE)))
+
+
 # --- inputs: archives, compression, broken members --------------------------------------------------------
 
 

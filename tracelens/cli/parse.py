@@ -59,7 +59,7 @@ RangeOpt = Annotated[
     str,
     typer.Option(
         "--range-size",
-        help="Bytes of one task: big plain files are split into ranges of about this size, small files grouped up to it.",
+        help="Bytes of one task: big plain files are split into ranges of about this size, small files grouped up to it (each counted as at least 3 MiB; more per task when there are many).",
     ),
 ]
 
