@@ -11,6 +11,8 @@ characters, so a binary file is accounted for instead of crashing the parser).
 from __future__ import annotations
 
 import io
+import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -148,6 +150,11 @@ def _read_up_to(fh: BinaryIO, size: int) -> tuple[BlockBytes, Exception | None]:
     if isinstance(getattr(fh, "raw", None), io.FileIO):  # a plain file: one read, no copy
         # Zero-filled first: from the heap (the workers' mmap threshold sits above a block) that fill is a
         # memset whose pages fault in when the heap's top was given back, 16% of a worker's page faults.
+        # So no bigger than what is left of a regular file, and a byte more to see it grew: a 14 KB log
+        # read into a 6 MiB buffer took 3.4 ms, into one of its size 0.006.
+        left = _left_in(fh)
+        if left is not None:
+            size = min(size, left + 1)
         buf = bytearray(size)
         try:
             got = cast(io.BufferedIOBase, fh).readinto(buf)
@@ -169,6 +176,18 @@ def _read_up_to(fh: BinaryIO, size: int) -> tuple[BlockBytes, Exception | None]:
         pieces.append(piece)
         got += len(piece)
     return b"".join(pieces), None
+
+
+def _left_in(fh: BinaryIO) -> int | None:
+    """Bytes between the position of ``fh`` and the end of its file; None when it is not a regular file
+    (a pipe, a terminal or a device, whose size says nothing of what is left)."""
+    try:
+        status = os.fstat(fh.fileno())
+        if not stat.S_ISREG(status.st_mode):
+            return None
+        return max(status.st_size - fh.tell(), 0)
+    except (OSError, ValueError):
+        return None
 
 
 def _describe(exc: Exception) -> str:
