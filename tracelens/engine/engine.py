@@ -224,7 +224,7 @@ def _run_task(spec: TaskSpec) -> TaskResult:
 # A source costs its task a fixed part whatever its size (its blocks' parser calls, about a hundred per
 # block, and its own state and records): a 14 KB log took about 45 ms on one core, what some 3 MiB of a
 # big log take. So files are grouped into tasks by that cost, not by their bytes alone: 2,000 such logs
-# (28 MB) made one task, and one core parsed them all for 100 s while the other waited.
+# (28 MB) made one task, and one core parsed them all for 100-112 s while the other waited.
 SOURCE_COST_BYTES = 3 << 20
 # Groups of small files are made big enough to keep part files few (each task writes its own), and small
 # enough that every worker gets a few of them.
