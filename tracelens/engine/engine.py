@@ -233,7 +233,7 @@ _GROUPS_PER_WORKER = 4
 
 def _cost(unit: Unit) -> int:
     """What parsing ``unit`` costs, in bytes of a big log."""
-    return max((unit.end if unit.end is not None else unit.input.size) - unit.start, SOURCE_COST_BYTES)
+    return max(unit.size, SOURCE_COST_BYTES)
 
 
 def _tasks(

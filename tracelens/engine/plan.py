@@ -46,6 +46,11 @@ class Unit:
     def whole(self) -> bool:
         return self.start == 0 and self.end is None
 
+    @property
+    def size(self) -> int:
+        """Bytes of the input this unit reads."""
+        return (self.end if self.end is not None else self.input.size) - self.start
+
 
 @dataclass(frozen=True)
 class TaskSpec:
@@ -59,7 +64,7 @@ class TaskSpec:
 
     @property
     def size(self) -> int:
-        return sum((u.end if u.end is not None else u.input.size) - u.start for u in self.units)
+        return sum(u.size for u in self.units)
 
 
 @dataclass
