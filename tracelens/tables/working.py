@@ -32,6 +32,7 @@ class W:
     BY_POSITION = "_by_pos"  # a dated line's lead is read by position (its window decides it)
     LEAD_END = "_lead_end"  # where a line's lead ends, in characters: its message starts there
     OUTER_STAMP = "_outer_stamp"  # a dated line's window starts with an inner stamp's `] [` (a collector's)
+    ROUTE_TEST = "_route_"  # prefix: whether a line passes the n-th bulk route's test (parsers/pipeline.py)
     CONT = "_cont"  # could continue a multi-line record (traceback frame, wrapped server_args)
     AFTER_FRAME = "_after_frame"  # the line before is a traceback frame
     SEGMENT = "_seg"  # which record a line belongs to: a head and the lines that continue it
