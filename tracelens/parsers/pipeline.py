@@ -106,16 +106,13 @@ _BULK_ROUTES = 2
 
 
 @cache
-def route_expr(
-    routes: tuple[Route, ...], otherwise: str | None = Kind.UNPARSED, blank: bool = True
-) -> pl.Expr:
-    """The kind of each line, first match in ``routes`` order, from literal tests only (foreign formats
-    are recognised afterwards, on the few lines no route took). ``blank``: test for blank lines first
-    (a route that needs a visible character can leave it out: no blank line passes it). Kept once built:
-    the chain is some 200 expression nodes, and building it cost a block about 0.5 ms."""
-    cases = [(_blank(), pl.lit(Kind.BLANK))] if blank else []
-    cases += [(_route_test(route, _contains(route)), pl.lit(route.kind)) for route in routes]
-    return first_match(cases, pl.lit(otherwise, dtype=pl.String))
+def route_expr(routes: tuple[Route, ...]) -> pl.Expr:
+    """The kind of each line, first match in ``routes`` order after the blank test, from literal tests
+    only (foreign formats are recognised afterwards, on the few lines no route took), `unparsed` when
+    none holds. Kept once built: the chain is some 200 expression nodes, and building it cost a block
+    about 0.5 ms."""
+    cases = [(_blank(), pl.lit(Kind.BLANK)), *((_route_test(route), pl.lit(route.kind)) for route in routes)]
+    return first_match(cases, pl.lit(Kind.UNPARSED, dtype=pl.String))
 
 
 @cache
@@ -125,11 +122,12 @@ def _bulk_routes() -> tuple[list[pl.Expr], pl.Expr]:
     the tests inside the chain (least and median of 30 alternate passes)."""
     routes = ROUTES[:_BULK_ROUTES]
     names = [f"{W.ROUTE_TEST}{i}" for i in range(len(routes))]
-    tests = [
-        _route_test(route, _contains(route)).alias(name) for route, name in zip(routes, names, strict=True)
-    ]
-    chain = first_match((pl.col(name), pl.lit(route.kind)) for route, name in zip(routes, names, strict=True))
-    return tests, chain.cast(pl.String)
+    tests = [_route_test(route).alias(name) for route, name in zip(routes, names, strict=True)]
+    chain = first_match(
+        ((pl.col(name), pl.lit(route.kind)) for route, name in zip(routes, names, strict=True)),
+        pl.lit(None, dtype=pl.String),
+    )
+    return tests, chain
 
 
 def add_kinds(df: pl.DataFrame) -> pl.DataFrame:
@@ -147,23 +145,17 @@ def add_kinds(df: pl.DataFrame) -> pl.DataFrame:
     return _add_foreign(df.with_columns(kind.alias(C.KIND)))
 
 
-def _contains(route: Route) -> pl.Expr | None:
-    if not route.contains:
-        return None
-    return pl.col(W.CLEAN).str.contains(_alternation(route.contains, anchored=False))
-
-
 _FEW_STARTS = 4
 
 
-def _route_test(route: Route, contains: pl.Expr | None) -> pl.Expr:
+def _route_test(route: Route) -> pl.Expr:
     tests: list[pl.Expr] = []
     if len(route.starts) <= _FEW_STARTS:  # a few `starts_with` cost less than one anchored regex
         tests.extend(pl.col(W.BODY).str.starts_with(start) for start in route.starts)
     else:
         tests.append(pl.col(W.BODY).str.contains(_alternation(route.starts, anchored=True)))
-    if contains is not None:
-        tests.append(contains)
+    if route.contains:
+        tests.append(pl.col(W.CLEAN).str.contains(_alternation(route.contains, anchored=False)))
     test = pl.any_horizontal(*tests) if tests else pl.lit(True)
     if route.prefixed is not None:
         test = test & (pl.col(W.PREFIXED) == route.prefixed)
