@@ -7,6 +7,7 @@ module imports polars, the parsers and the tables' types only in the functions t
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import posixpath
 from collections.abc import Callable
@@ -151,6 +152,12 @@ def commit_run(
                 moves.append((f, dst))
                 final_files.setdefault(table, []).append(dst)
         tasks[task_id] = mf.task_record(spec.units, result, final_files)
+    # The journal's moves pass over a file that is not there (a replay finds it moved already), so a part
+    # file that is gone before the commit (the dataset's folder removed during the run) would leave a
+    # dataset that counts rows it has not: the run fails instead, with nothing committed.
+    gone = next((src for src, _ in moves if not store.exists(src)), None)
+    if gone is not None:
+        raise FileNotFoundError(errno.ENOENT, "a staged part file is gone", store.path(gone))
     dropped = {k: v for k, v in old.tasks.items() if k not in kept}
     deletes = [f for task in dropped.values() for files in task.files.values() for f in files]
     staged = {dst: src for src, dst in moves}
