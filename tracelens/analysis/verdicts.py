@@ -16,6 +16,8 @@ from typing import Any
 import polars as pl
 
 from tracelens.analysis.capture import layer_id_lines
+from tracelens.analysis.catalog import Weight
+from tracelens.analysis.chain import Chain, chains
 from tracelens.analysis.expectations import Expectations
 from tracelens.analysis.findings import Evidence, Finding, Severity, Status, severity_rank
 from tracelens.analysis.runs import RUN_KEY
@@ -106,12 +108,14 @@ class Verdict:
     explains: list[str] = field(default_factory=list)
     fix: str | None = None
     evidence: list[Evidence] = field(default_factory=list)
+    start_line: int | None = None  # the run's first line in its source (1 for a log without a start line)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "run": self.label,
             "source": self.source,
             "run_index": self.run,
+            "start_line": self.start_line,
             "status": self.status,
             "headline": self.headline,
             "causes": self.causes,
@@ -225,10 +229,47 @@ def _evidence(findings: Iterable[Finding], per: int) -> list[Evidence]:
     return [e for f in findings for e in f.evidence[:per]]
 
 
+def _ranks(ranks: list[int]) -> str:
+    if not ranks:
+        return ""
+    if len(ranks) > 2 and ranks == list(range(ranks[0], ranks[-1] + 1)):
+        return f"ranks {ranks[0]}-{ranks[-1]}"
+    return ("rank " if len(ranks) == 1 else "ranks ") + ", ".join(str(r) for r in ranks)
+
+
+def chain_headline(chain: Chain) -> str:
+    """One sentence: what broke, in which component and ranks, when, and what it explains."""
+    where = ", ".join(p for p in (chain.component, _ranks(chain.ranks)) if p)
+    when = "while serving" if chain.during_serving else "at start-up"
+    times = f", {chain.count} times" if chain.weight == Weight.ERROR and chain.count > 1 else ""
+    what = f"{chain.name} ({where}{times})"
+    if chain.weight == Weight.ERROR:
+        head = f"{what} {when}"
+    elif chain.weight == Weight.CONSEQUENCE:
+        head = f"stopped {when}: {what}; the failure behind it is not in the log"
+    else:
+        head = f"crashed {when}: {what}"
+    if chain.explains and chain.weight != Weight.CONSEQUENCE:
+        head += f"; it explains the {' and '.join(chain.explains[:2])} that follow"
+    return head
+
+
+def _chain_evidence(chain: Chain, source: str) -> list[Evidence]:
+    lines = [chain.line] if chain.line is not None else []
+    if chain.text.endswith(":") and chain.line is not None:
+        lines.append(chain.line + 1)  # a message that goes on on the next line (`2 errors happen:`)
+    return [Evidence(source, n) for n in [*lines, *chain.explained_lines[:2]]]
+
+
 def run_verdict(
-    run: dict[str, Any], findings: list[Finding], facts: _Facts, decoded: bool, ids_evidence: list[Evidence]
+    run: dict[str, Any],
+    findings: list[Finding],
+    facts: _Facts,
+    decoded: bool,
+    ids_evidence: list[Evidence],
+    chain: Chain | None = None,
 ) -> Verdict:
-    """The verdict of one run from its findings."""
+    """The verdict of one run from its findings and its failure chain."""
     by_code: dict[str, list[Finding]] = {}
     for f in findings:
         by_code.setdefault(f.code, []).append(f)
@@ -243,8 +284,15 @@ def run_verdict(
         fired.append((rule, found, shown))
         causes += [c for c in found if c not in causes]
         explains += [s for s in shown if s not in explains and s not in causes]
+    # The chain has read every fault line: the fault findings are its events, judged there.
+    judged = chain is not None and (chain.code is not None or chain.stop_line is not None)
     unexplained = [
-        f for f in findings if f.code not in causes and f.code not in explains and f.severity != Severity.INFO
+        f
+        for f in findings
+        if f.code not in causes
+        and f.code not in explains
+        and f.severity != Severity.INFO
+        and not (judged and f.code.startswith("fault-"))
     ]
     crashes = [f for f in unexplained if f.code in CRASH_CODES and f.severity == Severity.ERROR]
     cause_findings = [f for c in causes for f in by_code[c]]
@@ -263,6 +311,13 @@ def run_verdict(
         )
         if crashes and not shown:
             causes += [f.code for f in crashes if f.code not in causes]
+    elif chain is not None and chain.code is not None and chain.weight != Weight.ERROR:
+        status = Status.BROKEN
+        headline = chain_headline(chain)
+        causes = [chain.code]
+        explains = list(chain.explains)
+        fix = chain.fix
+        evidence = _chain_evidence(chain, run[C.SOURCE])
     elif crashes:
         status = Status.BROKEN
         first = crashes[0]
@@ -276,6 +331,12 @@ def run_verdict(
         headline = gist(first, run)
         causes = [first.code]
         evidence = _evidence([first], 3)
+    elif chain is not None and chain.code is not None:
+        status = Status.DEGRADED
+        headline = chain_headline(chain)
+        causes = [chain.code]
+        fix = chain.fix
+        evidence = _chain_evidence(chain, run[C.SOURCE])
     elif unexplained:
         status = Status.DEGRADED
         first = unexplained[0]
@@ -302,6 +363,7 @@ def run_verdict(
         explains,
         fix,
         [Evidence(s, n) for s, n in unique],
+        run.get(C.START_LINE),
     )
 
 
@@ -342,6 +404,7 @@ def verdicts(
         ).unique()
     ).iter_rows()
     decoded = set(decoding)
+    linked = chains(tables)
     out = []
     for run in runs.to_dicts():
         key = (run[C.SOURCE], run[C.RUN])
@@ -352,5 +415,7 @@ def verdicts(
             run, expect, server_ids, ids_line, aux.get(key, []), int(taken.group(1)) if taken else None
         )
         ids_evidence = [Evidence(run[C.SOURCE], ids_line)] if ids_line is not None else []
-        out.append(run_verdict(run, per_run.get(key, []), facts, key in decoded, ids_evidence))
+        out.append(
+            run_verdict(run, per_run.get(key, []), facts, key in decoded, ids_evidence, linked.get(key))
+        )
     return worst_first(out)

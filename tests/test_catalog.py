@@ -1,0 +1,53 @@
+"""The failure catalog: every entry's sample lines are read as that entry, and its patterns stay linear."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from tracelens.analysis.catalog import FAILURES, Weight
+from tracelens.analysis.chain import GENERIC, _classify
+
+CASES = [(f.code, line) for f in FAILURES for line in f.samples]
+
+
+def classify(lines: list[str], in_traceback: bool = True) -> list[str | None]:
+    frame = pl.DataFrame({"text": lines})
+    return frame.select(_classify(pl.col("text"), pl.lit(in_traceback))).to_series().to_list()
+
+
+@pytest.mark.parametrize(("code", "line"), CASES, ids=[f"{c}-{i}" for i, (c, _) in enumerate(CASES)])
+def test_each_sample_is_read_as_its_entry(code: str, line: str) -> None:
+    assert classify([line]) == [code]
+
+
+def test_every_entry_has_samples_and_the_failures_a_fix() -> None:
+    for entry in FAILURES:
+        assert entry.samples, entry.code
+        if entry.weight == Weight.FATAL:
+            assert entry.fix, f"{entry.code}: a fatal entry says what to try first"
+    assert len({f.code for f in FAILURES}) == len(FAILURES)
+
+
+def test_an_unknown_exception_line_of_a_traceback_is_a_failure_and_prose_is_not() -> None:
+    lines = [
+        "AttributeError: 'Scheduler' object has no attribute 'x'",
+        "the model loaded fine",
+        "UserWarning: x",
+    ]
+    assert classify(lines) == [GENERIC, None, None]
+    # outside a traceback an exception-shaped line is left to the catalog
+    assert classify(lines[:1], in_traceback=False) == [None]
+
+
+def test_look_alikes_are_not_failures() -> None:
+    lines = [
+        "Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)",
+        "The following error message 'operation scheduled before its operands' can be ignored.",
+        "max_total_num_tokens=100000, chunked_prefill_size=8192, max_prefill_tokens=16384",
+    ]
+    assert classify(lines, in_traceback=False) == [None, None, None]
+    # Triton's shared-memory limit is not an out-of-memory
+    assert classify(["triton.runtime.errors.OutOfResources: out of resource: shared memory"]) == [
+        "triton-shared-memory"
+    ]

@@ -1,0 +1,410 @@
+"""The failure catalog: what a log line of a failing (or stopping) server means, as data.
+
+Each entry names a failure in words a user would search for, the component that reports it, how it
+weighs in a verdict (`Weight`), what it usually sets off (the consequences it explains) and a fix
+where a general one exists. Its pattern is a Rust regex (linear time: no look-around, no
+back-references) tested on one line's text without its prefix; the first entry that matches a line is
+the line's. Every entry carries sample lines, and `tests/test_catalog.py` checks that each sample is
+read as its entry. `docs/verdicts.md` is the user's reference.
+
+Unknown failures need no entry: an exception line of a traceback is a fatal event of its own, and its
+place in the chain (the earliest fatal event is the cause) decides what it explains.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Weight(StrEnum):
+    """How an event weighs in its run's verdict."""
+
+    FATAL = "fatal"  # stops a process: the earliest one of a run is its cause
+    ERROR = "error"  # the server goes on, worse off (NaN logits, failed transfers): degraded
+    CONSEQUENCE = "consequence"  # what a failure elsewhere sets off: the cause only when nothing else shows
+    SHUTDOWN = "shutdown"  # a graceful stop was asked for: what follows it is the stop, not a crash
+    NOISE = "noise"  # never a failure (monitor threads after a stop, leaked semaphores)
+
+
+@dataclass(frozen=True)
+class Failure:
+    code: str  # stable id, used in the verdict's cause codes
+    name: str  # in words a user would search for
+    component: str
+    weight: Weight
+    pattern: str
+    samples: tuple[str, ...]
+    fix: str | None = None
+
+
+_OOM_FIX = (
+    "lower --mem-fraction-static (or --cuda-graph-max-bs / --max-running-requests), or spread the model "
+    "over more GPUs"
+)
+_F, _E, _C, _S, _N = Weight.FATAL, Weight.ERROR, Weight.CONSEQUENCE, Weight.SHUTDOWN, Weight.NOISE
+
+FAILURES: tuple[Failure, ...] = (
+    # --- graceful stops and noise first: a SIGTERM line that mentions an error is still a stop
+    Failure(
+        "shutdown-signal",
+        "graceful shutdown (SIGTERM / SIGINT)",
+        "server",
+        _S,
+        r"(?i)SIGTERM received|received SIGTERM|signal (?:15|SIGTERM|SIGINT)\b|Draining requests|"
+        r"Gracefully (?:exiting|shutting down)|shutdown triggered|^KeyboardInterrupt\b|Ctrl-C|"
+        r"Shutting down|Finished server process|Aborted by user",
+        (
+            "SIGTERM received. signum=None frame=None. Draining requests and shutting down...",
+            "Received SIGTERM, shutting down",
+            "INFO:     Shutting down",
+            "INFO:     Finished server process [1234]",
+            "KeyboardInterrupt",
+            "[shutdown] API server: shutdown triggered",
+            "Gracefully exiting...",
+        ),
+    ),
+    Failure(
+        "child-terminated",
+        "child process stopped by SIGTERM (exit -15)",
+        "server",
+        _S,
+        r"exit ?code[=: ]*-15\b|exited with code -15|killed by signal 15",
+        ("Child process unexpectedly failed with exitcode=-15. pid=4321",),
+    ),
+    Failure(
+        "monitor-noise",
+        "monitor thread error after its processes were gone",
+        "Python",
+        _N,
+        r"psutil\.NoSuchProcess|NoSuchProcess|leaked semaphore|resource_tracker|"
+        r"There appear to be \d+ leaked",
+        (
+            "psutil.NoSuchProcess: process no longer exists (pid=1234)",
+            "UserWarning: resource_tracker: There appear to be 1 leaked semaphore objects to clean up at shutdown",
+        ),
+    ),
+    # --- fatal: known causes, most specific first
+    Failure(
+        "nvshmem-transport",
+        "NVSHMEM transport cannot reach a peer GPU",
+        "NVSHMEM",
+        _F,
+        r"(?i)Peer GPU \d+ is not accessible|building transport map failed|nvshmem\w*.*(?:error|failed|abort)",
+        (
+            "/dvs/p4/build/sw/rel/gpgpu/toolkit/r12.8/main_nvshmem/src/host/transport/transport.cpp:420: "
+            "non-zero status: 7 Peer GPU 8 is not accessible, exiting ...",
+            "src/host/init/init.cu:nvshmemi_common_init:997: building transport map failed",
+        ),
+        "NVSHMEM (DeepEP) needs GPUDirect RDMA between the nodes: mlx5 NICs with IBGDA, nvidia_peermem "
+        "loaded, NVSHMEM_HCA_LIST / NVSHMEM_IB_ENABLE_IBGDA set for this NIC; or run without DeepEP",
+    ),
+    Failure(
+        "oom",
+        "GPU out of memory",
+        "CUDA",
+        _F,
+        r"(?i)(?:CUDA|HIP|NPU|GPU) out of memory|OutOfMemoryError|Not enough memory|"
+        r"out of memory\b(?: error)?(?:$|[.,:])",
+        (
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.",
+            "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 1.50 GiB.",
+            "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
+        ),
+        _OOM_FIX,
+    ),
+    Failure(
+        "triton-shared-memory",
+        "Triton kernel needs more shared memory than the GPU has (OutOfResources)",
+        "Triton",
+        _F,
+        r"OutOfResources|out of resource: shared memory",
+        (
+            "triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 98304, "
+            "Hardware limit: 65536.",
+        ),
+        "the kernel's block sizes exceed this GPU's shared memory: try another --attention-backend or a "
+        "release whose kernel configs cover this GPU",
+    ),
+    Failure(
+        "flashinfer-head-dim",
+        "FlashInfer cannot dispatch this head_dim",
+        "FlashInfer",
+        _F,
+        r"failed to dispatch head_dim|Unsupported head_dim|head_dim \d+ (?:is )?not supported",
+        ("RuntimeError: BatchDecodeWithPagedKVCache::BeginForward failed to dispatch head_dim 80",),
+        "this FlashInfer build has no kernel for the model's head size: use --attention-backend triton",
+    ),
+    Failure(
+        "jit-compile",
+        "kernel JIT compile failed (FlashInfer / Triton / ninja)",
+        "FlashInfer",
+        _F,
+        r"ninja: build stopped|CompilationError|Error building extension|nvcc fatal|"
+        r"(?i)jit.*compil\w* (?:failed|error)",
+        (
+            "ninja: build stopped: subcommand failed.",
+            "triton.compiler.errors.CompilationError: at 12:4:",
+            "RuntimeError: Error building extension 'batch_prefill'",
+        ),
+        "the kernel failed to build: check that nvcc and the CUDA headers match the torch build, or use a "
+        "prebuilt wheel / another --attention-backend",
+    ),
+    Failure(
+        "illegal-memory-access",
+        "CUDA illegal memory access",
+        "CUDA",
+        _F,
+        r"(?i)illegal memory access|memory access fault|HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION",
+        (
+            "RuntimeError: CUDA error: an illegal memory access was encountered",
+            "Memory access fault by GPU node-2 (Agent handle: 0x1) on address 0x7f. Reason: Unknown.",
+        ),
+        "rerun with CUDA_LAUNCH_BLOCKING=1 to find the kernel; try --disable-cuda-graph or another "
+        "--attention-backend to narrow it down",
+    ),
+    Failure(
+        "illegal-instruction",
+        "CUDA illegal instruction",
+        "CUDA",
+        _F,
+        r"(?i)illegal instruction",
+        ("RuntimeError: CUDA error: an illegal instruction was encountered",),
+        "a kernel built for another GPU architecture or a kernel bug: rerun with CUDA_LAUNCH_BLOCKING=1",
+    ),
+    Failure(
+        "device-assert",
+        "CUDA device-side assert",
+        "CUDA",
+        _F,
+        r"device-side assert|\.cu:\d+: .*Assertion .* failed|Assertion `[^`]*` failed",
+        (
+            "RuntimeError: CUDA error: device-side assert triggered",
+            "../aten/src/ATen/native/cuda/Indexing.cu:1236: indexSelectSmallIndex: block: [0,0,0], thread: "
+            "[0,0,0] Assertion `srcIndex < srcSelectDimSize` failed.",
+        ),
+        "an index or probability out of range in a kernel: rerun with CUDA_LAUNCH_BLOCKING=1; invalid "
+        "token ids or NaN probabilities are the usual source",
+    ),
+    Failure(
+        "cublas",
+        "cuBLAS error",
+        "cuBLAS",
+        _F,
+        r"CUBLAS_STATUS_\w+",
+        ("RuntimeError: CUDA error: CUBLAS_STATUS_NOT_SUPPORTED when calling `cublasLtMatmul( ... )`",),
+        "cuBLAS rejects this GEMM's shape or dtype (often FP8 with an unaligned size): try another "
+        "quantization or kernel backend",
+    ),
+    Failure(
+        "segfault",
+        "segmentation fault",
+        "Python",
+        _F,
+        r"Segmentation fault|SIGSEGV|Fatal Python error: Aborted|signal 11\b",
+        ("Fatal Python error: Segmentation fault", "Caught signal 11 (SIGSEGV)"),
+        "a native crash: the frames under `Fatal Python error` name the library (NCCL, a kernel, a "
+        "tokenizer); update it or run without the feature it serves",
+    ),
+    Failure(
+        "nccl",
+        "NCCL error",
+        "NCCL",
+        _F,
+        r"NCCL error|ncclUnhandled\w+|ncclInternalError|ncclSystemError|ncclInvalidUsage|"
+        r"unhandled system error|unhandled cuda error",
+        (
+            "RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)",
+            "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, ncclUnhandledCudaError",
+        ),
+        "run with NCCL_DEBUG=INFO: the NCCL WARN lines before the error name the interface; check "
+        "NCCL_SOCKET_IFNAME / NCCL_IB_HCA and that every node reaches the others",
+    ),
+    Failure(
+        "dist-store-timeout",
+        "torch.distributed / gloo store timed out",
+        "gloo",
+        _F,
+        r"DistStoreError|Timed out after \d+ seconds waiting for clients|wait timeout after \d+|"
+        r"gloo.*(?:[Tt]imed out|Connection refused)",
+        ("torch.distributed.DistStoreError: wait timeout after 1800000ms, keys: /default_pg/0//cuda//0",),
+        "the nodes never all joined: check --dist-init-addr, --nnodes and --node-rank on every node and "
+        "that the port is open between them",
+    ),
+    Failure(
+        "watchdog-timeout",
+        "NCCL watchdog collective timeout",
+        "NCCL",
+        _F,
+        r"Watchdog caught collective operation timeout|watchdog thread terminated with exception",
+        (
+            "[Rank 15] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2, OpType=ALLREDUCE) ran "
+            "for 600000 milliseconds before timing out.",
+        ),
+        "a rank stopped answering a collective: look for the first error of the other ranks or nodes",
+    ),
+    Failure(
+        "scheduler-watchdog",
+        "scheduler watchdog timeout (the scheduler hung)",
+        "server",
+        _F,
+        r"(?i)watchdog timeout|Scheduler watchdog",
+        ("Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)",),
+        "the scheduler made no progress: the stack dump above names the hung call (often a collective)",
+    ),
+    Failure(
+        "ray",
+        "Ray error",
+        "Ray",
+        _F,
+        r"RayChannelTimeoutError|RayTaskError|ActorDiedError|RaySystemError|"
+        r"The actor died unexpectedly|raylet .*died",
+        (
+            "ray.exceptions.RayChannelTimeoutError: System error: If the execution is expected to take a long "
+            "time, increase RAY_CGRAPH_get_timeout which is currently 10 seconds.",
+        ),
+        "a Ray worker or channel timed out: raise RAY_CGRAPH_get_timeout, or check the other node's workers",
+    ),
+    Failure(
+        "port-in-use",
+        "port already in use",
+        "server",
+        _F,
+        r"(?i)address already in use|port \d+ is (?:already )?in use|Can not bind|bind failed",
+        ("OSError: [Errno 98] Address already in use",),
+        "another process holds the port: stop it or pick another --port",
+    ),
+    Failure(
+        "shm-too-small",
+        "/dev/shm too small",
+        "Python",
+        _F,
+        r"(?i)No space left on device.*shm|insufficient shared memory|Bus error|shm_open.*fail",
+        (
+            "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).",
+        ),
+        "the container's /dev/shm is too small: run it with --shm-size 32g or --ipc=host",
+    ),
+    Failure(
+        "weight-key",
+        "weight loading KeyError (checkpoint and model disagree)",
+        "model loader",
+        _F,
+        r"KeyError: '[^']*\.(?:weight|bias|\w*scale\w*|qweight|qzeros|g_idx)'",
+        ("KeyError: 'model.layers.78.mlp.gate_up_proj.input_scale'",),
+        "the checkpoint's parameter names do not match the model class: check --quantization, the "
+        "checkpoint's revision and that this release supports the model",
+    ),
+    Failure(
+        "warmup-failed",
+        "warmup request failed",
+        "server",
+        _F,
+        r"Initialization failed\. warmup error|warmup error",
+        ("Initialization failed. warmup error: ",),
+        "the first request failed: the scheduler's error above (or its absence) says why",
+    ),
+    Failure(
+        "mooncake-fatal",
+        "Mooncake transfer engine failed",
+        "Mooncake",
+        _F,
+        r"Mooncake Transfer Engine Return Error|Failed to (?:initialize|register) .*(?:Mooncake|transfer engine)",
+        ("Exception: Mooncake Transfer Engine Return Error.",),
+        "check the Mooncake transport (--disaggregation-ib-device, RDMA reachability between the nodes)",
+    ),
+    Failure(
+        "hip-error",
+        "HIP error",
+        "HIP",
+        _F,
+        r"HIP error|hipError\w+",
+        ("RuntimeError: HIP error: invalid device function",),
+        "a ROCm kernel failed: check that the ROCm build matches this GPU (gfx) and the torch build",
+    ),
+    Failure(
+        "cuda-error",
+        "CUDA error",
+        "CUDA",
+        _F,
+        r"CUDA error|CUDA driver error|cudaError\w+|no CUDA-capable device",
+        ("RuntimeError: CUDA error: invalid argument",),
+        "rerun with CUDA_LAUNCH_BLOCKING=1 to find the failing call",
+    ),
+    # --- errors: the server goes on, worse off
+    Failure(
+        "nan-logits",
+        "NaN in the logits during sampling",
+        "sampling",
+        _E,
+        r"NaN in the logits|(?i)nan (?:or inf )?(?:in|found in) (?:the )?(?:logits|probs)",
+        ("Detected errors during sampling! NaN in the logits.",),
+        "the model produces NaN: check the dtype, the quantization and the KV cache dtype (try "
+        "--kv-cache-dtype auto or another --attention-backend)",
+    ),
+    Failure(
+        "kv-transfer",
+        "KV cache transfer failed (PD disaggregation)",
+        "Mooncake",
+        _E,
+        r"writeBody failed|readBody failed|transport retry counter exceeded|KVTransferError|"
+        r"(?:Decode|Prefill) transfer failed|(?i)handshake.*(?:reset|fail)|Failed to (?:send|transfer) kv",
+        (
+            "E0528 06:26:02.123 tcp_transport.cpp:120] Session::writeBody failed. Error: Bad address",
+            "Decode transfer failed for request rank=0 req_rid='abc' with exception KVTransferError",
+            "Worker: Process failed for slice (opcode: 1, source_addr: 0x7f): transport retry counter exceeded",
+        ),
+        "the KV transfer between prefill and decode fails: check the RDMA devices "
+        "(--disaggregation-ib-device), that both nodes reach each other, and the transfer backend",
+    ),
+    Failure(
+        "torch-recompile",
+        "torch.compile recompiles on every new shape",
+        "torch.compile",
+        _E,
+        r"cache_size_limit|torch\._dynamo hit config\.\w+|Recompiling function",
+        ("W0101 torch._dynamo hit config.accumulated_cache_size_limit (64)",),
+        "dynamic shapes recompile the graph: lower --torch-compile-max-bs or run without --enable-torch-compile",
+    ),
+    Failure(
+        "nccl-warn",
+        "NCCL warning",
+        "NCCL",
+        _E,
+        r"NCCL WARN",
+        ("node1:123:456 [0] NCCL WARN NET/Socket : peer 10.0.0.2<1234> shutdown",),
+        None,
+    ),
+    # --- consequences: what a failure elsewhere sets off
+    Failure(
+        "sigquit",
+        "SIGQUIT from a child process",
+        "server",
+        _C,
+        r"(?i)Received sigquit|SIGQUIT received|sigquit",
+        ("Received sigquit from a child process. It usually means the child failed.",),
+    ),
+    Failure(
+        "pipe-closed",
+        "connection to another process lost (EOFError)",
+        "Python",
+        _C,
+        r"^EOFError\b|connection closed by peer|Connection reset by peer|BrokenPipeError|Broken pipe",
+        ("EOFError", "EOFError: connection closed by peer"),
+    ),
+    Failure(
+        "killed",
+        "process killed",
+        "server",
+        _C,
+        r"\bKilled\b|kill_process_tree|exit ?code[=: ]*-?9\b|exitcode=-?\d+|died unexpectedly|"
+        r"EngineDeadError|Engine core proc .* died|Possible solutions",
+        (
+            "./entrypoint.sh: line 47: 28 Killed python3 -m sglang.launch_server",
+            "Child process unexpectedly failed with exitcode=9. pid=4321",
+            "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue.",
+        ),
+    ),
+)
+
+CODES = {f.code: f for f in FAILURES}

@@ -1,0 +1,256 @@
+"""The failure chain of each run: which of its lines are failure events (`catalog`), which one is the
+cause and what it explains.
+
+Every line that carries text (messages, foreign-format lines, unparsed lines, each line of a traceback)
+is matched against the failure catalog; an exception line of a traceback that no entry knows is a
+fatal event of its own. The cause is the run's earliest fatal event (in time: a newest-first log is
+read from its end); without one, its earliest error, then its earliest consequence. What the cause sets
+off (a parent's EOFError, sigquit, other ranks' timeouts) is listed as explained by it. A graceful stop
+(SIGTERM, Ctrl-C, draining) ends the chain: what follows it is the stop, not a failure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from tracelens.analysis.catalog import FAILURES, Failure, Weight
+from tracelens.parsers.faults import EXCEPTION_LINE_PATTERN
+from tracelens.parsers.first_match import first_match
+from tracelens.tables.frames import Tables, collect
+from tracelens.tables.schema import C, T
+
+# Event columns (working names of this module's small frames).
+_TEXT, _CODE, _RANK, _ORDER, _WEIGHT, _TB = "_text", "_code", "_rank", "_order", "_weight", "_in_traceback"
+GENERIC = "exception"  # the code of an exception line no catalog entry knows
+_PRIORITY = {Weight.FATAL: 0, Weight.ERROR: 1, Weight.CONSEQUENCE: 2}
+_BY_CODE = {f.code: f for f in FAILURES}
+MAX_EXPLAINED = 4
+
+
+@dataclass
+class Chain:
+    """One run's failure chain."""
+
+    code: str | None = None  # the cause's catalog code, `exception` for an unknown one, None: no cause
+    name: str = ""  # the cause in words
+    component: str = ""
+    weight: Weight | None = None
+    line: int | None = None  # the cause's line
+    text: str = ""  # the cause's line text
+    ranks: list[int] = field(default_factory=list)
+    count: int = 0  # lines of the cause's kind in the run
+    fix: str | None = None
+    explains: list[str] = field(default_factory=list)  # names of what the cause set off
+    explained_lines: list[int] = field(default_factory=list)
+    stop_line: int | None = None  # the graceful stop's line
+    during_serving: bool = False  # the cause came after the run's first batch
+    after_stop: int = 0  # failure lines after the graceful stop (the stop's noise)
+
+
+def _classify(text: pl.Expr, in_traceback: pl.Expr) -> pl.Expr:
+    known = first_match((text.str.contains(f.pattern), pl.lit(f.code)) for f in FAILURES)
+    stripped = text.str.strip_chars()
+    generic = (
+        in_traceback
+        & stripped.str.contains(EXCEPTION_LINE_PATTERN)
+        & ~stripped.str.contains(r"^\S*Warning\b")
+        & ~stripped.str.contains(r"^Exception raised from ")
+    )
+    return pl.coalesce(known, pl.when(generic).then(pl.lit(GENERIC)))
+
+
+def _traceback_rows(tables: Tables) -> pl.DataFrame:
+    """Each line of each traceback with its own line number (the fault's continuation lines in order)."""
+    faults = tables[T.FAULTS]
+    if not faults.height:
+        return pl.DataFrame()
+    heads = faults.select(
+        C.SOURCE,
+        C.RUN,
+        pl.col(C.LINE_NO).alias(C.RECORD),
+        pl.coalesce(C.TP, C.DP).alias(_RANK),
+        C.TS,
+        C.COMPONENT,
+        pl.col(C.TRACEBACK).str.split("\n").alias(_TEXT),
+    ).with_columns(pl.int_ranges(0, pl.col(_TEXT).list.len()).alias("_i"))
+    parts = collect(
+        tables.scan(T.LINES)
+        .filter((pl.col(C.KIND) == "fault") & (pl.col(C.RECORD) != pl.col(C.LINE_NO)))
+        .select(C.SOURCE, C.RECORD, C.LINE_NO)
+    ).sort(C.SOURCE, C.LINE_NO)
+    parts = parts.with_columns((pl.int_range(pl.len()).over(C.SOURCE, C.RECORD) + 1).alias("_i"))
+    rows = heads.explode(_TEXT, "_i").join(parts, on=[C.SOURCE, C.RECORD, "_i"], how="left")
+    return rows.select(
+        C.SOURCE,
+        C.RUN,
+        pl.coalesce(C.LINE_NO, C.RECORD).alias(C.LINE_NO),
+        C.TS,
+        _RANK,
+        _TEXT,
+        pl.lit(True).alias(_TB),
+        C.COMPONENT,
+    )
+
+
+def _unparsed_rows(tables: Tables) -> pl.DataFrame:
+    """Unparsed lines, each given the run whose start precedes it."""
+    starts = tables[T.RUNS].select(C.SOURCE, C.RUN, pl.col(C.START_LINE).cast(pl.Int64)).sort(C.START_LINE)
+    lines = collect(tables.scan(T.UNPARSED).select(C.SOURCE, C.LINE_NO, pl.col(C.TEXT).alias(_TEXT)))
+    if not lines.height or not starts.height:
+        return pl.DataFrame()
+    return (
+        lines.sort(C.LINE_NO)
+        .join_asof(starts, left_on=C.LINE_NO, right_on=C.START_LINE, by=C.SOURCE, strategy="backward")
+        .with_columns(pl.col(C.RUN).fill_null(0))
+        .select(
+            C.SOURCE,
+            C.RUN,
+            C.LINE_NO,
+            pl.lit(None, pl.Datetime("us")).alias(C.TS),
+            pl.lit(None, pl.Int32).alias(_RANK),
+            _TEXT,
+            pl.lit(False).alias(_TB),
+            pl.lit(None, pl.String).alias(C.COMPONENT),
+        )
+    )
+
+
+def _message_rows(tables: Tables, table: str) -> pl.DataFrame:
+    return collect(
+        tables.scan(table).select(
+            C.SOURCE,
+            C.RUN,
+            C.LINE_NO,
+            C.TS,
+            pl.coalesce(C.TP, C.DP).alias(_RANK),
+            pl.col(C.MESSAGE).alias(_TEXT),
+            pl.lit(False).alias(_TB),
+            pl.lit(None, pl.String).alias(C.COMPONENT),
+        )
+    )
+
+
+def events(tables: Tables) -> pl.DataFrame:
+    """source, run, line_no, ts, rank, text, code of every failure event (catalog or unknown exception)."""
+    frames = [_traceback_rows(tables), _message_rows(tables, T.MESSAGES), _message_rows(tables, T.FOREIGN)]
+    frames.append(_unparsed_rows(tables))
+    frames = [
+        f.with_columns(pl.col(C.TS).cast(pl.Datetime("us")), pl.col(_RANK).cast(pl.Int32))
+        for f in frames
+        if f.height
+    ]
+    if not frames:
+        return pl.DataFrame()
+    rows = pl.concat(frames, how="vertical_relaxed")
+    coded = rows.with_columns(_classify(pl.col(_TEXT), pl.col(_TB)).alias(_CODE)).filter(
+        pl.col(_CODE).is_not_null()
+    )
+    stops = collect(
+        tables.scan(T.LIFECYCLE)
+        .filter(pl.col(C.EVENT) == "shutdown")
+        .select(
+            C.SOURCE,
+            C.RUN,
+            C.LINE_NO,
+            pl.col(C.TS).cast(pl.Datetime("us")),
+            pl.coalesce(C.TP, C.DP).cast(pl.Int32).alias(_RANK),
+            pl.lit("Shutting down").alias(_TEXT),
+            pl.lit(False).alias(_TB),
+            pl.lit(None, pl.String).alias(C.COMPONENT),
+            pl.lit("shutdown-signal").alias(_CODE),
+        )
+    )
+    return pl.concat([coded, stops], how="vertical_relaxed").sort(C.SOURCE, C.RUN, C.LINE_NO)
+
+
+def _direction(tables: Tables) -> dict[tuple[str, int], int]:
+    """-1 for a run whose lines are newest first (its first timed line is later than its last)."""
+    ends = collect(
+        tables.scan(T.LINES)
+        .filter(pl.col(C.TS).is_not_null())
+        .group_by(C.SOURCE, C.RUN)
+        .agg(
+            pl.col(C.TS).sort_by(C.LINE_NO).first().alias("a"),
+            pl.col(C.TS).sort_by(C.LINE_NO).last().alias("b"),
+        )
+        .filter(pl.col("a") > pl.col("b"))
+    )
+    return {(s, r): -1 for s, r, _a, _b in ends.iter_rows()}
+
+
+def chains(tables: Tables) -> dict[tuple[str, int], Chain]:
+    """The failure chain of every run that has a failure event or a graceful stop."""
+    found = events(tables)
+    if not found.height:
+        return {}
+    backwards = _direction(tables)
+    first_batch = {
+        (s, r): n
+        for s, r, n in collect(
+            tables.scan(T.BATCHES).group_by(C.SOURCE, C.RUN).agg(pl.col(C.LINE_NO).min())
+        ).iter_rows()
+    }
+    out: dict[tuple[str, int], Chain] = {}
+    for (source, run), group in found.group_by(C.SOURCE, C.RUN, maintain_order=True):
+        key = (str(source), int(run))
+        out[key] = _chain(group, backwards.get(key, 1), first_batch.get(key))
+    return out
+
+
+def _failure(code: str) -> Failure | None:
+    return _BY_CODE.get(code)
+
+
+def _weight(code: str) -> Weight:
+    entry = _failure(code)
+    return entry.weight if entry else Weight.FATAL
+
+
+def _chain(group: pl.DataFrame, direction: int, first_batch: int | None) -> Chain:
+    """One run's chain from its events (in line order)."""
+    rows = group.to_dicts()
+    chain = Chain()
+    ordered = rows if direction > 0 else rows[::-1]
+    stop = next((r for r in ordered if _weight(r[_CODE]) == Weight.SHUTDOWN), None)
+    if stop is not None:
+        chain.stop_line = stop[C.LINE_NO]
+        cut = ordered.index(stop)
+        chain.after_stop = sum(1 for r in ordered[cut:] if _weight(r[_CODE]) in _PRIORITY)
+        ordered = ordered[:cut]
+    live = [r for r in ordered if _weight(r[_CODE]) in _PRIORITY]
+    if not live:
+        return chain
+    cause = min(live, key=lambda r: _PRIORITY[_weight(r[_CODE])])  # the first of the best weight
+    code = cause[_CODE]
+    entry = _failure(code)
+    text = str(cause[_TEXT]).strip()
+    same = [r for r in live if r[_CODE] == code and (code != GENERIC or str(r[_TEXT]).strip() == text)]
+    chain.code = code
+    chain.weight = _weight(code)
+    chain.line = cause[C.LINE_NO]
+    chain.text = text
+    chain.name = entry.name if entry else _short(text)
+    chain.component = entry.component if entry else (cause[C.COMPONENT] or "Python")
+    chain.fix = entry.fix if entry else None
+    chain.ranks = sorted({r[_RANK] for r in same if r[_RANK] is not None})
+    chain.count = len(same)
+    chain.during_serving = first_batch is not None and (
+        cause[C.LINE_NO] > first_batch if direction > 0 else cause[C.LINE_NO] < first_batch
+    )
+    at = live.index(cause)
+    seen: dict[str, int] = {}
+    for r in live[at + 1 :]:
+        if r[_CODE] == code:
+            continue
+        other = _failure(r[_CODE])
+        name = other.name if other else _short(str(r[_TEXT]).strip(), 60)
+        seen.setdefault(name, r[C.LINE_NO])
+    chain.explains = list(seen)[:MAX_EXPLAINED]
+    chain.explained_lines = list(seen.values())[:MAX_EXPLAINED]
+    return chain
+
+
+def _short(text: str, limit: int = 100) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
