@@ -148,6 +148,10 @@ class _Facts:
     ids_line: int | None
     aux_seen: list[int]
     fc_aux: int | None = None  # how many aux states the draft's fc layer takes, from a shape-error crash
+    last_phase: str | None = None  # the run's last start-up event (`kinds.LIFECYCLE_EVENTS`)
+    last_phase_line: int | None = None
+    last_line: int | None = None
+    served: bool = False  # prefill batches (or a prefill node's transfers) seen
 
     @property
     def config_file(self) -> str:
@@ -191,6 +195,23 @@ def _fix(rule: Rule, facts: _Facts) -> str | None:
         )
     return None
 
+
+# Where an unfinished log stopped, by its last start-up event.
+_PHASE_WORDS = {
+    "server_args": "right after the server's arguments",
+    "dist_init_begin": "during distributed init",
+    "dist_init_end": "after distributed init",
+    "weight_load_begin": "during weight loading",
+    "weight_load_end": "after weight loading",
+    "kv_cache_allocated": "while setting up the memory pool",
+    "memory_pool_end": "after the memory pool was set up",
+    "capacity": "after the memory pool was set up",
+    "graph_capture_begin": "during CUDA graph capture",
+    "graph_capture_end": "after CUDA graph capture",
+    "server_process_started": "during warm-up",
+    "app_startup": "during warm-up",
+    "uvicorn_running": "during warm-up",
+}
 
 _SYMPTOM_HINTS = {
     "acceptance-low": "no capture fault was found: check that the draft belongs to this target, or pass "
@@ -346,7 +367,15 @@ def run_verdict(
         evidence = _evidence(unexplained, 1)
     elif not decoded:
         status = Status.INCOMPLETE
-        headline = "no decode yet: the server is starting, or served no request"
+        phase, last_line = facts.last_phase, facts.last_line
+        if phase in ("ready", None) and facts.served:
+            headline = "ready, but served no request in the log"
+        elif phase is None:
+            headline = "no decode yet: the server is starting, or served no request"
+        else:
+            headline = f"the log ends {_PHASE_WORDS.get(phase, 'during start-up')} with no error: still starting, or stuck there"
+        # the last line of an unfinished log is its best clue (the step it was in)
+        evidence = [Evidence(run[C.SOURCE], n) for n in (facts.last_phase_line, last_line) if n is not None]
     else:
         status = Status.HEALTHY
         headline = _healthy_headline(run)
@@ -405,14 +434,33 @@ def verdicts(
     ).iter_rows()
     decoded = set(decoding)
     linked = chains(tables)
+    events = collect(
+        tables.scan(T.LIFECYCLE)
+        .filter(pl.col(C.EVENT) != "shutdown")
+        .group_by(RUN_KEY)
+        .agg(pl.col(C.EVENT).sort_by(C.LINE_NO).last(), pl.col(C.LINE_NO).max())
+    )
+    phases = {(s, r): (e, n) for s, r, e, n in events.iter_rows()}
+    served = set(collect(tables.scan(T.BATCHES).select(RUN_KEY).unique()).iter_rows())
     out = []
     for run in runs.to_dicts():
         key = (run[C.SOURCE], run[C.RUN])
         server_ids, ids_line = ids.get(key, (None, None))
         fc = next((f for f in per_run.get(key, []) if f.code == "aux-count-vs-draft"), None)
         taken = _TAKES.search(fc.message) if fc else None
+        phase, phase_line = phases.get(key, (None, None))
+        start, count = run.get(C.START_LINE), run.get(C.LINE_COUNT)
         facts = _Facts(
-            run, expect, server_ids, ids_line, aux.get(key, []), int(taken.group(1)) if taken else None
+            run,
+            expect,
+            server_ids,
+            ids_line,
+            aux.get(key, []),
+            int(taken.group(1)) if taken else None,
+            phase,
+            phase_line,
+            start + count - 1 if start is not None and count else None,
+            key in served,
         )
         ids_evidence = [Evidence(run[C.SOURCE], ids_line)] if ids_line is not None else []
         out.append(

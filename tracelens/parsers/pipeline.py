@@ -27,7 +27,12 @@ from tracelens.parsers.kinds import ROUTES, Route
 from tracelens.parsers.lifecycle import parse_lifecycle
 from tracelens.parsers.literals import has_literal
 from tracelens.parsers.prefix import add_prefix_columns
-from tracelens.parsers.spec_metrics import VLLM_SERVER_START, parse_spec_metrics, vllm_timestamps
+from tracelens.parsers.spec_metrics import (
+    VLLM_BANNER_VERSION,
+    VLLM_SERVER_START,
+    parse_spec_metrics,
+    vllm_timestamps,
+)
 from tracelens.tables.frames import PARTS, Tables
 from tracelens.tables.schema import (
     COMMON_COLUMNS,
@@ -420,12 +425,13 @@ def _join_wrapped_args(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFram
 
 
 def run_start_expr() -> pl.Expr:
-    """A line that starts a run: SGLang's `server_args=` line, or vLLM's `vLLM API server version`."""
+    """A line that starts a run: SGLang's `server_args=` line, or vLLM's `vLLM API server version` (its
+    banner's `version X.Y.Z` in newer releases)."""
     sglang = (pl.col(C.KIND) == Kind.LIFECYCLE) & pl.col(W.BODY).str.starts_with(SERVER_ARGS_HEAD)
     vllm = (
         (pl.col(C.KIND) == Kind.FOREIGN)
         & (pl.col(C.FORMAT) == "vllm")
-        & has_literal(pl.col(W.BODY), VLLM_SERVER_START)
+        & has_literal(pl.col(W.BODY), VLLM_SERVER_START, VLLM_BANNER_VERSION)
     )
     return sglang | vllm
 

@@ -13,6 +13,8 @@ from tracelens.tables.schema import COMMON_COLUMNS, C, T, W, conform
 
 # The line a vLLM server prints as it starts (every version since 0.4): it starts a run.
 VLLM_SERVER_START = "vLLM API server version"
+# Newer vLLM prints an ASCII-art banner instead; its version sits right of the logo's last block.
+VLLM_BANNER_VERSION = "\u2588  version "
 # vLLM's prefix, `INFO 08-21 10:29:59 [metrics.py:120] ` (older: without the brackets): no year.
 _STAMP_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 _VLLM_STAMP = (

@@ -22,13 +22,14 @@ def startup(ctx: Context) -> list[Finding]:
         if crashes.filter(key & (pl.col(A.FIRST_TS) <= row[C.TS])).height:
             continue  # silence after a crash is the server being down, said by the crash finding
         # A run with no ready line counts as starting; once it has decoded, the silence is mid-serving.
-        served = ctx.series.filter(
-            (pl.col(C.SOURCE) == row[C.SOURCE]) & (pl.col(C.RUN) == row[C.RUN]) & (pl.col(C.TS) <= row[C.TS])
-        ).height
+        mine = ctx.series.filter((pl.col(C.SOURCE) == row[C.SOURCE]) & (pl.col(C.RUN) == row[C.RUN]))
+        served = mine.filter(pl.col(C.TS) <= row[C.TS]).height
+        # Decoding that goes on after the silence: the server was idle, or the log is an excerpt.
+        resumed = served and mine.filter(pl.col(C.TS) > row[C.TS]).height
         when = "after it had started decoding" if served else "while the server was starting"
         out.append(
             ctx.finding(
-                Severity.WARNING,
+                Severity.INFO if resumed else Severity.WARNING,
                 "startup-stall",
                 row[C.SOURCE],
                 row[C.RUN],
