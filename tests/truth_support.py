@@ -58,7 +58,7 @@ def run_check(logs: list[Path], env: dict[str, str] | None = None) -> dict[str, 
         env=env,
         check=False,
     )
-    if done.returncode not in (0, 1):
+    if done.returncode not in (0, 1) or not done.stdout.strip():
         raise RuntimeError(f"check exited {done.returncode}: {done.stderr.strip()[-2000:]}")
     data: dict[str, Any] = json.loads(done.stdout)
     return data

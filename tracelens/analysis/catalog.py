@@ -367,6 +367,18 @@ FAILURES: tuple[Failure, ...] = (
         "dynamic shapes recompile the graph: lower --torch-compile-max-bs or run without --enable-torch-compile",
     ),
     Failure(
+        "health-check",
+        "health check failed",
+        "server",
+        _E,
+        r"Health check failed",
+        (
+            "Health check failed. Server couldn't get a response from detokenizer for last 20 seconds. "
+            "tic start time: 1733300000.12. last_heartbeat time: 1733299970.45",
+        ),
+        "the server stopped answering: the lines before the first failure show what the scheduler was doing",
+    ),
+    Failure(
         "nccl-warn",
         "NCCL warning",
         "NCCL",
@@ -408,3 +420,18 @@ FAILURES: tuple[Failure, ...] = (
 )
 
 CODES = {f.code: f for f in FAILURES}
+
+# A hang: health checks that fail while the scheduler's heartbeat stays at one value.
+HANG = Failure(
+    "hang",
+    "server hung (health checks fail, the scheduler's heartbeat is frozen)",
+    "server",
+    _F,
+    r"last_heartbeat time: ([0-9.]+)",
+    (
+        "Health check failed. Server couldn't get a response from detokenizer for last 20 seconds. "
+        "tic start time: 1733300000.12. last_heartbeat time: 1733299970.45",
+    ),
+    "the scheduler stopped at its last heartbeat: the lines just before it show what it was doing "
+    "(py-spy dump the scheduler; --watchdog-timeout makes it dump its stack)",
+)

@@ -11,11 +11,13 @@ off (a parent's EOFError, sigquit, other ranks' timeouts) is listed as explained
 
 from __future__ import annotations
 
+import datetime as dt
+import re
 from dataclasses import dataclass, field
 
 import polars as pl
 
-from tracelens.analysis.catalog import FAILURES, Failure, Weight
+from tracelens.analysis.catalog import FAILURES, HANG, Failure, Weight
 from tracelens.parsers.faults import EXCEPTION_LINE_PATTERN
 from tracelens.parsers.first_match import first_match
 from tracelens.tables.frames import Tables, collect
@@ -27,6 +29,7 @@ GENERIC = "exception"  # the code of an exception line no catalog entry knows
 _PRIORITY = {Weight.FATAL: 0, Weight.ERROR: 1, Weight.CONSEQUENCE: 2}
 _BY_CODE = {f.code: f for f in FAILURES}
 MAX_EXPLAINED = 4
+_NOISE = [f.code for f in FAILURES if f.weight == Weight.NOISE]
 
 
 @dataclass
@@ -44,9 +47,21 @@ class Chain:
     fix: str | None = None
     explains: list[str] = field(default_factory=list)  # names of what the cause set off
     explained_lines: list[int] = field(default_factory=list)
+    since: dt.datetime | None = None  # when a hang began (its frozen heartbeat)
     stop_line: int | None = None  # the graceful stop's line
     during_serving: bool = False  # the cause came after the run's first batch
     after_stop: int = 0  # failure lines after the graceful stop (the stop's noise)
+    noise: set[int] = field(default_factory=set)  # records (traceback heads) that are noise as a whole
+
+    forward: bool = True  # False for a newest-first log
+
+    def is_noise(self, line: int) -> bool:
+        """Whether a fault at ``line`` is no failure: noise, or after the graceful stop."""
+        if line in self.noise:
+            return True
+        if self.stop_line is None:
+            return False
+        return line > self.stop_line if self.forward else line < self.stop_line
 
 
 def _classify(text: pl.Expr, in_traceback: pl.Expr) -> pl.Expr:
@@ -91,6 +106,7 @@ def _traceback_rows(tables: Tables) -> pl.DataFrame:
         _TEXT,
         pl.lit(True).alias(_TB),
         C.COMPONENT,
+        C.RECORD,
     )
 
 
@@ -102,7 +118,14 @@ def _unparsed_rows(tables: Tables) -> pl.DataFrame:
         return pl.DataFrame()
     return (
         lines.sort(C.LINE_NO)
-        .join_asof(starts, left_on=C.LINE_NO, right_on=C.START_LINE, by=C.SOURCE, strategy="backward")
+        .join_asof(
+            starts,
+            left_on=C.LINE_NO,
+            right_on=C.START_LINE,
+            by=C.SOURCE,
+            strategy="backward",
+            check_sortedness=False,
+        )
         .with_columns(pl.col(C.RUN).fill_null(0))
         .select(
             C.SOURCE,
@@ -113,6 +136,7 @@ def _unparsed_rows(tables: Tables) -> pl.DataFrame:
             _TEXT,
             pl.lit(False).alias(_TB),
             pl.lit(None, pl.String).alias(C.COMPONENT),
+            pl.col(C.LINE_NO).alias(C.RECORD),
         )
     )
 
@@ -128,6 +152,7 @@ def _message_rows(tables: Tables, table: str) -> pl.DataFrame:
             pl.col(C.MESSAGE).alias(_TEXT),
             pl.lit(False).alias(_TB),
             pl.lit(None, pl.String).alias(C.COMPONENT),
+            pl.col(C.LINE_NO).alias(C.RECORD),
         )
     )
 
@@ -147,6 +172,10 @@ def events(tables: Tables) -> pl.DataFrame:
     coded = rows.with_columns(_classify(pl.col(_TEXT), pl.col(_TB)).alias(_CODE)).filter(
         pl.col(_CODE).is_not_null()
     )
+    # A traceback that holds a noise line (a monitor thread's NoSuchProcess) is noise as a whole: its
+    # other exception lines are that thread's, not the server's.
+    noisy = pl.col(_CODE).is_in(_NOISE).any().over(C.SOURCE, C.RECORD)
+    coded = coded.filter(~noisy | pl.col(_CODE).is_in(_NOISE))
     stops = collect(
         tables.scan(T.LIFECYCLE)
         .filter(pl.col(C.EVENT) == "shutdown")
@@ -160,9 +189,10 @@ def events(tables: Tables) -> pl.DataFrame:
             pl.lit(False).alias(_TB),
             pl.lit(None, pl.String).alias(C.COMPONENT),
             pl.lit("shutdown-signal").alias(_CODE),
+            pl.col(C.LINE_NO).alias(C.RECORD),
         )
     )
-    return pl.concat([coded, stops], how="vertical_relaxed").sort(C.SOURCE, C.RUN, C.LINE_NO)
+    return pl.concat([coded, stops], how="diagonal_relaxed").sort(C.SOURCE, C.RUN, C.LINE_NO)
 
 
 def _direction(tables: Tables) -> dict[tuple[str, int], int]:
@@ -212,6 +242,8 @@ def _chain(group: pl.DataFrame, direction: int, first_batch: int | None) -> Chai
     """One run's chain from its events (in line order)."""
     rows = group.to_dicts()
     chain = Chain()
+    chain.noise = {int(r[C.RECORD]) for r in rows if _weight(r[_CODE]) == Weight.NOISE}
+    chain.forward = direction > 0
     ordered = rows if direction > 0 else rows[::-1]
     stop = next((r for r in ordered if _weight(r[_CODE]) == Weight.SHUTDOWN), None)
     if stop is not None:
@@ -225,8 +257,14 @@ def _chain(group: pl.DataFrame, direction: int, first_batch: int | None) -> Chai
     cause = min(live, key=lambda r: _PRIORITY[_weight(r[_CODE])])  # the first of the best weight
     code = cause[_CODE]
     entry = _failure(code)
+    hang = _hang(live) if cause[_CODE] == "health-check" else None
+    if hang is not None:
+        cause, chain.since = hang
+        code, entry = HANG.code, HANG
     text = str(cause[_TEXT]).strip()
-    same = [r for r in live if r[_CODE] == code and (code != GENERIC or str(r[_TEXT]).strip() == text)]
+    same = [
+        r for r in live if r[_CODE] == cause[_CODE] and (code != GENERIC or str(r[_TEXT]).strip() == text)
+    ]
     chain.code = code
     chain.weight = _weight(code)
     chain.line = cause[C.LINE_NO]
@@ -250,6 +288,32 @@ def _chain(group: pl.DataFrame, direction: int, first_batch: int | None) -> Chai
     chain.explains = list(seen)[:MAX_EXPLAINED]
     chain.explained_lines = list(seen.values())[:MAX_EXPLAINED]
     return chain
+
+
+def _hang(live: list[dict[str, object]]) -> tuple[dict[str, object], dt.datetime | None] | None:
+    """The first of the failed health checks that repeat one heartbeat (the scheduler froze there), and
+    when that heartbeat was: the line's time less the seconds between the check's start and the beat."""
+    seen: dict[str, dict[str, object]] = {}
+    for r in live:
+        if r[_CODE] != "health-check":
+            continue
+        beat = _BEAT.search(str(r[_TEXT]))
+        if beat is None:
+            continue
+        if beat.group(1) in seen:
+            first = seen[beat.group(1)]
+            tic = _TIC.search(str(first[_TEXT]))
+            ts = first[C.TS]
+            since = None
+            if tic is not None and isinstance(ts, dt.datetime):
+                since = ts - dt.timedelta(seconds=max(0.0, float(tic.group(1)) - float(beat.group(1))))
+            return first, since
+        seen[beat.group(1)] = r
+    return None
+
+
+_BEAT = re.compile(HANG.pattern)
+_TIC = re.compile(r"tic start time: ([0-9.]+)")
 
 
 def _short(text: str, limit: int = 100) -> str:

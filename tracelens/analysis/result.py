@@ -11,6 +11,7 @@ import polars as pl
 from tracelens.analysis import (
     acceptance,
     capture,
+    chain,
     compare,
     folding,
     incidents,
@@ -96,6 +97,7 @@ def analyze_tables(
     changes = load.explain_steps(made.changes, series)
     runs = _overview(runs, made, readiness, speedups, folded, expect, tables[T.SPEC_METRICS], tables)
     curves = acceptance.position_curves(tables[T.SPEC_METRICS])
+    linked = chain.chains(tables)
     ctx = Context(
         tables=tables,
         runs=runs,
@@ -109,10 +111,11 @@ def analyze_tables(
         changes=changes,
         speedups=speedups,
         curves=curves,
+        chains=linked,
     )
     found, passed = detect(ctx)
     findings = sort_findings(folding.fold_repeats(found), verdicts.causal_rank)
-    judged = verdicts.verdicts(runs, findings, tables, expect)
+    judged = verdicts.verdicts(runs, findings, tables, expect, linked)
     _fill_evidence([*findings, *judged], tables)
     counts = (
         pl.DataFrame(

@@ -16,7 +16,7 @@ from typing import Any
 import polars as pl
 
 from tracelens.analysis.capture import layer_id_lines
-from tracelens.analysis.catalog import Weight
+from tracelens.analysis.catalog import HANG, Weight
 from tracelens.analysis.chain import Chain, chains
 from tracelens.analysis.expectations import Expectations
 from tracelens.analysis.findings import Evidence, Finding, Severity, Status, severity_rank
@@ -264,7 +264,10 @@ def chain_headline(chain: Chain) -> str:
     when = "while serving" if chain.during_serving else "at start-up"
     times = f", {chain.count} times" if chain.weight == Weight.ERROR and chain.count > 1 else ""
     what = f"{chain.name} ({where}{times})"
-    if chain.weight == Weight.ERROR:
+    if chain.code == HANG.code:
+        since = f" since {chain.since:%Y-%m-%d %H:%M:%S}" if chain.since else ""
+        head = f"hung {when}{since}: {what}"
+    elif chain.weight == Weight.ERROR:
         head = f"{what} {when}"
     elif chain.weight == Weight.CONSEQUENCE:
         head = f"stopped {when}: {what}; the failure behind it is not in the log"
@@ -408,7 +411,11 @@ def _healthy_headline(run: dict[str, Any]) -> str:
 
 
 def verdicts(
-    runs: pl.DataFrame, findings: list[Finding], tables: Tables, expect: Expectations
+    runs: pl.DataFrame,
+    findings: list[Finding],
+    tables: Tables,
+    expect: Expectations,
+    linked: dict[tuple[str, int], Chain] | None = None,
 ) -> list[Verdict]:
     """One verdict per run of ``runs``, worst first."""
     per_run: dict[tuple[str, int], list[Finding]] = {}
@@ -433,7 +440,7 @@ def verdicts(
         ).unique()
     ).iter_rows()
     decoded = set(decoding)
-    linked = chains(tables)
+    linked = chains(tables) if linked is None else linked
     events = collect(
         tables.scan(T.LIFECYCLE)
         .filter(pl.col(C.EVENT) != "shutdown")

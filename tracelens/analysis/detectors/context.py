@@ -8,6 +8,7 @@ from typing import Any
 
 import polars as pl
 
+from tracelens.analysis.chain import Chain
 from tracelens.analysis.expectations import Expectations
 from tracelens.analysis.findings import Evidence, Finding, Severity
 from tracelens.analysis.runs import RUN_KEY
@@ -34,6 +35,7 @@ class Context:
     # Of a Context narrowed to one run (`debug_pass`): that run's debug lines, read once for every
     # detector that reads them; `debug_of` takes them from here instead of reading the table again.
     debug: pl.DataFrame | None = None
+    chains: dict[tuple[str, int], Chain] = field(default_factory=dict)  # chain.chains: each run's failures
     _labels: dict[tuple[str, int], str] | None = field(default=None, init=False, repr=False)
 
     def label(self, source: str, run: int) -> str:

@@ -72,8 +72,14 @@ def faults(ctx: Context) -> list[Finding]:
         severity = Severity.ERROR if kind in CRASH_KINDS else Severity.WARNING
         message = f"{who}{where}: {text}" if ranks else text
         stop = stopped.get((row[C.SOURCE], row[C.RUN]))
-        # Processes torn down by a graceful shutdown (or SIGTERM) often print errors on the way out.
-        if (stop is not None and row[C.FIRST_LINE] > stop) or "SIGTERM" in str(row[C.MESSAGE]).upper():
+        # Processes torn down by a graceful shutdown (or SIGTERM) often print errors on the way out, and
+        # monitor threads fail once the processes they watch are gone (the failure chain tells).
+        linked = ctx.chains.get((row[C.SOURCE], row[C.RUN]))
+        if (
+            (stop is not None and row[C.FIRST_LINE] > stop)
+            or "SIGTERM" in str(row[C.MESSAGE]).upper()
+            or (linked is not None and linked.is_noise(row[C.FIRST_LINE]))
+        ):
             severity = Severity.INFO
             message = f"after a graceful shutdown: {message}"
         out.append(

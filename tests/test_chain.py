@@ -1,0 +1,155 @@
+"""The failure chain on small real-shaped logs: the earliest fatal event is the cause, what follows is
+what it explains, a graceful stop and its noise are no failure, a frozen heartbeat is a hang."""
+
+from __future__ import annotations
+
+from test_detectors import decode, run, server_args, stamp
+
+from tracelens.analysis import Analysis
+from tracelens.analysis.findings import Severity
+from tracelens.analysis.verdicts import Verdict
+
+READY = f"{stamp(5, '')} The server is fired up and ready to roll!"
+
+
+def serving(n: int = 5) -> list[str]:
+    return [server_args(0, spec=False), READY, *(decode(10 + i, accept=None) for i in range(n))]
+
+
+def only(analysis: Analysis) -> Verdict:
+    (verdict,) = analysis.verdicts
+    return verdict
+
+
+def errors(analysis: Analysis) -> list[str]:
+    return [f.code for f in analysis.findings if f.severity == Severity.ERROR]
+
+
+def eof_traceback(at: float) -> list[str]:
+    return [
+        f"{stamp(at, '')} DataParallelController hit an exception: Traceback (most recent call last):",
+        '  File "/sglang/srt/managers/data_parallel_controller.py", line 120, in launch_tensor_parallel_group',
+        "    scheduler_info.append(scheduler_pipe_readers[i].recv())",
+        "EOFError",
+        f"{stamp(at + 1, '')} Received sigquit from a child process. It usually means the child failed.",
+    ]
+
+
+def test_the_earliest_fatal_event_is_the_cause_and_the_eoferror_its_consequence() -> None:
+    lines = [
+        server_args(0, spec=False),
+        f"{stamp(3)} init.cu:997: building transport map failed",
+        f"{stamp(3)} transport.cpp:420: non-zero status: 7 Peer GPU 8 is not accessible, exiting ...",
+        *eof_traceback(40),
+    ]
+    verdict = only(run(lines))
+    assert verdict.status == "broken"
+    assert verdict.causes == ["nvshmem-transport"]
+    assert "NVSHMEM" in verdict.headline and "at start-up" in verdict.headline
+    assert "EOFError" not in verdict.headline.split(";")[0]
+    assert verdict.explains[:2] == [
+        "connection to another process lost (EOFError)",
+        "SIGQUIT from a child process",
+    ]
+    assert verdict.fix and "GPUDirect RDMA" in verdict.fix
+    assert verdict.evidence[0].line_no == 2
+
+
+def test_a_consequence_alone_is_named_as_such() -> None:
+    verdict = only(run([*serving(), *eof_traceback(60)]))
+    assert verdict.status == "broken"
+    assert verdict.headline.startswith("stopped while serving: connection to another process lost (EOFError)")
+    assert "not in the log" in verdict.headline
+
+
+def test_the_innermost_exception_of_a_chained_traceback_is_the_cause() -> None:
+    lines = [
+        *serving(),
+        f"{stamp(60)} Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/sglang/srt/layers/attention.py", line 10, in forward',
+        "ValueError: head_size 72 is not in the kernel's list",
+        "",
+        "During handling of the above exception, another exception occurred:",
+        "",
+        "Traceback (most recent call last):",
+        '  File "/sglang/srt/managers/scheduler.py", line 20, in event_loop',
+        "Exception: Capture cuda graph failed: head_size 72 is not in the kernel's list",
+    ]
+    verdict = only(run(lines))
+    assert verdict.causes == ["exception"]
+    assert verdict.headline.startswith("crashed while serving: ValueError: head_size 72")
+    assert (
+        verdict.evidence[0].line_no == lines.index("ValueError: head_size 72 is not in the kernel's list") + 1
+    )
+
+
+def test_a_graceful_stop_of_2026_and_its_cleanup_keep_the_run_healthy() -> None:
+    lines = [
+        *serving(),
+        f"{stamp(100, '')} SIGTERM received. signum=None frame=None. Draining requests and shutting down...",
+        f"{stamp(101, '')} Child process unexpectedly failed with exitcode=-15. pid=4321",
+        f"{stamp(101, '')} Received sigquit from a child process. It usually means the child failed.",
+        f"{stamp(102, '')} Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/sglang/srt/managers/scheduler.py", line 20, in event_loop',
+        "RuntimeError: the pipe to the tokenizer is closed",
+    ]
+    analysis = run(lines)
+    verdict = only(analysis)
+    assert verdict.status == "healthy", verdict.headline
+    assert errors(analysis) == []
+
+
+def test_a_monitor_thread_traceback_after_its_processes_are_gone_is_noise() -> None:
+    lines = [
+        *serving(),
+        "Exception in thread Thread-3 (monitor):",
+        "Traceback (most recent call last):",
+        '  File "/usr/lib/python3/site-packages/psutil/_pslinux.py", line 1643, in wrapper',
+        "ProcessLookupError: [Errno 3] No such process",
+        "",
+        "During handling of the above exception, another exception occurred:",
+        "",
+        "Traceback (most recent call last):",
+        '  File "/sglang/srt/utils.py", line 700, in monitor',
+        "psutil.NoSuchProcess: process no longer exists (pid=1234)",
+    ]
+    analysis = run(lines)
+    assert only(analysis).status == "healthy"
+    assert errors(analysis) == []
+
+
+def test_health_checks_with_one_frozen_heartbeat_are_a_hang_with_its_start() -> None:
+    fail = (
+        "Health check failed. Server couldn't get a response from detokenizer for last 20 seconds. "
+        "tic start time: {tic}. last_heartbeat time: 1000.00"
+    )
+    lines = [*serving(), *(f"{stamp(200 + 30 * i, '')} {fail.format(tic=1100 + 30 * i)}" for i in range(3))]
+    verdict = only(run(lines))
+    assert verdict.status == "broken"
+    assert verdict.causes == ["hang"]
+    # the first failing check started 100 s after the last heartbeat
+    assert verdict.headline.startswith(f"hung while serving since {stamp(100, '')[1:-1]}"), verdict.headline
+
+
+def test_repeated_nan_logits_degrade_a_serving_run() -> None:
+    nan = "Detected errors during sampling! NaN in the logits."
+    verdict = only(run([*serving(), *(f"{stamp(50 + i)} {nan}" for i in range(4))]))
+    assert verdict.status == "degraded"
+    assert verdict.headline.startswith(
+        "NaN in the logits during sampling (sampling, rank 0, 4 times) while serving"
+    )
+    assert "crash" not in verdict.headline
+
+
+def test_a_newest_first_log_is_read_from_its_end() -> None:
+    lines = [
+        f"{stamp(60, '')} Received sigquit from a child process. It usually means the child failed.",
+        "KeyError: 'model.layers.3.mlp.gate_up_proj.input_scale'",
+        "param = params_dict[name]",
+        'File "/sglang/srt/models/llama.py", line 503, in load_weights',
+        f"{stamp(59)} Scheduler hit an exception: Traceback (most recent call last):",
+        f"{stamp(20)} Load weight begin. avail mem=70.00 GB",
+    ]
+    verdict = only(run(lines))
+    assert verdict.causes == ["weight-key"], verdict.headline
+    assert verdict.fix and "checkpoint" in verdict.fix
