@@ -139,7 +139,7 @@ def test_check_gates_ci_with_exit_codes() -> None:
     assert bad.returncode == 1
     assert "ERROR   embed-capture-unexpected" in bad.stdout
     # The verdict comes first, before any detail; the capture is what the debug lines printed.
-    assert bad.stdout.startswith("BROKEN    eagle3_embed_capture.log#1: the draft is fed layers")
+    assert bad.stdout.startswith("BROKEN     eagle3_embed_capture.log#1: the draft is fed layers")
     assert "captured for the draft: the embedding output, the output of layer 2" in bad.stdout
     assert cli("check", embed, "--embed-capture", "maybe").returncode == 2
     result = cli("check", embed, "--expect-aux", "3", "--embed-capture", "no", "--json")

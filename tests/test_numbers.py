@@ -75,7 +75,7 @@ def test_views_fit_80_columns(samples: Analysis) -> None:
     # The speedup and its interval stay whole.
     assert any("0.61x [0.61-0.61]" in line for line in compare)
     # `check` opens with the verdicts, worst first.
-    assert check[0].startswith("BROKEN    eagle3_embed_capture.log#1: ")
+    assert check[0].startswith("BROKEN     eagle3_embed_capture.log#1: ")
     statuses = [line.split()[0] for line in check[: len(samples.verdicts) * 3] if line[:1].isupper()]
     order = ["BROKEN", "DEGRADED", "INCOMPLETE", "HEALTHY"]
     assert statuses == sorted(statuses, key=order.index)

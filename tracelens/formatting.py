@@ -175,8 +175,9 @@ def severity_tag(severity: str) -> str:
 
 
 def status_tag(status: str) -> str:
-    """The status as `check` leads a verdict's line with: `BROKEN    ` (ten columns)."""
-    return f"{status.upper():10}"
+    """The status as `check` leads a verdict's line with: `BROKEN     ` (eleven columns: the longest,
+    `INCOMPLETE`, keeps a space before the run's label)."""
+    return f"{status.upper():10} "
 
 
 # (header, column, digits) of the client-side benchmark table, in `compare` and the report

@@ -25,7 +25,7 @@ from tracelens.analysis.detectors import Context, detect
 from tracelens.analysis.evidence import texts
 from tracelens.analysis.expectations import Expectations, describe_capture
 from tracelens.analysis.findings import Evidence, Finding, Severity, sort_findings
-from tracelens.analysis.runs import RUN_KEY, interesting_runs, label_expr, with_labels
+from tracelens.analysis.runs import RUN_KEY, interesting_runs, label_expr, unknown_sources, with_labels
 from tracelens.analysis.verdicts import Verdict
 from tracelens.tables.frames import Tables
 from tracelens.tables.schema import A, C, T, W
@@ -53,6 +53,9 @@ class Analysis:
     spec_curves: pl.DataFrame  # vLLM per-position acceptance: source, run, position, rate
     findings: list[Finding] = field(default_factory=list)
     verdicts: list[Verdict] = field(default_factory=list)  # one per run, worst first
+    # the sources with no line of any known kind (no server log: no run, no verdict), of how many
+    not_logs: list[str] = field(default_factory=list)
+    source_count: int = 0
     # per run: acceptance rate mean and median over every decode round (`series` may hold only the
     # rows a plot draws of a run longer than per_run.SERIES_LIMIT rounds)
     rate_stats: pl.DataFrame = field(default_factory=pl.DataFrame)
@@ -78,7 +81,9 @@ def analyze_tables(
     stall_seconds: float = DEFAULT_STALL_SECONDS,
 ) -> Analysis:
     expect = (expectations or Expectations()).derived()
+    not_logs, source_count = unknown_sources(tables.scan(T.LINES))
     runs = interesting_runs(tables[T.RUNS].with_columns(label_expr()), _busy_lines(tables))
+    runs = runs.filter(~pl.col(C.SOURCE).is_in(not_logs))
     lifecycle = tables[T.LIFECYCLE]
     ready = startup.ready_times(lifecycle)
     readiness = startup.time_to_ready(runs, lifecycle)
@@ -162,6 +167,8 @@ def analyze_tables(
         spec_curves=with_labels(curves, runs),
         findings=findings,
         verdicts=judged,
+        not_logs=not_logs,
+        source_count=source_count,
         rate_stats=made.rate_stats,
         distributions=with_labels(made.distributions, runs),
         batch_pairs=with_labels(made.batch_pairs, runs),

@@ -33,4 +33,19 @@ def interesting_runs(runs: pl.DataFrame, lines: pl.DataFrame | pl.LazyFrame) -> 
         .unique()
     ).with_columns(pl.lit(True).alias(W.BUSY))
     out = runs.join(busy, on=RUN_KEY, how="left")
-    return out.filter((pl.col(C.RUN) > 0) | pl.col(W.BUSY).fill_null(False)).drop(W.BUSY)
+    # A source without a server start is one run, whatever it holds: it gets a verdict like the others.
+    alone = pl.col(C.RUN).max().over(C.SOURCE) == 0
+    return out.filter((pl.col(C.RUN) > 0) | pl.col(W.BUSY).fill_null(False) | alone).drop(W.BUSY)
+
+
+# Kinds that say nothing about what a file is: a file of only these is no server log.
+UNKNOWN_KINDS = ("unparsed", "blank")
+
+
+def unknown_sources(lines: pl.DataFrame | pl.LazyFrame) -> tuple[list[str], int]:
+    """The sources with no line of any known kind (a config file, prose: no server log), and how many
+    sources there are."""
+    known = pl.col(C.KIND).is_in(UNKNOWN_KINDS).not_().any()
+    found = collect(lines.lazy().group_by(C.SOURCE).agg(known.alias(W.BUSY)))
+    unknown = found.filter(~pl.col(W.BUSY)).get_column(C.SOURCE).to_list()
+    return sorted(unknown), found.height

@@ -8,6 +8,7 @@ the symptoms they explain. A run whose symptoms no rule explains is `degraded`, 
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from tracelens.tables.schema import A, C, T
 # Worst first: the order every view lists runs in.
 STATUSES = tuple(Status)
 MAX_EVIDENCE = 8
+SLOW_DECODE_TOK_S = 1.0  # below this a decoding server serves no one
 
 ACCEPTANCE_SYMPTOMS = ("acceptance-useless", "acceptance-low", "acceptance-regressed", "slower-than-baseline")
 CRASH_SYMPTOMS = (
@@ -152,6 +154,7 @@ class _Facts:
     last_phase_line: int | None = None
     last_line: int | None = None
     served: bool = False  # prefill batches (or a prefill node's transfers) seen
+    role: str | None = None  # disaggregation_mode: prefill or decode
 
     @property
     def config_file(self) -> str:
@@ -379,9 +382,14 @@ def run_verdict(
             headline = f"the log ends {_PHASE_WORDS.get(phase, 'during start-up')} with no error: still starting, or stuck there"
         # the last line of an unfinished log is its best clue (the step it was in)
         evidence = [Evidence(run[C.SOURCE], n) for n in (facts.last_phase_line, last_line) if n is not None]
+    elif _slow(run.get(A.MEAN_GEN_THROUGHPUT)) and facts.role != "prefill":
+        # under a token a second no model serves anyone: never "runs well"
+        status = Status.DEGRADED
+        headline = f"decodes at only {run.get(A.MEAN_GEN_THROUGHPUT) or 0.0:.1f} tok/s: extremely slow decode"
+        fix = "look for what holds each step back: recompiles, retractions, a saturated KV cache, a slow peer"
     else:
         status = Status.HEALTHY
-        headline = _healthy_headline(run)
+        headline = _healthy_headline(run, facts)
     if status != Status.HEALTHY and not evidence:
         evidence = ids_evidence
     unique = list(dict.fromkeys((e.source, e.line_no) for e in evidence))[:MAX_EVIDENCE]
@@ -399,7 +407,13 @@ def run_verdict(
     )
 
 
-def _healthy_headline(run: dict[str, Any]) -> str:
+def _slow(throughput: float | None) -> bool:
+    return throughput is not None and not math.isnan(throughput) and throughput < SLOW_DECODE_TOK_S
+
+
+def _healthy_headline(run: dict[str, Any], facts: _Facts) -> str:
+    if facts.role == "prefill":
+        return "prefill node runs well: it served prefill batches (a prefill node never decodes)"
     parts = []
     if run.get(A.MEAN_ACCEPT_LEN) is not None:
         parts.append(f"accept len {run[A.MEAN_ACCEPT_LEN]:.2f}")
@@ -408,6 +422,16 @@ def _healthy_headline(run: dict[str, Any]) -> str:
     if run.get(A.SPEEDUP) is not None:
         parts.append(f"{run[A.SPEEDUP]:.2f}x {run[A.BASELINE]}")
     return "runs well: " + ", ".join(parts) if parts else "runs with no findings"
+
+
+def _roles(tables: Tables) -> dict[tuple[str, int], str]:
+    """Each run's `disaggregation_mode` (prefill, decode) where its server args set one."""
+    mode = collect(
+        tables.scan(T.SERVER_ARGS)
+        .filter(pl.col(C.KEY) == "disaggregation_mode")
+        .select(*RUN_KEY, pl.col(C.VALUE).str.strip_chars("'\" ").str.to_lowercase())
+    )
+    return {(s, r): v for s, r, v in mode.iter_rows() if v in ("prefill", "decode")}
 
 
 def verdicts(
@@ -440,6 +464,12 @@ def verdicts(
         ).unique()
     ).iter_rows()
     decoded = set(decoding)
+    roles = _roles(tables)
+    # A prefill node of a PD-disaggregated pair serves by its prefill batches: it never decodes.
+    prefilling = collect(
+        tables.scan(T.BATCHES).filter(pl.col(C.PHASE) == "prefill").select(RUN_KEY).unique()
+    ).iter_rows()
+    decoded |= {key for key in prefilling if roles.get(key) == "prefill"}
     linked = chains(tables) if linked is None else linked
     events = collect(
         tables.scan(T.LIFECYCLE)
@@ -468,6 +498,7 @@ def verdicts(
             phase_line,
             start + count - 1 if start is not None and count else None,
             key in served,
+            roles.get(key),
         )
         ids_evidence = [Evidence(run[C.SOURCE], ids_line)] if ids_line is not None else []
         out.append(

@@ -227,6 +227,17 @@ def _analyse(
         show(analyze_tables(tables, expectations, baseline=baseline, stall_seconds=stall_seconds))
 
 
+def _refuse_non_logs(result: Analysis) -> None:
+    """A gate aimed at the wrong file must not pass: exit 2 when no input holds a line of any known
+    kind; name the inputs that are no server log among others."""
+    if not result.not_logs:
+        return
+    if len(result.not_logs) >= result.source_count:
+        raise InputError(f"not a server log: {result.not_logs[0]}")
+    for source in result.not_logs:
+        sys.stderr.write(f"tracelens: not a server log: {source} (no verdict)\n")
+
+
 @app.command()
 def check(
     paths: Paths,
@@ -254,6 +265,7 @@ def check(
     from tracelens.cli.render import render_findings
 
     def show(result: Analysis) -> None:
+        _refuse_non_logs(result)
         if as_json:
             payload = {
                 "errors": len(result.errors),

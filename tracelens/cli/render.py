@@ -149,7 +149,7 @@ def render_verdicts(console: Console, analysis: Analysis) -> None:
         line.append(status_tag(verdict.status), style=STATUS_STYLE[verdict.status])
         line.append(verdict.label, style="bold")
         line.append(": " + verdict.headline)
-        _hanging(console, line, 10)
+        _hanging(console, line, len(status_tag(verdict.status)))
 
 
 def render_findings(console: Console, analysis: Analysis) -> None:

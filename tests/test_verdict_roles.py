@@ -1,0 +1,73 @@
+"""Verdicts judge each process by its job, give every run one, and refuse a file that is no log."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from test_chain import only, serving
+from test_cli import run as cli
+from test_detectors import decode, run, stamp
+
+from tracelens.formatting import status_tag
+
+
+def prefill_node(batches: int) -> list[str]:
+    args = (
+        f"{stamp(0, '')} server_args=ServerArgs(model_path='/m', tp_size=1, dp_size=1, "
+        "disaggregation_mode='prefill', speculative_algorithm=None)"
+    )
+    prefill = (
+        "Prefill batch. #new-seq: 1, #new-token: 900, #cached-token: 0, token usage: 0.01, "
+        "#running-req: 0, #queue-req: 0"
+    )
+    return [args, f"{stamp(5, '')} The server is fired up and ready to roll!"] + [
+        f"{stamp(10 + i)} {prefill}" for i in range(batches)
+    ]
+
+
+def test_a_prefill_node_is_judged_by_its_prefill_batches() -> None:
+    verdict = only(run(prefill_node(20)))
+    assert verdict.status == "healthy", verdict.headline
+    assert verdict.headline.startswith("prefill node runs well")
+
+
+def test_a_log_without_a_start_line_is_one_run_with_a_verdict() -> None:
+    verdict = only(run([decode(3, accept=None)]))
+    assert verdict.status == "healthy"
+    assert verdict.start_line == 1
+
+
+def test_a_decode_of_zero_tokens_a_second_never_runs_well() -> None:
+    lines = [*serving(0), *(decode(10 + i, accept=None, tput=0.0) for i in range(30))]
+    verdict = only(run(lines))
+    assert verdict.status == "degraded"
+    assert "runs well" not in verdict.headline and "0.0 tok/s" in verdict.headline
+
+
+def test_the_status_column_is_always_followed_by_a_space() -> None:
+    assert all(status_tag(s).endswith(" ") for s in ("broken", "degraded", "incomplete", "healthy"))
+
+
+def test_a_file_that_is_no_server_log_is_refused(tmp_path: Path) -> None:
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "hidden_size": 4096}, indent=2))
+    prose = tmp_path / "notes.txt"
+    prose.write_text("We started the server yesterday.\nIt was fine.\n")
+    for path in (config, prose):
+        done = cli("check", "--json", str(path))
+        assert done.returncode == 2, done.stdout
+        assert done.stderr.strip() == f"tracelens: error: not a server log: {path}"
+        assert "Traceback" not in done.stderr
+
+
+def test_a_non_log_beside_a_log_is_named_and_the_log_is_judged(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text("\n".join(serving()) + "\n")
+    config = tmp_path / "config.json"
+    config.write_text('{"hidden_size": 4096}\n')
+    done = cli("check", "--json", str(log), str(config))
+    assert done.returncode == 0, done.stderr
+    assert f"not a server log: {config}" in done.stderr
+    verdicts = json.loads(done.stdout)["verdicts"]
+    assert [Path(v["source"]).name for v in verdicts] == ["server.log"]
