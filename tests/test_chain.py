@@ -153,3 +153,33 @@ def test_a_newest_first_log_is_read_from_its_end() -> None:
     verdict = only(run(lines))
     assert verdict.causes == ["weight-key"], verdict.headline
     assert verdict.fix and "checkpoint" in verdict.fix
+
+
+def test_a_client_traceback_beside_a_healthy_server_is_the_clients() -> None:
+    lines = [
+        *serving(),
+        "Traceback (most recent call last):",
+        '  File "/workspace/tests/test_openai_server.py", line 88, in test_chat',
+        "    assert response['choices'][0]['logprobs']",
+        '  File "/usr/lib/python3/site-packages/openai/_base_client.py", line 1000, in request',
+        "KeyError: 'logprobs'",
+        *(decode(100 + i, accept=None) for i in range(3)),
+    ]
+    analysis = run(lines)
+    verdict = only(analysis)
+    assert verdict.status == "healthy", verdict.headline
+    assert "a client in the same log failed (KeyError: 'logprobs')" in verdict.headline
+    assert errors(analysis) == []
+
+
+def test_a_vllm_traceback_of_error_lines_names_its_exception() -> None:
+    lines = [
+        "INFO 04-16 10:30:00 [api_server.py:1043] vLLM API server version 0.8.4",
+        "ERROR 04-16 10:35:25 [core.py:387] EngineCore hit an exception: Traceback (most recent call last):",
+        'ERROR 04-16 10:35:25 [core.py:387]   File "/vllm/v1/engine/core.py", line 380, in run_engine_core',
+        "ERROR 04-16 10:35:25 [core.py:387] ValueError: the prompt is longer than max_model_len",
+        "INFO 04-16 10:35:26 [core.py:390] Shutting down",
+    ]
+    verdict = only(run(lines))
+    assert verdict.status == "broken"
+    assert "ValueError: the prompt is longer than max_model_len" in verdict.headline

@@ -29,6 +29,14 @@ GENERIC = "exception"  # the code of an exception line no catalog entry knows
 _PRIORITY = {Weight.FATAL: 0, Weight.ERROR: 1, Weight.CONSEQUENCE: 2}
 _BY_CODE = {f.code: f for f in FAILURES}
 MAX_EXPLAINED = 4
+_CLIENT = "_client"
+# Frames of code that calls a server (benchmarks, tests, HTTP clients) and of a server's own code.
+CLIENT_FRAMES = (
+    r'File "[^"]*(?:/tests?/|/test_\w+\.py|bench\w*\.py|/benchmarks?/|/openai/|/requests/|/httpx/|'
+    r"/aiohttp/|/unittest/|/_pytest/|/locust/)"
+)
+SERVER_FRAMES = r'File "[^"]*(?:/sglang/srt/|/vllm/(?:v1|engine|worker|model_executor|distributed|executor)/)'
+
 _NOISE = [f.code for f in FAILURES if f.weight == Weight.NOISE]
 
 
@@ -52,6 +60,7 @@ class Chain:
     during_serving: bool = False  # the cause came after the run's first batch
     after_stop: int = 0  # failure lines after the graceful stop (the stop's noise)
     noise: set[int] = field(default_factory=set)  # records (traceback heads) that are noise as a whole
+    client: str | None = None  # the first failure of a client's traceback in the stream (not the server's)
 
     forward: bool = True  # False for a newest-first log
 
@@ -97,7 +106,15 @@ def _traceback_rows(tables: Tables) -> pl.DataFrame:
     ).sort(C.SOURCE, C.LINE_NO)
     parts = parts.with_columns((pl.int_range(pl.len()).over(C.SOURCE, C.RECORD) + 1).alias("_i"))
     rows = heads.explode(_TEXT, "_i").join(parts, on=[C.SOURCE, C.RECORD, "_i"], how="left")
+    # A client's traceback (a benchmark, a test harness, an HTTP client library) printed into the
+    # server's stream: frames of client code and none of a server's.
+    frames = pl.col(_TEXT).str.contains(r'^\s*File "')
+    client = (frames & pl.col(_TEXT).str.contains(CLIENT_FRAMES)).any() & ~(
+        frames & pl.col(_TEXT).str.contains(SERVER_FRAMES)
+    ).any()
+    rows = rows.with_columns(client.over(C.SOURCE, C.RECORD).alias(_CLIENT))
     return rows.select(
+        _CLIENT,
         C.SOURCE,
         C.RUN,
         pl.coalesce(C.LINE_NO, C.RECORD).alias(C.LINE_NO),
@@ -150,7 +167,8 @@ def _message_rows(tables: Tables, table: str) -> pl.DataFrame:
             C.TS,
             pl.coalesce(C.TP, C.DP).alias(_RANK),
             pl.col(C.MESSAGE).alias(_TEXT),
-            pl.lit(False).alias(_TB),
+            # vLLM prints a traceback one ERROR line per line: its exception line is one of them
+            pl.col(C.LEVEL).is_in(["ERROR", "CRITICAL", "FATAL"]).fill_null(False).alias(_TB),
             pl.lit(None, pl.String).alias(C.COMPONENT),
             pl.col(C.LINE_NO).alias(C.RECORD),
         )
@@ -168,7 +186,9 @@ def events(tables: Tables) -> pl.DataFrame:
     ]
     if not frames:
         return pl.DataFrame()
-    rows = pl.concat(frames, how="vertical_relaxed")
+    rows = pl.concat(frames, how="diagonal_relaxed")
+    if _CLIENT not in rows.columns:
+        rows = rows.with_columns(pl.lit(False).alias(_CLIENT))
     coded = rows.with_columns(_classify(pl.col(_TEXT), pl.col(_TB)).alias(_CODE)).filter(
         pl.col(_CODE).is_not_null()
     )
@@ -190,6 +210,7 @@ def events(tables: Tables) -> pl.DataFrame:
             pl.lit(None, pl.String).alias(C.COMPONENT),
             pl.lit("shutdown-signal").alias(_CODE),
             pl.col(C.LINE_NO).alias(C.RECORD),
+            pl.lit(False).alias(_CLIENT),
         )
     )
     return pl.concat([coded, stops], how="diagonal_relaxed").sort(C.SOURCE, C.RUN, C.LINE_NO)
@@ -242,7 +263,10 @@ def _chain(group: pl.DataFrame, direction: int, first_batch: int | None) -> Chai
     """One run's chain from its events (in line order)."""
     rows = group.to_dicts()
     chain = Chain()
-    chain.noise = {int(r[C.RECORD]) for r in rows if _weight(r[_CODE]) == Weight.NOISE}
+    chain.noise = {int(r[C.RECORD]) for r in rows if _weight(r[_CODE]) == Weight.NOISE or r[_CLIENT]}
+    clients = [r for r in rows if r[_CLIENT] and _weight(r[_CODE]) in _PRIORITY]
+    chain.client = str(clients[0][_TEXT]).strip() if clients else None
+    rows = [r for r in rows if not r[_CLIENT]]
     chain.forward = direction > 0
     ordered = rows if direction > 0 else rows[::-1]
     stop = next((r for r in ordered if _weight(r[_CODE]) == Weight.SHUTDOWN), None)

@@ -312,14 +312,14 @@ def run_verdict(
         causes += [c for c in found if c not in causes]
         explains += [s for s in shown if s not in explains and s not in causes]
     # The chain has read every fault line: the fault findings are its events, judged there.
-    judged = chain is not None and (chain.code is not None or chain.stop_line is not None)
+    judged = chain is not None
     unexplained = [
         f
         for f in findings
         if f.code not in causes
         and f.code not in explains
         and f.severity != Severity.INFO
-        and not (judged and f.code.startswith("fault-"))
+        and not (judged and f.code in CRASH_CODES)
     ]
     crashes = [f for f in unexplained if f.code in CRASH_CODES and f.severity == Severity.ERROR]
     cause_findings = [f for c in causes for f in by_code[c]]
@@ -390,6 +390,8 @@ def run_verdict(
     else:
         status = Status.HEALTHY
         headline = _healthy_headline(run, facts)
+        if chain is not None and chain.client:
+            headline += f"; a client in the same log failed ({_clip(chain.client, 60)}), not the server"
     if status != Status.HEALTHY and not evidence:
         evidence = ids_evidence
     unique = list(dict.fromkeys((e.source, e.line_no) for e in evidence))[:MAX_EVIDENCE]
@@ -405,6 +407,10 @@ def run_verdict(
         [Evidence(s, n) for s, n in unique],
         run.get(C.START_LINE),
     )
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _slow(throughput: float | None) -> bool:
