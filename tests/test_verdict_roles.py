@@ -71,3 +71,17 @@ def test_a_non_log_beside_a_log_is_named_and_the_log_is_judged(tmp_path: Path) -
     assert f"not a server log: {config}" in done.stderr
     verdicts = json.loads(done.stdout)["verdicts"]
     assert [Path(v["source"]).name for v in verdicts] == ["server.log"]
+
+
+def test_a_vllm_draft_at_zero_acceptance_is_useless_without_debug_lines() -> None:
+    metrics = (
+        "INFO 09-12 10:0{i}:00 metrics.py:396] Speculative metrics: Draft acceptance rate: 0.000, System "
+        "efficiency: 0.059, Number of speculative tokens: 16, Number of accepted tokens: 0, Number of draft "
+        "tokens: 3200, Number of emitted tokens: 200."
+    )
+    lines = ["INFO 09-12 10:00:00 api_server.py:495] vLLM API server version 0.6.1"]
+    lines += [metrics.format(i=i) for i in range(1, 5)]
+    verdict = only(run(lines))
+    assert verdict.status == "broken"
+    assert verdict.causes == ["acceptance-useless"]
+    assert "0.000 over 16 speculative tokens" in verdict.headline

@@ -13,6 +13,7 @@ from tracelens.analysis.detectors.hidden_states import aux_counts, fc_width, nor
 from tracelens.analysis.detectors.performance import (
     acceptance,
     change_points,
+    metrics_acceptance,
     slower_than_baseline,
     spec_curves,
 )
@@ -30,6 +31,7 @@ DETECTORS: tuple[Callable[[Context], list[Finding]], ...] = (
     norms,
     truncated,
     acceptance,
+    metrics_acceptance,
     slower_than_baseline,
     change_points,
     startup,

@@ -9,11 +9,15 @@ import polars as pl
 from tracelens.analysis.detectors.context import Context
 from tracelens.analysis.findings import Finding, Severity
 from tracelens.analysis.runs import RUN_KEY
+from tracelens.tables.frames import collect as collect_lazy
 from tracelens.tables.schema import A, C, T
 
 USELESS_ACCEPT_LEN = 1.1
 LOW_ACCEPTANCE_RATE = 0.3
 REGRESSION_FACTOR = 0.7
+# 1 in 20 drafted tokens accepted: what an accept len of 1.1 means for a two-token draft, and far below any
+# draft that pays for itself
+USELESS_ACCEPTANCE_RATE = 0.05
 
 
 def acceptance(ctx: Context) -> list[Finding]:
@@ -134,4 +138,42 @@ def spec_curves(ctx: Context) -> list[Finding]:
                     )
                 )
                 break
+    return out
+
+
+def metrics_acceptance(ctx: Context) -> list[Finding]:
+    """Runs whose server args name no speculative algorithm (vLLM) but whose metrics lines show
+    drafting: the draft is useless when almost none of its tokens are accepted (Medusa at 0.000 over
+    16 speculative tokens), whatever the debug lines say."""
+    spec = set(ctx.runs.filter(pl.col(C.SPEC_ALGORITHM).is_not_null()).select(RUN_KEY).iter_rows())
+    rate = pl.col(C.ACCEPTANCE_RATE)
+    drafting = ctx.tables.scan(T.SPEC_METRICS).filter(
+        (pl.col(C.DRAFTED).fill_null(1) > 0) & rate.is_not_null() & rate.is_not_nan()
+    )
+    per_run = collect_lazy(
+        drafting.group_by(RUN_KEY).agg(
+            rate.mean().alias(A.MEAN_ACCEPTANCE_RATE),
+            pl.len().alias(A.COUNT),
+            pl.col(C.LINE_NO).sort().head(3).alias(C.LINE_NO),
+            pl.col(C.TS).min().alias(C.TS),
+            pl.col(C.NUM_SPEC_TOKENS).max().alias(C.NUM_SPEC_TOKENS),
+        )
+    )
+    out = []
+    for row in per_run.to_dicts():
+        if (row[C.SOURCE], row[C.RUN]) in spec or row[A.MEAN_ACCEPTANCE_RATE] >= USELESS_ACCEPTANCE_RATE:
+            continue
+        tokens = f" over {row[C.NUM_SPEC_TOKENS]} speculative tokens" if row[C.NUM_SPEC_TOKENS] else ""
+        out.append(
+            ctx.finding(
+                Severity.ERROR,
+                "acceptance-useless",
+                row[C.SOURCE],
+                row[C.RUN],
+                row[C.TS],
+                f"draft acceptance rate {row[A.MEAN_ACCEPTANCE_RATE]:.3f}{tokens} in {row[A.COUNT]} metrics "
+                "lines: the target rejects almost every drafted token",
+                row[C.LINE_NO],
+            )
+        )
     return out
