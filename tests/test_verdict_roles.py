@@ -85,3 +85,15 @@ def test_a_vllm_draft_at_zero_acceptance_is_useless_without_debug_lines() -> Non
     assert verdict.status == "broken"
     assert verdict.causes == ["acceptance-useless"]
     assert "0.000 over 16 speculative tokens" in verdict.headline
+
+
+def test_a_clock_jump_of_days_in_a_start_up_is_no_stall() -> None:
+    # a dated line, then lines whose date was guessed from the file (57 days later, same time of day)
+    lines = [
+        f"{stamp(0, '')} server_args=ServerArgs(model_path='/m', tp_size=1, speculative_algorithm=None)",
+        f"{stamp(57 * 86_400 + 60)} Load weight begin. avail mem=70.00 GB",
+        f"{stamp(57 * 86_400 + 90)} Load weight end. type=LlamaForCausalLM, avail mem=50.00 GB",
+    ]
+    analysis = run(lines)
+    assert not [f for f in analysis.findings if f.code == "startup-stall"]
+    assert "4924" not in only(analysis).headline

@@ -99,6 +99,9 @@ def _maybe_loading(runs: pl.DataFrame, ready: pl.DataFrame) -> pl.Expr:
     return (pl.col(C.TS) <= latest).fill_null(True) | pl.col(C.RUN).is_in(unready.implode())
 
 
+CLOCK_JUMP_S = 86_400.0
+
+
 def stalls(
     lines: pl.DataFrame | pl.LazyFrame, runs: pl.DataFrame, lifecycle: pl.DataFrame, threshold_s: float
 ) -> pl.DataFrame:
@@ -119,6 +122,9 @@ def stalls(
     gap = (pl.col(C.TS) - pl.col(C.TS).shift(1).over(RUN_KEY)).dt.total_microseconds() / 1e6
     return (
         timed.with_columns(gap.alias(A.DURATION_S), pl.col(C.TS).shift(1).over(RUN_KEY).alias(W.FROM))
-        .filter(pl.col(A.DURATION_S) > threshold_s)
+        # A gap of a day or more between two lines of a start-up is a clock artefact, not a stall: a
+        # log that mixes dated lines with time-only or year-less ones (whose date is guessed from the
+        # file) jumps by whole days where nothing was silent.
+        .filter((pl.col(A.DURATION_S) > threshold_s) & (pl.col(A.DURATION_S) < CLOCK_JUMP_S))
         .select(*RUN_KEY, pl.col(W.FROM).alias(C.TS), C.LINE_NO, A.DURATION_S)
     )
