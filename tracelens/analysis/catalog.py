@@ -401,7 +401,7 @@ FAILURES: tuple[Failure, ...] = (
         "connection to another process lost (EOFError)",
         "Python",
         _C,
-        r"^EOFError\b|connection closed by peer|Connection reset by peer|BrokenPipeError|Broken pipe",
+        r"^EOFError\b|(?i)connection closed by peer|connection reset by peer|BrokenPipeError|broken pipe",
         ("EOFError", "EOFError: connection closed by peer"),
     ),
     Failure(

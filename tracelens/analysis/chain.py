@@ -29,7 +29,24 @@ GENERIC = "exception"  # the code of an exception line no catalog entry knows
 _PRIORITY = {Weight.FATAL: 0, Weight.ERROR: 1, Weight.CONSEQUENCE: 2}
 _BY_CODE = {f.code: f for f in FAILURES}
 MAX_EXPLAINED = 4
-_CLIENT = "_client"
+_CLIENT, _NEXT = "_client", "_next"
+# Exception classes that say nothing beyond a catalog entry's name: not added to it.
+PLAIN_EXCEPTIONS = frozenset(
+    {
+        "RuntimeError",
+        "Exception",
+        "ValueError",
+        "AssertionError",
+        "TypeError",
+        "OSError",
+        "KeyError",
+        "IndexError",
+        "AttributeError",
+        "OutOfMemoryError",
+        "SystemError",
+        "DistBackendError",
+    }
+)
 # Frames of code that calls a server (benchmarks, tests, HTTP clients) and of a server's own code.
 CLIENT_FRAMES = (
     r'File "[^"]*(?:/tests?/|/test_\w+\.py|bench\w*\.py|/benchmarks?/|/openai/|/requests/|/httpx/|'
@@ -57,7 +74,8 @@ class Chain:
     explained_lines: list[int] = field(default_factory=list)
     since: dt.datetime | None = None  # when a hang began (its frozen heartbeat)
     stop_line: int | None = None  # the graceful stop's line
-    during_serving: bool = False  # the cause came after the run's first batch
+    exception: str | None = None  # the exception class a catalog cause was raised as
+    phase: str = ""  # `serving` or `start-up`: what the run was doing when the cause struck (`_phase`)
     after_stop: int = 0  # failure lines after the graceful stop (the stop's noise)
     noise: set[int] = field(default_factory=set)  # records (traceback heads) that are noise as a whole
     client: str | None = None  # the first failure of a client's traceback in the stream (not the server's)
@@ -189,6 +207,10 @@ def events(tables: Tables) -> pl.DataFrame:
     rows = pl.concat(frames, how="diagonal_relaxed")
     if _CLIENT not in rows.columns:
         rows = rows.with_columns(pl.lit(False).alias(_CLIENT))
+    # a message that ends in a colon goes on on the next line of its record (`2 errors happen:`)
+    rows = rows.sort(C.SOURCE, C.LINE_NO)
+    follows = pl.col(C.LINE_NO).shift(-1).over(C.SOURCE) == pl.col(C.LINE_NO) + 1
+    rows = rows.with_columns(pl.when(follows).then(pl.col(_TEXT).shift(-1).over(C.SOURCE)).alias(_NEXT))
     coded = rows.with_columns(_classify(pl.col(_TEXT), pl.col(_TB)).alias(_CODE)).filter(
         pl.col(_CODE).is_not_null()
     )
@@ -237,17 +259,39 @@ def chains(tables: Tables) -> dict[tuple[str, int], Chain]:
     if not found.height:
         return {}
     backwards = _direction(tables)
-    first_batch = {
-        (s, r): n
-        for s, r, n in collect(
-            tables.scan(T.BATCHES).group_by(C.SOURCE, C.RUN).agg(pl.col(C.LINE_NO).min())
-        ).iter_rows()
-    }
+    serving = _span(
+        tables.scan(T.BATCHES).select(C.SOURCE, C.RUN, C.LINE_NO),
+        tables.scan(T.LIFECYCLE).filter(pl.col(C.EVENT).is_in(["ready", "uvicorn_running"])),
+    )
+    starting = _span(tables.scan(T.LIFECYCLE).filter(pl.col(C.EVENT) != "shutdown"))
     out: dict[tuple[str, int], Chain] = {}
     for (source, run), group in found.group_by(C.SOURCE, C.RUN, maintain_order=True):
         key = (str(source), int(run))
-        out[key] = _chain(group, backwards.get(key, 1), first_batch.get(key))
+        out[key] = _chain(group, backwards.get(key, 1), serving.get(key), starting.get(key))
     return out
+
+
+def _span(*frames: pl.LazyFrame) -> dict[tuple[str, int], tuple[int, int]]:
+    """The first and last line of the given lines of each run."""
+    lines = pl.concat([f.select(C.SOURCE, C.RUN, C.LINE_NO) for f in frames])
+    spans = collect(
+        lines.group_by(C.SOURCE, C.RUN).agg(
+            pl.col(C.LINE_NO).min().alias("a"), pl.col(C.LINE_NO).max().alias("b")
+        )
+    )
+    return {(s, r): (a, b) for s, r, a, b in spans.iter_rows()}
+
+
+def _phase(
+    line: int, forward: bool, serving: tuple[int, int] | None, starting: tuple[int, int] | None
+) -> str:
+    """`serving` when the run served (a batch, a ready line) before ``line``, `start-up` when it was
+    starting, empty when the log shows neither."""
+
+    def before(span: tuple[int, int] | None) -> bool:
+        return span is not None and (span[0] < line if forward else span[1] > line)
+
+    return "serving" if before(serving) else "start-up" if before(starting) else ""
 
 
 def _failure(code: str) -> Failure | None:
@@ -259,7 +303,12 @@ def _weight(code: str) -> Weight:
     return entry.weight if entry else Weight.FATAL
 
 
-def _chain(group: pl.DataFrame, direction: int, first_batch: int | None) -> Chain:
+def _chain(
+    group: pl.DataFrame,
+    direction: int,
+    serving: tuple[int, int] | None,
+    starting: tuple[int, int] | None,
+) -> Chain:
     """One run's chain from its events (in line order)."""
     rows = group.to_dicts()
     chain = Chain()
@@ -293,14 +342,17 @@ def _chain(group: pl.DataFrame, direction: int, first_batch: int | None) -> Chai
     chain.weight = _weight(code)
     chain.line = cause[C.LINE_NO]
     chain.text = text
+    if text.endswith(":") and cause.get(_NEXT):
+        text = f"{text} {str(cause[_NEXT]).strip()}"
     chain.name = entry.name if entry else _short(text)
+    kind = _EXCEPTION_TYPE.match(text)
+    if entry is not None and kind is not None and kind.group(1).rsplit(".", 1)[-1] not in PLAIN_EXCEPTIONS:
+        chain.exception = kind.group(1).rsplit(".", 1)[-1]
     chain.component = entry.component if entry else (cause[C.COMPONENT] or "Python")
     chain.fix = entry.fix if entry else None
     chain.ranks = sorted({r[_RANK] for r in same if r[_RANK] is not None})
     chain.count = len(same)
-    chain.during_serving = first_batch is not None and (
-        cause[C.LINE_NO] > first_batch if direction > 0 else cause[C.LINE_NO] < first_batch
-    )
+    chain.phase = _phase(cause[C.LINE_NO], direction > 0, serving, starting)
     at = live.index(cause)
     seen: dict[str, int] = {}
     for r in live[at + 1 :]:
@@ -337,6 +389,7 @@ def _hang(live: list[dict[str, object]]) -> tuple[dict[str, object], dt.datetime
 
 
 _BEAT = re.compile(HANG.pattern)
+_EXCEPTION_TYPE = re.compile(r"^((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Timeout\w*))\b")
 _TIC = re.compile(r"tic start time: ([0-9.]+)")
 
 

@@ -264,20 +264,26 @@ def _ranks(ranks: list[int]) -> str:
 def chain_headline(chain: Chain) -> str:
     """One sentence: what broke, in which component and ranks, when, and what it explains."""
     where = ", ".join(p for p in (chain.component, _ranks(chain.ranks)) if p)
-    when = "while serving" if chain.during_serving else "at start-up"
+    when = {"serving": "while serving", "start-up": "at start-up"}.get(chain.phase, "")
     times = f", {chain.count} times" if chain.weight == Weight.ERROR and chain.count > 1 else ""
-    what = f"{chain.name} ({where}{times})"
+    name = (
+        chain.name
+        if chain.exception is None or chain.exception in chain.name
+        else f"{chain.name}: {chain.exception}"
+    )
+    what = f"{name} ({where}{times})"
+    when = f" {when}" if when else ""
     if chain.code == HANG.code:
         since = f" since {chain.since:%Y-%m-%d %H:%M:%S}" if chain.since else ""
-        head = f"hung {when}{since}: {what}"
+        head = f"hung{when}{since}: {what}"
     elif chain.weight == Weight.ERROR:
-        head = f"{what} {when}"
+        head = f"{what}{when}"
     elif chain.weight == Weight.CONSEQUENCE:
-        head = f"stopped {when}: {what}; the failure behind it is not in the log"
+        head = f"stopped{when}: {what}; the failure behind it is not in the log"
     else:
-        head = f"crashed {when}: {what}"
+        head = f"crashed{when}: {what}"
     if chain.explains and chain.weight != Weight.CONSEQUENCE:
-        head += f"; it explains the {' and '.join(chain.explains[:2])} that follow"
+        head += f"; what follows ({', '.join(chain.explains[:2])}) is its consequence"
     return head
 
 
