@@ -97,3 +97,13 @@ def test_a_clock_jump_of_days_in_a_start_up_is_no_stall() -> None:
     analysis = run(lines)
     assert not [f for f in analysis.findings if f.code == "startup-stall"]
     assert "4924" not in only(analysis).headline
+
+
+def test_speculation_slower_than_the_plain_decode_beside_it_is_degraded() -> None:
+    plain = [decode(i, accept=None, tput=97.5) for i in range(8)]
+    spec = [decode(100 + i, accept=2.2, tput=78.0) for i in range(8)]
+    verdict = only(run(plain + spec))
+    assert verdict.status == "degraded"
+    assert verdict.headline.startswith("speculation is slower than plain decode here: 78 vs 98 tok/s (0.80x)")
+    # as fast or faster: nothing to say
+    assert only(run(plain + [decode(100 + i, accept=2.2, tput=150.0) for i in range(8)])).status == "healthy"

@@ -15,6 +15,7 @@ from tracelens.analysis.detectors.performance import (
     change_points,
     metrics_acceptance,
     slower_than_baseline,
+    slower_than_plain_decode,
     spec_curves,
 )
 from tracelens.analysis.findings import Finding
@@ -33,6 +34,7 @@ DETECTORS: tuple[Callable[[Context], list[Finding]], ...] = (
     acceptance,
     metrics_acceptance,
     slower_than_baseline,
+    slower_than_plain_decode,
     change_points,
     startup,
     faults,

@@ -18,6 +18,7 @@ REGRESSION_FACTOR = 0.7
 # 1 in 20 drafted tokens accepted: what an accept len of 1.1 means for a two-token draft, and far below any
 # draft that pays for itself
 USELESS_ACCEPTANCE_RATE = 0.05
+MIN_MATCHED_LINES = 5  # decode lines of each kind at one batch size before their speeds are compared
 
 
 def acceptance(ctx: Context) -> list[Finding]:
@@ -174,6 +175,52 @@ def metrics_acceptance(ctx: Context) -> list[Finding]:
                 f"draft acceptance rate {row[A.MEAN_ACCEPTANCE_RATE]:.3f}{tokens} in {row[A.COUNT]} metrics "
                 "lines: the target rejects almost every drafted token",
                 row[C.LINE_NO],
+            )
+        )
+    return out
+
+
+def slower_than_plain_decode(ctx: Context) -> list[Finding]:
+    """A run whose decode lines hold both speculative (with an accept len) and plain ones (a log that
+    joins a baseline and a speculative block without a start line between them): speculative decoding
+    that is slower than the plain decode at the same number of running requests does not pay."""
+    decode = (
+        ctx.tables.scan(T.BATCHES)
+        .filter((pl.col(C.PHASE) == "decode") & pl.col(C.GEN_THROUGHPUT).is_not_null())
+        .select(
+            *RUN_KEY,
+            C.LINE_NO,
+            C.RUNNING_REQ,
+            C.GEN_THROUGHPUT,
+            pl.col(C.ACCEPT_LEN).is_not_null().alias("_spec"),
+        )
+    )
+    groups = collect_lazy(
+        decode.group_by(*RUN_KEY, C.RUNNING_REQ, "_spec").agg(
+            pl.col(C.GEN_THROUGHPUT).median().alias(A.MEAN_GEN_THROUGHPUT),
+            pl.len().alias(A.COUNT),
+            pl.col(C.LINE_NO).min(),
+        )
+    ).filter(pl.col(A.COUNT) >= MIN_MATCHED_LINES)
+    spec = groups.filter(pl.col("_spec")).drop("_spec")
+    plain = groups.filter(~pl.col("_spec")).drop("_spec")
+    both = spec.join(plain, on=[*RUN_KEY, C.RUNNING_REQ], suffix="_plain")
+    out = []
+    for (source, run), rows in both.group_by(RUN_KEY, maintain_order=True):
+        row = rows.sort(pl.col(A.COUNT) + pl.col(f"{A.COUNT}_plain"), descending=True).row(0, named=True)
+        fast, slow = row[f"{A.MEAN_GEN_THROUGHPUT}_plain"], row[A.MEAN_GEN_THROUGHPUT]
+        if slow >= fast:
+            continue
+        out.append(
+            ctx.finding(
+                Severity.WARNING,
+                "slower-than-baseline",
+                str(source),
+                int(run),
+                None,
+                f"speculation is slower than plain decode here: {slow:.0f} vs {fast:.0f} tok/s "
+                f"({slow / fast:.2f}x) at {row[C.RUNNING_REQ]} running request(s)",
+                [row[C.LINE_NO], row[f"{C.LINE_NO}_plain"]],
             )
         )
     return out
