@@ -183,3 +183,10 @@ def test_a_vllm_traceback_of_error_lines_names_its_exception() -> None:
     verdict = only(run(lines))
     assert verdict.status == "broken"
     assert "ValueError: the prompt is longer than max_model_len" in verdict.headline
+
+
+def test_thousands_of_repeats_are_counted_from_a_few_rows() -> None:
+    nan = "Detected errors during sampling! NaN in the logits."
+    lines = [*serving(), *(f"{stamp(50 + i / 100, f' TP{i % 4}')} {nan}" for i in range(3000))]
+    verdict = only(run(lines))
+    assert "(sampling, ranks 0-3, 3000 times)" in verdict.headline

@@ -29,7 +29,7 @@ GENERIC = "exception"  # the code of an exception line no catalog entry knows
 _PRIORITY = {Weight.FATAL: 0, Weight.ERROR: 1, Weight.CONSEQUENCE: 2}
 _BY_CODE = {f.code: f for f in FAILURES}
 MAX_EXPLAINED = 4
-_CLIENT, _NEXT = "_client", "_next"
+_CLIENT, _NEXT, _KIND, _COUNT, _RANKS = "_client", "_next", "_kind", "_count", "_ranks"
 # Exception classes that say nothing beyond a catalog entry's name: not added to it.
 PLAIN_EXCEPTIONS = frozenset(
     {
@@ -207,6 +207,7 @@ def events(tables: Tables) -> pl.DataFrame:
     rows = pl.concat(frames, how="diagonal_relaxed")
     if _CLIENT not in rows.columns:
         rows = rows.with_columns(pl.lit(False).alias(_CLIENT))
+    rows = rows.with_columns(pl.col(_CLIENT).fill_null(False))
     # a message that ends in a colon goes on on the next line of its record (`2 errors happen:`)
     rows = rows.sort(C.SOURCE, C.LINE_NO)
     follows = pl.col(C.LINE_NO).shift(-1).over(C.SOURCE) == pl.col(C.LINE_NO) + 1
@@ -264,11 +265,45 @@ def chains(tables: Tables) -> dict[tuple[str, int], Chain]:
         tables.scan(T.LIFECYCLE).filter(pl.col(C.EVENT).is_in(["ready", "uvicorn_running"])),
     )
     starting = _span(tables.scan(T.LIFECYCLE).filter(pl.col(C.EVENT) != "shutdown"))
+    noise = _noise_records(found)
     out: dict[tuple[str, int], Chain] = {}
-    for (source, run), group in found.group_by(C.SOURCE, C.RUN, maintain_order=True):
+    for (source, run), group in _reduce(found).group_by(C.SOURCE, C.RUN, maintain_order=True):
         key = (str(source), int(run))
         out[key] = _chain(group, backwards.get(key, 1), serving.get(key), starting.get(key))
+        out[key].noise = noise.get(key, set())
     return out
+
+
+def _noise_records(found: pl.DataFrame) -> dict[tuple[str, int], set[int]]:
+    """Per run, the records (traceback heads) that are noise or a client's as a whole."""
+    noisy = found.filter(pl.col(_CODE).is_in(_NOISE) | pl.col(_CLIENT)).select(C.SOURCE, C.RUN, C.RECORD)
+    out: dict[tuple[str, int], set[int]] = {}
+    for source, run, record in noisy.unique().iter_rows():
+        out.setdefault((source, run), set()).add(int(record))
+    return out
+
+
+def _reduce(found: pl.DataFrame) -> pl.DataFrame:
+    """Of each run's events of one kind (code, client or not, and the text of an unknown exception or
+    the heartbeat of a failed health check), the first two and the last, with how many there are and
+    on which ranks: a log of a million repeated warnings is judged from a few rows."""
+    beat = pl.col(_TEXT).str.extract(r"last_heartbeat time: ([0-9.]+)", 1)
+    detail = (
+        pl.when(pl.col(_CODE) == GENERIC)
+        .then(pl.col(_TEXT).str.strip_chars())
+        .when(pl.col(_CODE) == "health-check")
+        .then(beat)
+        .otherwise(pl.lit(""))
+        .fill_null("")
+    )
+    found = found.with_columns(detail.alias(_KIND))
+    key = [C.SOURCE, C.RUN, _CODE, _CLIENT, _KIND]
+    sizes = found.group_by(key).agg(
+        pl.len().alias(_COUNT), pl.col(_RANK).drop_nulls().unique().sort().alias(_RANKS)
+    )
+    at = pl.int_range(pl.len()).over(key)
+    kept = found.filter((at < 2) | (at == pl.len().over(key) - 1))
+    return kept.join(sizes, on=key, how="left", nulls_equal=True).sort(C.SOURCE, C.RUN, C.LINE_NO)
 
 
 def _span(*frames: pl.LazyFrame) -> dict[tuple[str, int], tuple[int, int]]:
@@ -312,7 +347,6 @@ def _chain(
     """One run's chain from its events (in line order)."""
     rows = group.to_dicts()
     chain = Chain()
-    chain.noise = {int(r[C.RECORD]) for r in rows if _weight(r[_CODE]) == Weight.NOISE or r[_CLIENT]}
     clients = [r for r in rows if r[_CLIENT] and _weight(r[_CODE]) in _PRIORITY]
     chain.client = str(clients[0][_TEXT]).strip() if clients else None
     rows = [r for r in rows if not r[_CLIENT]]
@@ -335,9 +369,6 @@ def _chain(
         cause, chain.since = hang
         code, entry = HANG.code, HANG
     text = str(cause[_TEXT]).strip()
-    same = [
-        r for r in live if r[_CODE] == cause[_CODE] and (code != GENERIC or str(r[_TEXT]).strip() == text)
-    ]
     chain.code = code
     chain.weight = _weight(code)
     chain.line = cause[C.LINE_NO]
@@ -350,8 +381,8 @@ def _chain(
         chain.exception = kind.group(1).rsplit(".", 1)[-1]
     chain.component = entry.component if entry else (cause[C.COMPONENT] or "Python")
     chain.fix = entry.fix if entry else None
-    chain.ranks = sorted({r[_RANK] for r in same if r[_RANK] is not None})
-    chain.count = len(same)
+    chain.ranks = list(cause[_RANKS] or [])
+    chain.count = int(cause[_COUNT])
     chain.phase = _phase(cause[C.LINE_NO], direction > 0, serving, starting)
     at = live.index(cause)
     seen: dict[str, int] = {}
@@ -369,22 +400,16 @@ def _chain(
 def _hang(live: list[dict[str, object]]) -> tuple[dict[str, object], dt.datetime | None] | None:
     """The first of the failed health checks that repeat one heartbeat (the scheduler froze there), and
     when that heartbeat was: the line's time less the seconds between the check's start and the beat."""
-    seen: dict[str, dict[str, object]] = {}
-    for r in live:
-        if r[_CODE] != "health-check":
+    for first in live:
+        beat = _BEAT.search(str(first[_TEXT]))
+        if first[_CODE] != "health-check" or beat is None or int(str(first[_COUNT])) < 2:
             continue
-        beat = _BEAT.search(str(r[_TEXT]))
-        if beat is None:
-            continue
-        if beat.group(1) in seen:
-            first = seen[beat.group(1)]
-            tic = _TIC.search(str(first[_TEXT]))
-            ts = first[C.TS]
-            since = None
-            if tic is not None and isinstance(ts, dt.datetime):
-                since = ts - dt.timedelta(seconds=max(0.0, float(tic.group(1)) - float(beat.group(1))))
-            return first, since
-        seen[beat.group(1)] = r
+        tic = _TIC.search(str(first[_TEXT]))
+        ts = first[C.TS]
+        since = None
+        if tic is not None and isinstance(ts, dt.datetime):
+            since = ts - dt.timedelta(seconds=max(0.0, float(tic.group(1)) - float(beat.group(1))))
+        return first, since
     return None
 
 
