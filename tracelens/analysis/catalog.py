@@ -201,7 +201,7 @@ FAILURES: tuple[Failure, ...] = (
         "segmentation fault",
         "Python",
         _F,
-        r"Segmentation fault|SIGSEGV|Fatal Python error: Aborted|signal 11\b",
+        r"Segmentation fault|SIGSEGV|signal 11\b",
         ("Fatal Python error: Segmentation fault", "Caught signal 11 (SIGSEGV)"),
         "a native crash: the frames under `Fatal Python error` name the library (NCCL, a kernel, a "
         "tokenizer); update it or run without the feature it serves",
@@ -314,6 +314,75 @@ FAILURES: tuple[Failure, ...] = (
         "check the Mooncake transport (--disaggregation-ib-device, RDMA reachability between the nodes)",
     ),
     Failure(
+        "kv-cache-too-small",
+        "KV cache too small for the model's max length",
+        "vLLM",
+        _F,
+        r"larger than the maximum number of tokens that can be stored in KV cache|"
+        r"No available memory for the cache blocks|To serve at least one request with the models's max seq len",
+        (
+            "ValueError: The model's max seq len (131072) is larger than the maximum number of tokens that can "
+            "be stored in KV cache (45000). Try increasing `gpu_memory_utilization` or decreasing `max_model_len`",
+        ),
+        "raise --gpu-memory-utilization, lower --max-model-len, or spread the model over more GPUs",
+    ),
+    Failure(
+        "model-not-found",
+        "model files not found",
+        "model loader",
+        _F,
+        r"does not appear to have a file named|Repository Not Found|is not a local folder and is not a valid "
+        r"model identifier|Can't load (?:the )?(?:configuration|tokenizer) for",
+        ("OSError: /models/llama does not appear to have a file named config.json.",),
+        "check --model-path (mounted in the container? a Hugging Face id, a token for a gated model?)",
+    ),
+    Failure(
+        "no-kernel-image",
+        "no kernel image for this GPU",
+        "CUDA",
+        _F,
+        r"no kernel image is available for execution|CUDA driver version is insufficient|"
+        r"(?i)not compiled for (?:this|the) (?:gpu|architecture)",
+        ("RuntimeError: CUDA error: no kernel image is available for execution on the device",),
+        "the torch or kernel build does not cover this GPU's architecture or driver: install a build for it",
+    ),
+    Failure(
+        "npu-error",
+        "Ascend NPU error",
+        "torch_npu",
+        _F,
+        r"\bE[ZEIH]9999\b|ACL_ERROR_\w+|(?i)npu (?:function|kernel) error|aclnn\w+ failed",
+        ("RuntimeError: The Inner error is reported as above. EZ9999: Inner Error!",),
+        "look up the error code in the CANN error reference; check that CANN, torch_npu and the driver match",
+    ),
+    Failure(
+        "router-failed",
+        "router found no healthy worker",
+        "router",
+        _F,
+        r"Failed to create router|waiting for workers to become healthy|(?i)no healthy workers? (?:available|found)",
+        ("Failed to create router: Timeout 300s waiting for workers to become healthy",),
+        "the router cannot reach its workers: check their URLs and that each answers /health",
+    ),
+    Failure(
+        "missing-module",
+        "missing Python module",
+        "Python",
+        _F,
+        r"^(?:ModuleNotFoundError|ImportError)\b",
+        ("ModuleNotFoundError: No module named 'sgl_kernel'",),
+        "install the missing package, in the version this release asks for (a wheel built for this torch/CUDA)",
+    ),
+    Failure(
+        "native-abort",
+        "process aborted (core dumped)",
+        "native",
+        _F,
+        r"Aborted \(core dumped\)|Fatal Python error: Aborted",
+        ("Aborted (core dumped)",),
+        "a native library aborted: the lines just before name it (NCCL, a kernel, a C++ assert)",
+    ),
+    Failure(
         "hip-error",
         "HIP error",
         "HIP",
@@ -379,6 +448,15 @@ FAILURES: tuple[Failure, ...] = (
         "the server stopped answering: the lines before the first failure show what the scheduler was doing",
     ),
     Failure(
+        "asgi-error",
+        "request failed in the HTTP server",
+        "uvicorn",
+        _E,
+        r"Exception in ASGI application",
+        ("ERROR:    Exception in ASGI application",),
+        "one request failed inside the server: the traceback below it names the handler",
+    ),
+    Failure(
         "nccl-warn",
         "NCCL warning",
         "NCCL",
@@ -410,11 +488,13 @@ FAILURES: tuple[Failure, ...] = (
         "server",
         _C,
         r"\bKilled\b|kill_process_tree|exit ?code[=: ]*-?9\b|exitcode=-?\d+|died unexpectedly|"
-        r"EngineDeadError|Engine core proc .* died|Possible solutions",
+        r"EngineDeadError|Engine core proc .* died|Possible solutions|ChildFailedError|"
+        r"terminate called after throwing|Engine core initialization failed",
         (
             "./entrypoint.sh: line 47: 28 Killed python3 -m sglang.launch_server",
             "Child process unexpectedly failed with exitcode=9. pid=4321",
             "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue.",
+            "terminate called after throwing an instance of 'c10::DistBackendError'",
         ),
     ),
 )
