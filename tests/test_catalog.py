@@ -51,3 +51,13 @@ def test_look_alikes_are_not_failures() -> None:
     assert classify(["triton.runtime.errors.OutOfResources: out of resource: shared memory"]) == [
         "triton-shared-memory"
     ]
+
+
+def test_the_user_reference_lists_every_entry() -> None:
+    from pathlib import Path
+
+    from tracelens.analysis.catalog import HANG
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "verdicts.md").read_text()
+    missing = [f.code for f in (*FAILURES, HANG) if f"| `{f.code}` |" not in doc]
+    assert not missing, f"docs/verdicts.md lacks {missing}"
