@@ -190,3 +190,15 @@ def test_thousands_of_repeats_are_counted_from_a_few_rows() -> None:
     lines = [*serving(), *(f"{stamp(50 + i / 100, f' TP{i % 4}')} {nan}" for i in range(3000))]
     verdict = only(run(lines))
     assert "(sampling, ranks 0-3, 3000 times)" in verdict.headline
+
+
+def test_a_frozen_heartbeat_printed_as_a_time_of_day_is_a_hang_too() -> None:
+    fail = (
+        "Health check failed. Server couldn't get a response from detokenizer for last 20 seconds. "
+        "tic start time: {tic}. last_heartbeat time: {beat}"
+    )
+    beat = stamp(40, "")[12:20]  # the time of day of the last decode line's second
+    lines = [*serving(), *(f"{stamp(300 + 20 * i, '')} {fail.format(tic='x', beat=beat)}" for i in range(3))]
+    verdict = only(run(lines))
+    assert verdict.causes == ["hang"]
+    assert f"since {stamp(40, '')[1:-1]}" in verdict.headline, verdict.headline

@@ -360,8 +360,11 @@ FAILURES: tuple[Failure, ...] = (
         "router found no healthy worker",
         "router",
         _F,
-        r"Failed to create router|waiting for workers to become healthy|(?i)no healthy workers? (?:available|found)",
-        ("Failed to create router: Timeout 300s waiting for workers to become healthy",),
+        r"Failed to create router|Timeout \d+s waiting for workers|(?i)no healthy workers? (?:available|found)",
+        (
+            "Failed to create router: Timeout 300s waiting for workers to become healthy",
+            "Timeout 600s waiting for workers [http://10.0.0.1:30000] to become healthy",
+        ),
         "the router cannot reach its workers: check their URLs and that each answers /health",
     ),
     Failure(
@@ -444,6 +447,8 @@ FAILURES: tuple[Failure, ...] = (
         (
             "Health check failed. Server couldn't get a response from detokenizer for last 20 seconds. "
             "tic start time: 1733300000.12. last_heartbeat time: 1733299970.45",
+            "Health check failed. Server couldn't get a response from detokenizer for last 20 seconds. "
+            "tic start time: 10:47:07. last_heartbeat time: 09:44:42",
         ),
         "the server stopped answering: the lines before the first failure show what the scheduler was doing",
     ),
@@ -507,10 +512,12 @@ HANG = Failure(
     "server hung (health checks fail, the scheduler's heartbeat is frozen)",
     "server",
     _F,
-    r"last_heartbeat time: ([0-9.]+)",
+    r"last_heartbeat time: ([0-9][0-9:.]*[0-9])",
     (
         "Health check failed. Server couldn't get a response from detokenizer for last 20 seconds. "
         "tic start time: 1733300000.12. last_heartbeat time: 1733299970.45",
+        "Health check failed. Server couldn't get a response from detokenizer for last 20 seconds. "
+        "tic start time: 10:47:07. last_heartbeat time: 09:44:42",
     ),
     "the scheduler stopped at its last heartbeat: the lines just before it show what it was doing "
     "(py-spy dump the scheduler; --watchdog-timeout makes it dump its stack)",

@@ -287,7 +287,7 @@ def _reduce(found: pl.DataFrame) -> pl.DataFrame:
     """Of each run's events of one kind (code, client or not, and the text of an unknown exception or
     the heartbeat of a failed health check), the first two and the last, with how many there are and
     on which ranks: a log of a million repeated warnings is judged from a few rows."""
-    beat = pl.col(_TEXT).str.extract(r"last_heartbeat time: ([0-9.]+)", 1)
+    beat = pl.col(_TEXT).str.extract(HANG.pattern, 1)
     detail = (
         pl.when(pl.col(_CODE) == GENERIC)
         .then(pl.col(_TEXT).str.strip_chars())
@@ -404,18 +404,32 @@ def _hang(live: list[dict[str, object]]) -> tuple[dict[str, object], dt.datetime
         beat = _BEAT.search(str(first[_TEXT]))
         if first[_CODE] != "health-check" or beat is None or int(str(first[_COUNT])) < 2:
             continue
-        tic = _TIC.search(str(first[_TEXT]))
-        ts = first[C.TS]
-        since = None
-        if tic is not None and isinstance(ts, dt.datetime):
-            since = ts - dt.timedelta(seconds=max(0.0, float(tic.group(1)) - float(beat.group(1))))
+        ts, tic = first[C.TS], _TIC.search(str(first[_TEXT]))
+        since = (
+            _beat_time(beat.group(1), tic.group(1) if tic else None, ts)
+            if isinstance(ts, dt.datetime)
+            else None
+        )
         return first, since
     return None
 
 
+def _beat_time(beat: str, tic: str | None, ts: dt.datetime) -> dt.datetime | None:
+    """When the last heartbeat was. A time of day (2025 on: `09:44:42`) is taken on the failing line's
+    date (the day before when it is later than the line); a Unix time (`1733299970.45`) as the line's
+    time less the seconds between the heartbeat and the check's start (no timezone needed)."""
+    if ":" in beat:
+        hours, minutes, seconds = (int(float(p)) for p in [*beat.split(":"), "0", "0"][:3])
+        at = ts.replace(hour=hours % 24, minute=minutes % 60, second=seconds % 60, microsecond=0)
+        return at - dt.timedelta(days=1) if at > ts else at
+    if tic is None or ":" in tic:
+        return None
+    return ts - dt.timedelta(seconds=max(0.0, float(tic) - float(beat)))
+
+
 _BEAT = re.compile(HANG.pattern)
 _EXCEPTION_TYPE = re.compile(r"^((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Timeout\w*))\b")
-_TIC = re.compile(r"tic start time: ([0-9.]+)")
+_TIC = re.compile(r"tic start time: ([0-9][0-9:.]*[0-9])")
 
 
 def _short(text: str, limit: int = 100) -> str:
