@@ -202,3 +202,24 @@ def test_a_frozen_heartbeat_printed_as_a_time_of_day_is_a_hang_too() -> None:
     verdict = only(run(lines))
     assert verdict.causes == ["hang"]
     assert f"since {stamp(40, '')[1:-1]}" in verdict.headline, verdict.headline
+
+
+def test_one_request_failing_in_the_http_server_does_not_break_it() -> None:
+    lines = [
+        *serving(),
+        f"{stamp(60, '')} ERROR:    Exception in ASGI application",
+        "Traceback (most recent call last):",
+        '  File "/usr/lib/python3/site-packages/uvicorn/protocols/http/httptools_impl.py", line 409, in run_asgi',
+        "json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)",
+        *(decode(100 + i, accept=None) for i in range(3)),
+    ]
+    verdict = only(run(lines))
+    assert verdict.status == "degraded", verdict.headline
+    assert verdict.causes == ["asgi-error"]
+    assert "crash" not in verdict.headline
+
+
+def test_failed_health_checks_the_server_recovered_from_are_no_failure() -> None:
+    fail = "Health check failed. Server couldn't get a response from detokenizer for last 20 seconds."
+    lines = [*serving(), f"{stamp(60, '')} {fail}", *(decode(100 + i, accept=None) for i in range(3))]
+    assert only(run(lines)).status == "healthy"

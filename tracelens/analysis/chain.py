@@ -219,6 +219,21 @@ def events(tables: Tables) -> pl.DataFrame:
     # other exception lines are that thread's, not the server's.
     noisy = pl.col(_CODE).is_in(_NOISE).any().over(C.SOURCE, C.RECORD)
     coded = coded.filter(~noisy | pl.col(_CODE).is_in(_NOISE))
+    # The traceback right after uvicorn's `Exception in ASGI application` is one request's: its
+    # exception failed that request, not the server.
+    asgi = coded.filter(pl.col(_CODE) == "asgi-error").select(
+        C.SOURCE, (pl.col(C.LINE_NO) + 1).alias(C.RECORD), pl.lit(True).alias("_asgi")
+    )
+    coded = (
+        coded.join(asgi.unique(), on=[C.SOURCE, C.RECORD], how="left")
+        .with_columns(
+            pl.when(pl.col("_asgi").fill_null(False) & (pl.col(_CODE) == GENERIC))
+            .then(pl.lit("asgi-error"))
+            .otherwise(pl.col(_CODE))
+            .alias(_CODE)
+        )
+        .drop("_asgi")
+    )
     stops = collect(
         tables.scan(T.LIFECYCLE)
         .filter(pl.col(C.EVENT) == "shutdown")
@@ -329,6 +344,15 @@ def _phase(
     return "serving" if before(serving) else "start-up" if before(starting) else ""
 
 
+def _stalled(line: int, forward: bool, serving: tuple[int, int] | None) -> bool:
+    """Whether the run had served before ``line`` and served no more after it."""
+    if serving is None:
+        return False
+    first, last = serving if forward else (-serving[1], -serving[0])
+    at = line if forward else -line
+    return first < at and last < at
+
+
 def _failure(code: str) -> Failure | None:
     return _BY_CODE.get(code)
 
@@ -359,6 +383,9 @@ def _chain(
         chain.after_stop = sum(1 for r in ordered[cut:] if _weight(r[_CODE]) in _PRIORITY)
         ordered = ordered[:cut]
     live = [r for r in ordered if _weight(r[_CODE]) in _PRIORITY]
+    # Failed health checks the server recovered from (batches after them), or before it served at all
+    # (start-up 503s), are no failure.
+    live = [r for r in live if r[_CODE] != "health-check" or _stalled(r[C.LINE_NO], direction > 0, serving)]
     if not live:
         return chain
     cause = min(live, key=lambda r: _PRIORITY[_weight(r[_CODE])])  # the first of the best weight

@@ -40,6 +40,8 @@ CRASH_SYMPTOMS = (
 )
 # A run that crashed with no rule to explain it was still stopped by something found: the fault itself.
 CRASH_CODES = ("fault-exception", "fault-oom", "fault-nccl", "fault-watchdog", "fault-sigquit")
+# Fault findings the failure chain judges by itself (`chain`): with a chain, they are its events.
+CHAIN_CODES = (*CRASH_CODES, "fault-health")
 
 
 @dataclass(frozen=True)
@@ -325,7 +327,7 @@ def run_verdict(
         if f.code not in causes
         and f.code not in explains
         and f.severity != Severity.INFO
-        and not (judged and f.code in CRASH_CODES)
+        and not (judged and (f.code in CHAIN_CODES or f.code.startswith("failure-")))
     ]
     crashes = [f for f in unexplained if f.code in CRASH_CODES and f.severity == Severity.ERROR]
     cause_findings = [f for c in causes for f in by_code[c]]

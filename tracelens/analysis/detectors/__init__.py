@@ -8,7 +8,7 @@ from collections.abc import Callable
 from tracelens.analysis.detectors.capture_sites import embed_capture, layer_ids, missing_sites, truncated
 from tracelens.analysis.detectors.context import Context
 from tracelens.analysis.detectors.debug_pass import DebugPass, debug_pass
-from tracelens.analysis.detectors.health import faults, startup
+from tracelens.analysis.detectors.health import failures, faults, startup
 from tracelens.analysis.detectors.hidden_states import aux_counts, fc_width, norms, shapes
 from tracelens.analysis.detectors.performance import (
     acceptance,
@@ -38,6 +38,7 @@ DETECTORS: tuple[Callable[[Context], list[Finding]], ...] = (
     change_points,
     startup,
     faults,
+    failures,
     spec_curves,
 )
 

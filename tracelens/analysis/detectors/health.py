@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from tracelens.analysis.catalog import Weight
 from tracelens.analysis.detectors.context import Context
 from tracelens.analysis.findings import Finding, Severity
 from tracelens.analysis.runs import RUN_KEY
@@ -112,4 +113,28 @@ def faults(ctx: Context) -> list[Finding]:
                     [nxt[C.START_LINE]],
                 )
             )
+    return out
+
+
+def failures(ctx: Context) -> list[Finding]:
+    """The cause of each run's failure chain (`chain`) as a finding: an error when it stopped a process
+    (so that `check` fails on a crash whatever line shows it), a warning when the server went on."""
+    out = []
+    for (source, run), linked in ctx.chains.items():
+        if linked.code is None or linked.weight is None or linked.line is None:
+            continue
+        stops = linked.weight in (Weight.FATAL, Weight.CONSEQUENCE)
+        ranks = f", ranks {', '.join(str(r) for r in linked.ranks)}" if linked.ranks else ""
+        times = f", {linked.count} times" if linked.count > 1 else ""
+        out.append(
+            ctx.finding(
+                Severity.ERROR if stops else Severity.WARNING,
+                f"failure-{linked.code}",
+                source,
+                run,
+                None,
+                f"{linked.name} ({linked.component}{ranks}{times})",
+                [linked.line, *linked.explained_lines[:2]],
+            )
+        )
     return out
