@@ -223,3 +223,28 @@ def test_failed_health_checks_the_server_recovered_from_are_no_failure() -> None
     fail = "Health check failed. Server couldn't get a response from detokenizer for last 20 seconds."
     lines = [*serving(), f"{stamp(60, '')} {fail}", *(decode(100 + i, accept=None) for i in range(3))]
     assert only(run(lines)).status == "healthy"
+
+
+def test_a_traceback_without_its_exception_line_never_heads_a_verdict_with_its_first_line() -> None:
+    lines = [*serving(), f"{stamp(60)} Scheduler hit an exception: Traceback (most recent call last):"]
+    verdict = only(run(lines))
+    assert verdict.status == "broken"
+    assert "Traceback (most recent call last)" not in verdict.headline
+    assert "a traceback with no exception line in the log" in verdict.headline
+
+
+def test_nccl_warnings_alone_leave_a_serving_run_healthy() -> None:
+    warn = "node1:123:456 [0] NCCL WARN NET/IB : Got async event : port error"
+    assert only(run([*serving(), warn])).status == "healthy"
+
+
+def test_not_enough_memory_for_the_kv_cache_asks_for_more_memory_not_less() -> None:
+    lines = [
+        server_args(0, spec=False),
+        f"{stamp(30)} Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/sglang/srt/model_executor/model_runner.py", line 900, in init_memory_pool',
+        "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
+    ]
+    verdict = only(run(lines))
+    assert verdict.causes == ["kv-pool-too-small"]
+    assert verdict.fix and "raise --mem-fraction-static" in verdict.fix

@@ -25,6 +25,7 @@ class Weight(StrEnum):
     CONSEQUENCE = "consequence"  # what a failure elsewhere sets off: the cause only when nothing else shows
     SHUTDOWN = "shutdown"  # a graceful stop was asked for: what follows it is the stop, not a crash
     NOISE = "noise"  # never a failure (monitor threads after a stop, leaked semaphores)
+    NOTE = "note"  # a detail another failure may explain (NCCL WARN): never a cause or a status
 
 
 @dataclass(frozen=True)
@@ -104,14 +105,21 @@ FAILURES: tuple[Failure, ...] = (
         "GPU out of memory",
         "CUDA",
         _F,
-        r"(?i)(?:CUDA|HIP|NPU|GPU) out of memory|OutOfMemoryError|Not enough memory|"
-        r"out of memory\b(?: error)?(?:$|[.,:])",
+        r"(?i)(?:CUDA|HIP|NPU|GPU) out of memory|OutOfMemoryError|out of memory\b(?: error)?(?:$|[.,:])",
         (
             "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.",
             "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 1.50 GiB.",
-            "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
         ),
         _OOM_FIX,
+    ),
+    Failure(
+        "kv-pool-too-small",
+        "not enough memory left for the KV cache",
+        "server",
+        _F,
+        r"Not enough memory\. Please try to increase --mem-fraction-static|(?i)not enough memory for (?:the )?kv",
+        ("RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",),
+        "the weights leave too little for the KV cache: raise --mem-fraction-static, or use more GPUs (TP)",
     ),
     Failure(
         "triton-shared-memory",
@@ -465,7 +473,7 @@ FAILURES: tuple[Failure, ...] = (
         "nccl-warn",
         "NCCL warning",
         "NCCL",
-        _E,
+        Weight.NOTE,
         r"NCCL WARN",
         ("node1:123:456 [0] NCCL WARN NET/Socket : peer 10.0.0.2<1234> shutdown",),
         None,

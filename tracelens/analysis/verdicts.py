@@ -229,6 +229,8 @@ _SYMPTOM_HINTS = {
 
 
 _TAKES = re.compile(r"fc layer takes (\d+) aux")
+_HIT = re.compile(r"^(?:exception: )?\w+ hit an exception: ")
+TRACEBACK_HEAD = "Traceback (most recent call last)"
 _RANKS = re.compile(r"^(\d+) rank\(s\) \([^)]*\)(?: in \S+)?: ")
 
 
@@ -243,12 +245,22 @@ def gist(finding: Finding, run: dict[str, Any], limit: int = 80) -> str:
         return f"it is slower than its baseline ({run[A.SPEEDUP]:.2f}x)"
     text = finding.message
     ranks = _RANKS.match(text)
+    what = _what(text[ranks.end() :] if ranks else text)
     if ranks:
-        text = f"crashed on {ranks.group(1)} rank(s): {text[ranks.end() :]}"
+        text = f"crashed on {ranks.group(1)} rank(s): {what}"
     elif finding.code in CRASH_CODES:
-        text = f"crashed: {text}"
+        text = f"crashed: {what}"
     text = text.split(". ", 1)[0]
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _what(text: str) -> str:
+    """A fault's message without the `Scheduler hit an exception:` head; a traceback whose exception
+    line is not in the log is said so, never shown by its first line."""
+    text = _HIT.sub("", text)
+    if text.startswith(TRACEBACK_HEAD) or not text.strip():
+        return "a traceback with no exception line in the log"
+    return text
 
 
 def _evidence(findings: Iterable[Finding], per: int) -> list[Evidence]:
