@@ -107,3 +107,35 @@ def test_speculation_slower_than_the_plain_decode_beside_it_is_degraded() -> Non
     assert verdict.headline.startswith("speculation is slower than plain decode here: 78 vs 98 tok/s (0.80x)")
     # as fast or faster: nothing to say
     assert only(run(plain + [decode(100 + i, accept=2.2, tput=150.0) for i in range(8)])).status == "healthy"
+
+
+BENCH = """============ Serving Benchmark Result ============
+Backend:                                 sglang
+Successful requests:                     1000
+Output token throughput (tok/s):         1715.29
+----------------End-to-End Latency----------------
+Mean E2E Latency (ms):                   9912.73
+==================================================""".splitlines()
+
+
+def test_a_benchmark_clients_output_alone_is_judged_as_the_clients() -> None:
+    verdict = only(run(BENCH))
+    assert verdict.status == "healthy"
+    assert (
+        verdict.headline
+        == "a benchmark client's results: 1000 requests succeeded, 1715 output tok/s (no server lines)"
+    )
+    failed = only(run([line.replace("1000", "0") for line in BENCH]))
+    assert failed.status == "broken"
+
+
+def test_a_routers_log_is_a_log_judged_by_its_job() -> None:
+    start = (
+        "2026-02-26 13:55:38  INFO smg::server: src/server.rs:794: Starting router on 0.0.0.0:8000 | mode: "
+        "PrefillDecode"
+    )
+    assert only(run([start])).status == "healthy"
+    failed = "2026-02-26 14:05:38  ERROR smg::server: Timeout 600s waiting for workers [http://a:30000] to become healthy"
+    verdict = only(run([start, failed]))
+    assert verdict.status == "broken"
+    assert verdict.causes == ["router-failed"]

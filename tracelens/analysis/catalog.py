@@ -470,6 +470,18 @@ FAILURES: tuple[Failure, ...] = (
         "one request failed inside the server: the traceback below it names the handler",
     ),
     Failure(
+        "router-log",
+        "a router's log",
+        "router",
+        Weight.NOTE,
+        r"Starting router on|sglang_router|\bsmg::|Workers initialized: \d+ total",
+        (
+            "2026-02-26 13:55:38  INFO smg::server: src/server.rs:794: Starting router on 0.0.0.0:8000",
+            "2025-10-15 10:45:11 INFO sglang_router_rs::routers::http::router: Waiting for 2 workers",
+        ),
+        None,
+    ),
+    Failure(
         "nccl-warn",
         "NCCL warning",
         "NCCL",

@@ -78,6 +78,7 @@ class Chain:
     phase: str = ""  # `serving` or `start-up`: what the run was doing when the cause struck (`_phase`)
     after_stop: int = 0  # failure lines after the graceful stop (the stop's noise)
     noise: set[int] = field(default_factory=set)  # records (traceback heads) that are noise as a whole
+    notes: set[str] = field(default_factory=set)  # codes of the run's notes (`router-log`, `nccl-warn`)
     client: str | None = None  # the first failure of a client's traceback in the stream (not the server's)
 
     forward: bool = True  # False for a newest-first log
@@ -371,6 +372,7 @@ def _chain(
     """One run's chain from its events (in line order)."""
     rows = group.to_dicts()
     chain = Chain()
+    chain.notes = {str(r[_CODE]) for r in rows if _weight(r[_CODE]) == Weight.NOTE}
     clients = [r for r in rows if r[_CLIENT] and _weight(r[_CODE]) in _PRIORITY]
     chain.client = str(clients[0][_TEXT]).strip() if clients else None
     rows = [r for r in rows if not r[_CLIENT]]

@@ -81,7 +81,7 @@ def analyze_tables(
     stall_seconds: float = DEFAULT_STALL_SECONDS,
 ) -> Analysis:
     expect = (expectations or Expectations()).derived()
-    not_logs, source_count = unknown_sources(tables.scan(T.LINES))
+    not_logs, source_count = unknown_sources(tables.scan(T.LINES), tables.scan(T.UNPARSED))
     runs = interesting_runs(tables[T.RUNS].with_columns(label_expr()), _busy_lines(tables))
     runs = runs.filter(~pl.col(C.SOURCE).is_in(not_logs))
     lifecycle = tables[T.LIFECYCLE]

@@ -42,10 +42,22 @@ def interesting_runs(runs: pl.DataFrame, lines: pl.DataFrame | pl.LazyFrame) -> 
 UNKNOWN_KINDS = ("unparsed", "blank")
 
 
-def unknown_sources(lines: pl.DataFrame | pl.LazyFrame) -> tuple[list[str], int]:
-    """The sources with no line of any known kind (a config file, prose: no server log), and how many
-    sources there are."""
+# A line that opens with a date and time is a log line of some program, known or not (a router's, a
+# launcher's): a file holding one is a log, never refused as prose or a config file.
+TIMESTAMPED = r"^\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}"
+
+
+def unknown_sources(lines: pl.DataFrame | pl.LazyFrame, unparsed: pl.LazyFrame) -> tuple[list[str], int]:
+    """The sources with no line of any known kind and no timestamped line (a config file, prose: no
+    log at all), and how many sources there are."""
     known = pl.col(C.KIND).is_in(UNKNOWN_KINDS).not_().any()
     found = collect(lines.lazy().group_by(C.SOURCE).agg(known.alias(W.BUSY)))
     unknown = found.filter(~pl.col(W.BUSY)).get_column(C.SOURCE).to_list()
+    if unknown:
+        stamped = collect(
+            unparsed.filter(pl.col(C.SOURCE).is_in(unknown) & pl.col(C.TEXT).str.contains(TIMESTAMPED))
+            .select(C.SOURCE)
+            .unique()
+        )
+        unknown = [s for s in unknown if s not in set(stamped.get_column(C.SOURCE).to_list())]
     return sorted(unknown), found.height

@@ -157,6 +157,7 @@ class _Facts:
     last_line: int | None = None
     served: bool = False  # prefill batches (or a prefill node's transfers) seen
     role: str | None = None  # disaggregation_mode: prefill or decode
+    client: tuple[float | None, float | None] | None = None  # a benchmark client's requests and tok/s
 
     @property
     def config_file(self) -> str:
@@ -391,6 +392,19 @@ def run_verdict(
         explains = []
         fix = _SYMPTOM_HINTS.get(first.code)
         evidence = _evidence(unexplained, 1)
+    elif not decoded and facts.client is not None and not facts.served:
+        # a benchmark client's output with no server line: judged as the client's
+        ok, tput = facts.client
+        status = Status.HEALTHY if ok else Status.BROKEN
+        speed = f", {tput:.0f} output tok/s" if tput else ""
+        headline = (
+            f"a benchmark client's results: {ok:.0f} requests succeeded{speed} (no server lines)"
+            if ok
+            else "a benchmark client's results: no request succeeded (no server lines)"
+        )
+    elif not decoded and chain is not None and "router-log" in chain.notes and not facts.served:
+        status = Status.HEALTHY
+        headline = "a router's log: no failure (a router serves no batches itself)"
     elif not decoded:
         status = Status.INCOMPLETE
         phase, last_line = facts.last_phase, facts.last_line
@@ -450,6 +464,21 @@ def _healthy_headline(run: dict[str, Any], facts: _Facts) -> str:
     return "runs well: " + ", ".join(parts) if parts else "runs with no findings"
 
 
+def _client_figures(tables: Tables) -> dict[tuple[str, int], tuple[float | None, float | None]]:
+    """Per run holding a benchmark client's results: its successful requests and output tok/s."""
+    metric, number = pl.col(C.BENCH_METRIC), pl.col(C.BENCH_NUMBER)
+    rows = collect(
+        tables.scan(T.BENCHMARKS)
+        .filter(pl.col(C.BENCH_ITEM) == "metric")
+        .group_by(RUN_KEY)
+        .agg(
+            number.filter(metric == "Successful requests").sum().alias("ok"),
+            number.filter(metric.str.starts_with("Output token throughput")).mean().alias("tput"),
+        )
+    )
+    return {(s, r): (ok, tput) for s, r, ok, tput in rows.iter_rows()}
+
+
 def _roles(tables: Tables) -> dict[tuple[str, int], str]:
     """Each run's `disaggregation_mode` (prefill, decode) where its server args set one."""
     mode = collect(
@@ -504,6 +533,7 @@ def verdicts(
         .agg(pl.col(C.EVENT).sort_by(C.LINE_NO).last(), pl.col(C.LINE_NO).max())
     )
     phases = {(s, r): (e, n) for s, r, e, n in events.iter_rows()}
+    clients = _client_figures(tables)
     served = set(collect(tables.scan(T.BATCHES).select(RUN_KEY).unique()).iter_rows())
     out = []
     for run in runs.to_dicts():
@@ -525,6 +555,7 @@ def verdicts(
             start + count - 1 if start is not None and count else None,
             key in served,
             roles.get(key),
+            clients.get(key),
         )
         ids_evidence = [Evidence(run[C.SOURCE], ids_line)] if ids_line is not None else []
         out.append(
