@@ -139,3 +139,12 @@ def test_a_routers_log_is_a_log_judged_by_its_job() -> None:
     verdict = only(run([start, failed]))
     assert verdict.status == "broken"
     assert verdict.causes == ["router-failed"]
+
+
+def test_a_pasted_segfault_without_timestamps_is_a_log_that_crashed(tmp_path: Path) -> None:
+    pasted = tmp_path / "crash.txt"
+    pasted.write_text("Fatal Python error: Segmentation fault\n\nThread 0x00007f (most recent call first):\n")
+    done = cli("check", "--json", str(pasted))
+    assert done.returncode == 1, done.stderr
+    (verdict,) = json.loads(done.stdout)["verdicts"]
+    assert verdict["status"] == "broken" and verdict["causes"] == ["segfault"]

@@ -207,7 +207,7 @@ FAILURES: tuple[Failure, ...] = (
     Failure(
         "segfault",
         "segmentation fault",
-        "Python",
+        "native",
         _F,
         r"Segmentation fault|SIGSEGV|signal 11\b",
         ("Fatal Python error: Segmentation fault", "Caught signal 11 (SIGSEGV)"),

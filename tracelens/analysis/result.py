@@ -81,7 +81,10 @@ def analyze_tables(
     stall_seconds: float = DEFAULT_STALL_SECONDS,
 ) -> Analysis:
     expect = (expectations or Expectations()).derived()
+    linked = chain.chains(tables)
     not_logs, source_count = unknown_sources(tables.scan(T.LINES), tables.scan(T.UNPARSED))
+    # a line the failure catalog knows (`Fatal Python error: Segmentation fault`) makes a file a log
+    not_logs = [s for s in not_logs if not any(key[0] == s for key in linked)]
     runs = interesting_runs(tables[T.RUNS].with_columns(label_expr()), _busy_lines(tables))
     runs = runs.filter(~pl.col(C.SOURCE).is_in(not_logs))
     lifecycle = tables[T.LIFECYCLE]
@@ -102,7 +105,6 @@ def analyze_tables(
     changes = load.explain_steps(made.changes, series)
     runs = _overview(runs, made, readiness, speedups, folded, expect, tables[T.SPEC_METRICS], tables)
     curves = acceptance.position_curves(tables[T.SPEC_METRICS])
-    linked = chain.chains(tables)
     ctx = Context(
         tables=tables,
         runs=runs,
