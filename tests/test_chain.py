@@ -248,3 +248,19 @@ def test_not_enough_memory_for_the_kv_cache_asks_for_more_memory_not_less() -> N
     verdict = only(run(lines))
     assert verdict.causes == ["kv-pool-too-small"]
     assert verdict.fix and "raise --mem-fraction-static" in verdict.fix
+
+
+def test_an_exception_the_server_served_on_after_is_no_crash() -> None:
+    lines = [
+        *serving(),
+        f"{stamp(60)} TokenizerManager hit an exception: Traceback (most recent call last):",
+        '  File "/sglang/srt/managers/tokenizer_manager.py", line 300, in handle_loop',
+        "ValueError: a request's sampling params are invalid",
+        *(decode(200 + i, accept=None) for i in range(3)),
+    ]
+    analysis = run(lines)
+    verdict = only(analysis)
+    assert verdict.status == "degraded", verdict.headline
+    assert verdict.headline.endswith("the server went on serving after it")
+    assert "crash" not in verdict.headline
+    assert errors(analysis) == []

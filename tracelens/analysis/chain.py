@@ -29,6 +29,7 @@ GENERIC = "exception"  # the code of an exception line no catalog entry knows
 _PRIORITY = {Weight.FATAL: 0, Weight.ERROR: 1, Weight.CONSEQUENCE: 2}
 _BY_CODE = {f.code: f for f in FAILURES}
 MAX_EXPLAINED = 4
+SERVED_ON = dt.timedelta(minutes=1)  # serving this long after a failure: the failure stopped nothing
 _CLIENT, _NEXT, _KIND, _COUNT, _RANKS = "_client", "_next", "_kind", "_count", "_ranks"
 # Exception classes that say nothing beyond a catalog entry's name: not added to it.
 PLAIN_EXCEPTIONS = frozenset(
@@ -75,6 +76,7 @@ class Chain:
     since: dt.datetime | None = None  # when a hang began (its frozen heartbeat)
     stop_line: int | None = None  # the graceful stop's line
     exception: str | None = None  # the exception class a catalog cause was raised as
+    went_on: bool = False  # the run served on after its fatal-looking cause (`_went_on`)
     phase: str = ""  # `serving` or `start-up`: what the run was doing when the cause struck (`_phase`)
     after_stop: int = 0  # failure lines after the graceful stop (the stop's noise)
     noise: set[int] = field(default_factory=set)  # records (traceback heads) that are noise as a whole
@@ -281,11 +283,19 @@ def chains(tables: Tables) -> dict[tuple[str, int], Chain]:
         tables.scan(T.LIFECYCLE).filter(pl.col(C.EVENT).is_in(["ready", "uvicorn_running"])),
     )
     starting = _span(tables.scan(T.LIFECYCLE).filter(pl.col(C.EVENT) != "shutdown"))
+    last_batch = {
+        (s, r): ts
+        for s, r, ts in collect(
+            tables.scan(T.BATCHES).group_by(C.SOURCE, C.RUN).agg(pl.col(C.TS).max())
+        ).iter_rows()
+        if ts is not None
+    }
     noise = _noise_records(found)
     out: dict[tuple[str, int], Chain] = {}
     for (source, run), group in _reduce(found).group_by(C.SOURCE, C.RUN, maintain_order=True):
         key = (str(source), int(run))
         out[key] = _chain(group, backwards.get(key, 1), serving.get(key), starting.get(key))
+        _went_on(out[key], group, last_batch.get(key))
         out[key].noise = noise.get(key, set())
     return out
 
@@ -320,6 +330,17 @@ def _reduce(found: pl.DataFrame) -> pl.DataFrame:
     at = pl.int_range(pl.len()).over(key)
     kept = found.filter((at < 2) | (at == pl.len().over(key) - 1))
     return kept.join(sizes, on=key, how="left", nulls_equal=True).sort(C.SOURCE, C.RUN, C.LINE_NO)
+
+
+def _went_on(chain: Chain, group: pl.DataFrame, last_batch: dt.datetime | None) -> None:
+    """A fatal event after which the run served on for a minute or more did not stop the server (one
+    request's or one thread's failure): it weighs as an error, and the headline says the server went on."""
+    if chain.weight != Weight.FATAL or chain.line is None or last_batch is None:
+        return
+    at = group.filter(pl.col(C.LINE_NO) == chain.line).get_column(C.TS).drop_nulls()
+    if at.len() and last_batch - at[0] >= SERVED_ON:
+        chain.weight = Weight.ERROR
+        chain.went_on = True
 
 
 def _span(*frames: pl.LazyFrame) -> dict[tuple[str, int], tuple[int, int]]:

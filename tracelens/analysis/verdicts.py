@@ -292,7 +292,7 @@ def chain_headline(chain: Chain) -> str:
         since = f" since {chain.since:%Y-%m-%d %H:%M:%S}" if chain.since else ""
         head = f"hung{when}{since}: {what}"
     elif chain.weight == Weight.ERROR:
-        head = f"{what}{when}"
+        head = f"{what}{when}" + ("; the server went on serving after it" if chain.went_on else "")
     elif chain.weight == Weight.CONSEQUENCE:
         head = f"stopped{when}: {what}; the failure behind it is not in the log"
     else:

@@ -83,6 +83,14 @@ def faults(ctx: Context) -> list[Finding]:
         ):
             severity = Severity.INFO
             message = f"after a graceful shutdown: {message}"
+        if (
+            severity == Severity.ERROR
+            and linked is not None
+            and linked.went_on
+            and linked.line is not None
+            and row[C.FIRST_LINE] <= linked.line <= row[C.LAST_LINE]
+        ):
+            severity = Severity.WARNING  # the run served on after it: it stopped nothing
         out.append(
             ctx.finding(
                 severity,
