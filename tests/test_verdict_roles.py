@@ -148,3 +148,12 @@ def test_a_pasted_segfault_without_timestamps_is_a_log_that_crashed(tmp_path: Pa
     assert done.returncode == 1, done.stderr
     (verdict,) = json.loads(done.stdout)["verdicts"]
     assert verdict["status"] == "broken" and verdict["causes"] == ["segfault"]
+
+
+def test_an_unfinished_log_says_where_it_stopped() -> None:
+    args = f"{stamp(0, '')} server_args=ServerArgs(model_path='/m', tp_size=1, speculative_algorithm=None)"
+    ready = only(run([args, f"{stamp(5, '')} The server is fired up and ready to roll!"]))
+    assert (ready.status, ready.headline) == ("incomplete", "ready, but served no request in the log")
+    capture = only(run([args, f"{stamp(5)} Capture cuda graph begin. This can take up to several minutes."]))
+    assert capture.headline.startswith("the log ends during CUDA graph capture with no error")
+    assert capture.evidence[-1].line_no == 2

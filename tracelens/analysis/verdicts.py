@@ -408,7 +408,9 @@ def run_verdict(
     elif not decoded:
         status = Status.INCOMPLETE
         phase, last_line = facts.last_phase, facts.last_line
-        if phase in ("ready", None) and facts.served:
+        if facts.served:
+            headline = "prefill batches but no decode line yet: the log ends as serving began"
+        elif phase == "ready":
             headline = "ready, but served no request in the log"
         elif phase is None:
             headline = "no decode yet: the server is starting, or served no request"
