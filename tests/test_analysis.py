@@ -59,7 +59,7 @@ def test_crash_is_one_incident_on_eight_ranks(story: Analysis) -> None:
     assert crash.item(0, C.EXCEPTION_TYPE) == "torch.OutOfMemoryError"
     assert not run_row(story, "sweep_and_crash.log#3")[A.ENDED_CLEANLY]
     errors = {f.code for f in story.errors}
-    assert errors == {"fault-oom", "fault-sigquit", "failure-oom"}  # the chain names the OOM the cause
+    assert errors == {"fault-oom", "fault-sigquit"}
 
 
 def test_clean_runs_have_no_error_findings(story: Analysis) -> None:

@@ -482,5 +482,14 @@ _EXCEPTION_TYPE = re.compile(r"^((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|T
 _TIC = re.compile(r"tic start time: ([0-9][0-9:.]*[0-9])")
 
 
+def ranks_text(ranks: list[int]) -> str:
+    """`rank 3`, `ranks 0-7`, `ranks 0, 2, 3`; empty for none."""
+    if not ranks:
+        return ""
+    if len(ranks) > 2 and ranks == list(range(ranks[0], ranks[-1] + 1)):
+        return f"ranks {ranks[0]}-{ranks[-1]}"
+    return ("rank " if len(ranks) == 1 else "ranks ") + ", ".join(str(r) for r in ranks)
+
+
 def _short(text: str, limit: int = 100) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"

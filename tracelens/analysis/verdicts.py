@@ -18,7 +18,7 @@ import polars as pl
 
 from tracelens.analysis.capture import layer_id_lines
 from tracelens.analysis.catalog import HANG, Weight
-from tracelens.analysis.chain import Chain, chains
+from tracelens.analysis.chain import Chain, chains, ranks_text
 from tracelens.analysis.expectations import Expectations
 from tracelens.analysis.findings import Evidence, Finding, Severity, Status, severity_rank
 from tracelens.analysis.runs import RUN_KEY
@@ -268,17 +268,9 @@ def _evidence(findings: Iterable[Finding], per: int) -> list[Evidence]:
     return [e for f in findings for e in f.evidence[:per]]
 
 
-def _ranks(ranks: list[int]) -> str:
-    if not ranks:
-        return ""
-    if len(ranks) > 2 and ranks == list(range(ranks[0], ranks[-1] + 1)):
-        return f"ranks {ranks[0]}-{ranks[-1]}"
-    return ("rank " if len(ranks) == 1 else "ranks ") + ", ".join(str(r) for r in ranks)
-
-
 def chain_headline(chain: Chain) -> str:
     """One sentence: what broke, in which component and ranks, when, and what it explains."""
-    where = ", ".join(p for p in (chain.component, _ranks(chain.ranks)) if p)
+    where = ", ".join(p for p in (chain.component, ranks_text(chain.ranks)) if p)
     when = {"serving": "while serving", "start-up": "at start-up"}.get(chain.phase, "")
     times = f", {chain.count} times" if chain.weight == Weight.ERROR and chain.count > 1 else ""
     name = (

@@ -5,6 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from tracelens.analysis.catalog import Weight
+from tracelens.analysis.chain import ranks_text
 from tracelens.analysis.detectors.context import Context
 from tracelens.analysis.findings import Finding, Severity
 from tracelens.analysis.runs import RUN_KEY
@@ -128,11 +129,17 @@ def failures(ctx: Context) -> list[Finding]:
     """The cause of each run's failure chain (`chain`) as a finding: an error when it stopped a process
     (so that `check` fails on a crash whatever line shows it), a warning when the server went on."""
     out = []
+    crashes = ctx.incidents.filter(pl.col(C.FAULT_KIND).is_in(list(CRASH_KINDS)))
+    spans: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    for s, r, a, b in crashes.select(C.SOURCE, C.RUN, C.FIRST_LINE, C.LAST_LINE).iter_rows():
+        spans.setdefault((s, r), []).append((a, b))
     for (source, run), linked in ctx.chains.items():
         if linked.code is None or linked.weight is None or linked.line is None:
             continue
         stops = linked.weight in (Weight.FATAL, Weight.CONSEQUENCE)
-        ranks = f", ranks {', '.join(str(r) for r in linked.ranks)}" if linked.ranks else ""
+        if stops and any(a <= linked.line <= b for a, b in spans.get((source, run), [])):
+            continue  # the crash's fault finding says it already
+        ranks = f", {ranks_text(linked.ranks)}" if linked.ranks else ""
         times = f", {linked.count} times" if linked.count > 1 else ""
         out.append(
             ctx.finding(
