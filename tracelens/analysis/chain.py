@@ -67,6 +67,7 @@ class Chain:
     component: str = ""
     weight: Weight | None = None
     line: int | None = None  # the cause's line
+    ts: dt.datetime | None = None  # its time, when the line (or its traceback's head) has one
     text: str = ""  # the cause's line text
     ranks: list[int] = field(default_factory=list)
     count: int = 0  # lines of the cause's kind in the run
@@ -295,7 +296,7 @@ def chains(tables: Tables) -> dict[tuple[str, int], Chain]:
     for (source, run), group in _reduce(found).group_by(C.SOURCE, C.RUN, maintain_order=True):
         key = (str(source), int(run))
         out[key] = _chain(group, backwards.get(key, 1), serving.get(key), starting.get(key))
-        _went_on(out[key], group, last_batch.get(key))
+        _went_on(out[key], last_batch.get(key))
         out[key].noise = noise.get(key, set())
     return out
 
@@ -332,13 +333,12 @@ def _reduce(found: pl.DataFrame) -> pl.DataFrame:
     return kept.join(sizes, on=key, how="left", nulls_equal=True).sort(C.SOURCE, C.RUN, C.LINE_NO)
 
 
-def _went_on(chain: Chain, group: pl.DataFrame, last_batch: dt.datetime | None) -> None:
+def _went_on(chain: Chain, last_batch: dt.datetime | None) -> None:
     """A fatal event after which the run served on for a minute or more did not stop the server (one
     request's or one thread's failure): it weighs as an error, and the headline says the server went on."""
-    if chain.weight != Weight.FATAL or chain.line is None or last_batch is None:
+    if chain.weight != Weight.FATAL or chain.ts is None or last_batch is None:
         return
-    at = group.filter(pl.col(C.LINE_NO) == chain.line).get_column(C.TS).drop_nulls()
-    if at.len() and last_batch - at[0] >= SERVED_ON:
+    if last_batch - chain.ts >= SERVED_ON:
         chain.weight = Weight.ERROR
         chain.went_on = True
 
@@ -422,6 +422,7 @@ def _chain(
     chain.code = code
     chain.weight = _weight(code)
     chain.line = cause[C.LINE_NO]
+    chain.ts = cause[C.TS] if isinstance(cause[C.TS], dt.datetime) else None
     chain.text = text
     if text.endswith(":") and cause.get(_NEXT):
         text = f"{text} {str(cause[_NEXT]).strip()}"
