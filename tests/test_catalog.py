@@ -47,6 +47,9 @@ def test_look_alikes_are_not_failures() -> None:
         "max_total_num_tokens=100000, chunked_prefill_size=8192, max_prefill_tokens=16384",
     ]
     assert classify(lines, in_traceback=False) == [None, None, None]
+    # a process that died is no graceful stop for saying `shutting down`
+    died = "Engine core proc EngineCore_0 died unexpectedly, shutting down client."
+    assert classify([died], in_traceback=False) == ["killed"]
     # Triton's shared-memory limit is not an out-of-memory
     assert classify(["triton.runtime.errors.OutOfResources: out of resource: shared memory"]) == [
         "triton-shared-memory"

@@ -264,3 +264,17 @@ def test_an_exception_the_server_served_on_after_is_no_crash() -> None:
     assert verdict.headline.endswith("the server went on serving after it")
     assert "crash" not in verdict.headline
     assert errors(analysis) == []
+
+
+def test_a_stop_after_a_failure_is_its_teardown_not_a_graceful_stop() -> None:
+    lines = [
+        *serving(),
+        f"{stamp(60, '')} Received sigquit from a child process. It usually means the child failed.",
+        f"{stamp(60, '')} INFO:     Shutting down",
+        f"{stamp(61)} Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/sglang/srt/managers/scheduler.py", line 20, in event_loop',
+        "RuntimeError: CUDA error: an illegal memory access was encountered",
+    ]
+    verdict = only(run(lines))
+    assert verdict.status == "broken"
+    assert verdict.causes == ["illegal-memory-access"], verdict.headline

@@ -52,17 +52,21 @@ FAILURES: tuple[Failure, ...] = (
         "graceful shutdown (SIGTERM / SIGINT)",
         "server",
         _S,
-        r"(?i)SIGTERM received|received SIGTERM|signal (?:15|SIGTERM|SIGINT)\b|Draining requests|"
-        r"Gracefully (?:exiting|shutting down)|shutdown triggered|^KeyboardInterrupt\b|Ctrl-C|"
-        r"Shutting down|Finished server process|Aborted by user",
+        # `shutting down` inside a sentence is no stop (`proc died unexpectedly, shutting down client`):
+        # only a line that starts with it, as uvicorn's and vLLM's stop lines do.
+        r"^(?:INFO:\s+)?(?:Shutting down|Finished server process)|^\^C|^Terminated\b|"
+        r"(?i)SIGTERM received|received SIGTERM|received signal (?:15|SIGTERM|SIGINT|2)\b|Draining requests|"
+        r"Gracefully (?:exiting|shutting down)|shutdown triggered|^KeyboardInterrupt\b|Ctrl-C|Aborted by user",
         (
             "SIGTERM received. signum=None frame=None. Draining requests and shutting down...",
             "Received SIGTERM, shutting down",
             "INFO:     Shutting down",
             "INFO:     Finished server process [1234]",
+            "Shutting down FastAPI HTTP server.",
             "KeyboardInterrupt",
             "[shutdown] API server: shutdown triggered",
             "Gracefully exiting...",
+            "^C",
         ),
     ),
     Failure(
@@ -521,6 +525,8 @@ FAILURES: tuple[Failure, ...] = (
             "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue.",
             "terminate called after throwing an instance of 'c10::DistBackendError'",
         ),
+        "killed from outside (the host's OOM killer, a container memory limit, a job scheduler): check "
+        "dmesg and the container's limits",
     ),
 )
 

@@ -400,6 +400,11 @@ def _chain(
     chain.forward = direction > 0
     ordered = rows if direction > 0 else rows[::-1]
     stop = next((r for r in ordered if _weight(r[_CODE]) == Weight.SHUTDOWN), None)
+    # A stop after a process had already failed (a crash's teardown prints `Shutting down` too) is no
+    # graceful stop: the chain goes on past it.
+    stopping = ordered[: ordered.index(stop)] if stop is not None else []
+    if any(_weight(r[_CODE]) in (Weight.FATAL, Weight.CONSEQUENCE) for r in stopping):
+        stop = None
     if stop is not None:
         chain.stop_line = stop[C.LINE_NO]
         cut = ordered.index(stop)
