@@ -278,3 +278,17 @@ def test_a_stop_after_a_failure_is_its_teardown_not_a_graceful_stop() -> None:
     verdict = only(run(lines))
     assert verdict.status == "broken"
     assert verdict.causes == ["illegal-memory-access"], verdict.headline
+
+
+def test_an_earlier_error_of_the_causes_component_is_its_detail() -> None:
+    lines = [
+        server_args(0, spec=False),
+        "node1:123:456 [0] NCCL WARN NET/Socket : Connect to 10.0.0.2<4000> failed : Connection refused",
+        f"{stamp(30)} Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/sglang/srt/distributed/parallel_state.py", line 200, in init',
+        "RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)",
+    ]
+    verdict = only(run(lines))
+    assert verdict.causes == ["nccl"]
+    assert "NCCL error (NCCL, rank 0) after NCCL warning" in verdict.headline
+    assert [e.line_no for e in verdict.evidence[:2]] == [2, 5]

@@ -77,6 +77,7 @@ class Chain:
     since: dt.datetime | None = None  # when a hang began (its frozen heartbeat)
     stop_line: int | None = None  # the graceful stop's line
     exception: str | None = None  # the exception class a catalog cause was raised as
+    detail: tuple[str, int] | None = None  # an earlier error of the cause's component: name, line
     went_on: bool = False  # the run served on after its fatal-looking cause (`_went_on`)
     phase: str = ""  # `serving` or `start-up`: what the run was doing when the cause struck (`_phase`)
     after_stop: int = 0  # failure lines after the graceful stop (the stop's noise)
@@ -440,6 +441,22 @@ def _chain(
     chain.ranks = list(cause[_RANKS] or [])
     chain.count = int(cause[_COUNT])
     chain.phase = _phase(cause[C.LINE_NO], direction > 0, serving, starting)
+    if entry is not None and chain.weight == Weight.FATAL:
+        # an error or note of the same component before the fatal event is its detail (the NCCL WARN
+        # before an NCCL error, the failed transfers before the transfer engine gives up)
+        before = ordered[: ordered.index(cause)] if cause in ordered else []
+        detail = next(
+            (
+                r
+                for r in before
+                if (f := _failure(r[_CODE])) is not None
+                and f.component == entry.component
+                and f.weight in (Weight.ERROR, Weight.NOTE)
+            ),
+            None,
+        )
+        if detail is not None:
+            chain.detail = (_BY_CODE[detail[_CODE]].name, int(detail[C.LINE_NO]))
     at = live.index(cause)
     seen: dict[str, int] = {}
     for r in live[at + 1 :]:

@@ -278,7 +278,7 @@ def chain_headline(chain: Chain) -> str:
         if chain.exception is None or chain.exception in chain.name
         else f"{chain.name}: {chain.exception}"
     )
-    what = f"{name} ({where}{times})"
+    what = f"{name} ({where}{times})" + (f" after {chain.detail[0]}" if chain.detail else "")
     when = f" {when}" if when else ""
     if chain.code == HANG.code:
         since = f" since {chain.since:%Y-%m-%d %H:%M:%S}" if chain.since else ""
@@ -295,7 +295,8 @@ def chain_headline(chain: Chain) -> str:
 
 
 def _chain_evidence(chain: Chain, source: str) -> list[Evidence]:
-    lines = [chain.line] if chain.line is not None else []
+    lines = [chain.detail[1]] if chain.detail else []
+    lines += [chain.line] if chain.line is not None else []
     if chain.text.endswith(":") and chain.line is not None:
         lines.append(chain.line + 1)  # a message that goes on on the next line (`2 errors happen:`)
     return [Evidence(source, n) for n in [*lines, *chain.explained_lines[:2]]]

@@ -219,7 +219,7 @@ def slower_than_plain_decode(ctx: Context) -> list[Finding]:
                 int(run),
                 None,
                 f"speculation is slower than plain decode here: {slow:.0f} vs {fast:.0f} tok/s "
-                f"({slow / fast:.2f}x) at {row[C.RUNNING_REQ]} running request(s)",
+                f"({slow / fast:.2f}x). Compared at {row[C.RUNNING_REQ]} running request(s).",
                 [row[C.LINE_NO], row[f"{C.LINE_NO}_plain"]],
             )
         )
