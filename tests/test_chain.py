@@ -292,3 +292,16 @@ def test_an_earlier_error_of_the_causes_component_is_its_detail() -> None:
     assert verdict.causes == ["nccl"]
     assert "NCCL error (NCCL, rank 0) after NCCL warning" in verdict.headline
     assert [e.line_no for e in verdict.evidence[:2]] == [2, 5]
+
+
+def test_a_vllm_request_error_the_server_answered_requests_after_is_no_crash() -> None:
+    ok = 'INFO:     127.0.0.1:{m} - "POST /v1/chat/completions HTTP/1.1" 200 OK'
+    lines = [
+        "INFO 04-16 10:30:00 [api_server.py:1043] vLLM API server version 0.8.4",
+        "ERROR 04-16 10:35:25 [serving_chat.py:200] Error in preprocessing prompt inputs",
+        "ERROR 04-16 10:35:25 [serving_chat.py:200] ValueError: the prompt is longer than max_model_len",
+        *(ok.format(m=40 + i) for i in range(3)),
+    ]
+    verdict = only(run(lines))
+    assert verdict.status == "degraded", verdict.headline
+    assert verdict.headline.endswith("the server went on serving after it")

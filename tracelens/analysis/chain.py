@@ -30,6 +30,7 @@ _PRIORITY = {Weight.FATAL: 0, Weight.ERROR: 1, Weight.CONSEQUENCE: 2}
 _BY_CODE = {f.code: f for f in FAILURES}
 MAX_EXPLAINED = 4
 SERVED_ON = dt.timedelta(minutes=1)  # serving this long after a failure: the failure stopped nothing
+SERVED_ON_REQUESTS = 3  # or answering this many requests after it
 _CLIENT, _NEXT, _KIND, _COUNT, _RANKS = "_client", "_next", "_kind", "_count", "_ranks"
 # Exception classes that say nothing beyond a catalog entry's name: not added to it.
 PLAIN_EXCEPTIONS = frozenset(
@@ -285,19 +286,35 @@ def chains(tables: Tables) -> dict[tuple[str, int], Chain]:
         tables.scan(T.LIFECYCLE).filter(pl.col(C.EVENT).is_in(["ready", "uvicorn_running"])),
     )
     starting = _span(tables.scan(T.LIFECYCLE).filter(pl.col(C.EVENT) != "shutdown"))
+    # the last sign of serving: a batch, a speculative metrics line, a request answered 200 (vLLM
+    # prints no batch lines)
+    answered = tables.scan(T.HTTP).filter((pl.col(C.STATUS) == 200) & (pl.col(C.METHOD) == "POST"))
+    progress = pl.concat(
+        [
+            tables.scan(T.BATCHES).select(C.SOURCE, C.RUN, C.TS),
+            tables.scan(T.SPEC_METRICS).select(C.SOURCE, C.RUN, C.TS),
+            answered.select(C.SOURCE, C.RUN, C.TS),
+        ],
+        how="vertical_relaxed",
+    )
     last_batch = {
         (s, r): ts
-        for s, r, ts in collect(
-            tables.scan(T.BATCHES).group_by(C.SOURCE, C.RUN).agg(pl.col(C.TS).max())
-        ).iter_rows()
+        for s, r, ts in collect(progress.group_by(C.SOURCE, C.RUN).agg(pl.col(C.TS).max())).iter_rows()
         if ts is not None
+    }
+    # uvicorn's access lines carry no time: the line of the run's last few answered requests instead
+    nth_last = pl.col(C.LINE_NO).sort().reverse().get(SERVED_ON_REQUESTS - 1, null_on_oob=True)
+    answers = {
+        (s, r): n
+        for s, r, n in collect(answered.group_by(C.SOURCE, C.RUN).agg(nth_last)).iter_rows()
+        if n is not None
     }
     noise = _noise_records(found)
     out: dict[tuple[str, int], Chain] = {}
     for (source, run), group in _reduce(found).group_by(C.SOURCE, C.RUN, maintain_order=True):
         key = (str(source), int(run))
         out[key] = _chain(group, backwards.get(key, 1), serving.get(key), starting.get(key))
-        _went_on(out[key], last_batch.get(key))
+        _went_on(out[key], last_batch.get(key), answers.get(key))
         out[key].noise = noise.get(key, set())
     return out
 
@@ -334,12 +351,15 @@ def _reduce(found: pl.DataFrame) -> pl.DataFrame:
     return kept.join(sizes, on=key, how="left", nulls_equal=True).sort(C.SOURCE, C.RUN, C.LINE_NO)
 
 
-def _went_on(chain: Chain, last_batch: dt.datetime | None) -> None:
-    """A fatal event after which the run served on for a minute or more did not stop the server (one
-    request's or one thread's failure): it weighs as an error, and the headline says the server went on."""
-    if chain.weight != Weight.FATAL or chain.ts is None or last_batch is None:
+def _went_on(chain: Chain, last_batch: dt.datetime | None, answered_line: int | None) -> None:
+    """A fatal event after which the run served on (for a minute, or answering requests) did not stop
+    the server (one request's or one thread's failure): it weighs as an error, and the headline says the
+    server went on. ``answered_line``: the line of the run's SERVED_ON_REQUESTS-th last answered request."""
+    if chain.weight != Weight.FATAL or chain.line is None:
         return
-    if last_batch - chain.ts >= SERVED_ON:
+    timed = chain.ts is not None and last_batch is not None and last_batch - chain.ts >= SERVED_ON
+    answered = chain.forward and answered_line is not None and answered_line > chain.line
+    if timed or answered:
         chain.weight = Weight.ERROR
         chain.went_on = True
 
