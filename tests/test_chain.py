@@ -305,3 +305,16 @@ def test_a_vllm_request_error_the_server_answered_requests_after_is_no_crash() -
     verdict = only(run(lines))
     assert verdict.status == "degraded", verdict.headline
     assert verdict.headline.endswith("the server went on serving after it")
+
+
+def test_a_collective_timeout_gives_way_to_the_peer_failure_it_waited_on() -> None:
+    watchdog = (
+        "[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2, OpType=ALLGATHER) ran "
+        "for 600000 milliseconds before timing out."
+    )
+    lines = [*serving(), f"{stamp(700, ' TP1')} {watchdog}", "Fatal Python error: Segmentation fault"]
+    verdict = only(run(lines))
+    assert verdict.causes == ["segfault"], verdict.headline
+    assert "NCCL watchdog collective timeout" in verdict.explains
+    alone = only(run([*serving(), f"{stamp(700, ' TP1')} {watchdog}"]))
+    assert alone.causes == ["watchdog-timeout"]

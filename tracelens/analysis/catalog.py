@@ -37,6 +37,9 @@ class Failure:
     pattern: str
     samples: tuple[str, ...]
     fix: str | None = None
+    # a timeout waiting on another process (a collective, a rendezvous): the cause only when no other
+    # fatal event shows that process's own failure
+    waits: bool = False
 
 
 _OOM_FIX = (
@@ -242,6 +245,7 @@ FAILURES: tuple[Failure, ...] = (
         ("torch.distributed.DistStoreError: wait timeout after 1800000ms, keys: /default_pg/0//cuda//0",),
         "the nodes never all joined: check --dist-init-addr, --nnodes and --node-rank on every node and "
         "that the port is open between them",
+        waits=True,
     ),
     Failure(
         "watchdog-timeout",
@@ -254,6 +258,7 @@ FAILURES: tuple[Failure, ...] = (
             "for 600000 milliseconds before timing out.",
         ),
         "a rank stopped answering a collective: look for the first error of the other ranks or nodes",
+        waits=True,
     ),
     Failure(
         "scheduler-watchdog",

@@ -396,6 +396,14 @@ def _stalled(line: int, forward: bool, serving: tuple[int, int] | None) -> bool:
     return first < at and last < at
 
 
+def _precedence(row: dict[str, object]) -> tuple[int, bool]:
+    """The order causes are picked in: by weight; among fatal events, a timeout waiting on another
+    process after the others (its peer's failure, when it shows, is the cause)."""
+    code = str(row[_CODE])
+    entry = _failure(code)
+    return _PRIORITY[_weight(code)], bool(entry and entry.waits)
+
+
 def _failure(code: str) -> Failure | None:
     return _BY_CODE.get(code)
 
@@ -437,7 +445,7 @@ def _chain(
     live = [r for r in live if r[_CODE] != "health-check" or _stalled(r[C.LINE_NO], direction > 0, serving)]
     if not live:
         return chain
-    cause = min(live, key=lambda r: _PRIORITY[_weight(r[_CODE])])  # the first of the best weight
+    cause = min(live, key=_precedence)  # the first of the best weight
     code = cause[_CODE]
     entry = _failure(code)
     hang = _hang(live) if cause[_CODE] == "health-check" else None
@@ -478,8 +486,11 @@ def _chain(
         if detail is not None:
             chain.detail = (_BY_CODE[detail[_CODE]].name, int(detail[C.LINE_NO]))
     at = live.index(cause)
+    # what the cause explains: what follows it, and what came before it only because of it (a
+    # consequence, a timeout waiting on the process that failed)
+    earlier = [r for r in live[:at] if _weight(r[_CODE]) == Weight.CONSEQUENCE or _precedence(r)[1]]
     seen: dict[str, int] = {}
-    for r in live[at + 1 :]:
+    for r in [*earlier, *live[at + 1 :]]:
         if r[_CODE] == code:
             continue
         other = _failure(r[_CODE])
