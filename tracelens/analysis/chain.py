@@ -214,13 +214,11 @@ def events(tables: Tables) -> pl.DataFrame:
     if _CLIENT not in rows.columns:
         rows = rows.with_columns(pl.lit(False).alias(_CLIENT))
     rows = rows.with_columns(pl.col(_CLIENT).fill_null(False))
-    # a message that ends in a colon goes on on the next line of its record (`2 errors happen:`)
-    rows = rows.sort(C.SOURCE, C.LINE_NO)
-    follows = pl.col(C.LINE_NO).shift(-1).over(C.SOURCE) == pl.col(C.LINE_NO) + 1
-    rows = rows.with_columns(pl.when(follows).then(pl.col(_TEXT).shift(-1).over(C.SOURCE)).alias(_NEXT))
-    coded = rows.with_columns(_classify(pl.col(_TEXT), pl.col(_TB)).alias(_CODE)).filter(
-        pl.col(_CODE).is_not_null()
-    )
+    text = pl.col(_TEXT)
+    coded = rows.with_columns(_classify(text, pl.col(_TB)).alias(_CODE)).filter(pl.col(_CODE).is_not_null())
+    # a message that ends in a colon goes on on the next line (`2 errors happen:`)
+    following = rows.select(C.SOURCE, (pl.col(C.LINE_NO) - 1).alias(C.LINE_NO), text.alias(_NEXT))
+    coded = coded.join(following, on=[C.SOURCE, C.LINE_NO], how="left").sort(C.SOURCE, C.LINE_NO)
     # A traceback that holds a noise line (a monitor thread's NoSuchProcess) is noise as a whole: its
     # other exception lines are that thread's, not the server's.
     noisy = pl.col(_CODE).is_in(_NOISE).any().over(C.SOURCE, C.RECORD)
