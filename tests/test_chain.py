@@ -318,3 +318,10 @@ def test_a_collective_timeout_gives_way_to_the_peer_failure_it_waited_on() -> No
     assert "NCCL watchdog collective timeout" in verdict.explains
     alone = only(run([*serving(), f"{stamp(700, ' TP1')} {watchdog}"]))
     assert alone.causes == ["watchdog-timeout"]
+
+
+def test_a_scheduler_watchdog_says_the_server_hung() -> None:
+    line = f"{stamp(400, '')} Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)"
+    verdict = only(run([*serving(), line]))
+    assert verdict.status == "broken"
+    assert verdict.headline.startswith("hung while serving: scheduler watchdog timeout")
