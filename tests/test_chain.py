@@ -325,3 +325,17 @@ def test_a_scheduler_watchdog_says_the_server_hung() -> None:
     verdict = only(run([*serving(), line]))
     assert verdict.status == "broken"
     assert verdict.headline.startswith("hung while serving: scheduler watchdog timeout")
+
+
+def test_an_import_error_at_start_up_before_the_server_got_ready_stopped_nothing() -> None:
+    lines = [
+        server_args(0, spec=False),
+        f"{stamp(2)} Failed to import the fused kernel, falling back: Traceback (most recent call last):",
+        '  File "/sglang/srt/layers/fused.py", line 3, in <module>',
+        "ModuleNotFoundError: No module named 'fused_kernels'",
+        READY,
+        *(decode(10 + i, accept=None) for i in range(3)),
+    ]
+    verdict = only(run(lines))
+    assert verdict.status == "degraded", verdict.headline
+    assert verdict.headline.endswith("the server went on serving after it")

@@ -307,12 +307,21 @@ def chains(tables: Tables) -> dict[tuple[str, int], Chain]:
         for s, r, n in collect(answered.group_by(C.SOURCE, C.RUN).agg(nth_last)).iter_rows()
         if n is not None
     }
+    ready = {
+        (s, r): n
+        for s, r, n in collect(
+            tables.scan(T.LIFECYCLE)
+            .filter(pl.col(C.EVENT) == "ready")
+            .group_by(C.SOURCE, C.RUN)
+            .agg(pl.col(C.LINE_NO).max())
+        ).iter_rows()
+    }
     noise = _noise_records(found)
     out: dict[tuple[str, int], Chain] = {}
     for (source, run), group in _reduce(found).group_by(C.SOURCE, C.RUN, maintain_order=True):
         key = (str(source), int(run))
         out[key] = _chain(group, backwards.get(key, 1), serving.get(key), starting.get(key))
-        _went_on(out[key], last_batch.get(key), answers.get(key))
+        _went_on(out[key], last_batch.get(key), max(answers.get(key, 0), ready.get(key, 0)) or None)
         out[key].noise = noise.get(key, set())
     return out
 
@@ -352,7 +361,8 @@ def _reduce(found: pl.DataFrame) -> pl.DataFrame:
 def _went_on(chain: Chain, last_batch: dt.datetime | None, answered_line: int | None) -> None:
     """A fatal event after which the run served on (for a minute, or answering requests) did not stop
     the server (one request's or one thread's failure): it weighs as an error, and the headline says the
-    server went on. ``answered_line``: the line of the run's SERVED_ON_REQUESTS-th last answered request."""
+    server went on. ``answered_line``: the line of the run's SERVED_ON_REQUESTS-th last answered request
+    or of its last ready line, whichever is later (a process that failed cannot become ready after)."""
     if chain.weight != Weight.FATAL or chain.line is None:
         return
     timed = chain.ts is not None and last_batch is not None and last_batch - chain.ts >= SERVED_ON
