@@ -121,7 +121,7 @@ def test_parse_writes_one_folder_of_parquet_parts_per_table(tmp_path: Path) -> N
     folders = sorted(p.name for p in out.iterdir() if p.is_dir() and not p.name.startswith("."))
     assert folders == sorted(TABLES)
     assert all(list((out / name).glob("*.parquet")) for name in TABLES)
-    # As the README reads a table: part files leave out all-null columns, the schema puts them back.
+    # As docs/tables.md reads a table: part files leave out all-null columns, the schema puts them back.
     batches = pl.scan_parquet(
         out / T.BATCHES / "*.parquet", schema=polars_schema(T.BATCHES), missing_columns="insert"
     ).collect()

@@ -1,5 +1,5 @@
 """Per source and run: what happened, in numbers. The layout of `summarize` is the stable JSON of
-`tracelens summary --json` (documented in the README); add keys, never rename or remove them."""
+`tracelens summary --json` (documented in docs/json.md); add keys, never rename or remove them."""
 
 from __future__ import annotations
 

@@ -160,7 +160,7 @@ def parse(
 def summary(
     paths: Paths,
     as_json: Annotated[
-        bool, typer.Option("--json", help="Print the stable JSON layout (see README).")
+        bool, typer.Option("--json", help="Print the stable JSON layout (see docs/json.md).")
     ] = False,
     date: DateOpt = None,
     quiet: QuietOpt = False,

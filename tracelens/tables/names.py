@@ -251,7 +251,7 @@ class A:
     BENCH_MEAN_ITL_MS = "bench_mean_itl_ms"
     T_SINCE_START = "t_since_start_s"
     DP_RANKS = "dp_ranks"
-    ACCEPTANCE_RATE = "acceptance_rate"  # recomputed, one definition across versions (README)
+    ACCEPTANCE_RATE = "acceptance_rate"  # recomputed, one definition across versions (docs/findings.md)
     ACCEPT_RATE_LOGGED = "accept_rate_logged"  # the `accept rate` SGLang printed, as printed
     ACCEPT_RATE_DEFINITION = "accept_rate_definition"  # which formula the logged value follows
     STAGE = "stage"  # warmup | steady
