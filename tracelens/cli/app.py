@@ -143,6 +143,7 @@ def parse(
     scheduler: cli_parse.SchedulerOpt = None,
     block_size: cli_parse.BlockOpt = cli_parse.DEFAULTS["block"],
     range_size: cli_parse.RangeOpt = cli_parse.DEFAULTS["range"],
+    max_memory: cli_parse.MaxMemoryOpt = cli_parse.DEFAULTS["max_memory"],
     date: DateOpt = None,
     quiet: QuietOpt = False,
     lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT,
@@ -151,7 +152,7 @@ def parse(
     reading again only what changed. Exit code 1 when an input could not be read to its end. One writer
     at a time: a second one waits for the first (see --lock-timeout)."""
     options = cli_parse.engine_options(
-        jobs, executor, scheduler, block_size, range_size, date_option(date), lock_timeout
+        jobs, executor, scheduler, block_size, range_size, date_option(date), lock_timeout, max_memory
     )
     raise typer.Exit(cli_parse.run_parse(paths, output, options, quiet, out, err))
 

@@ -9,6 +9,7 @@ import os
 import signal
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from multiprocessing import forkserver
 from typing import Any, Protocol
 
 from tracelens.engine.plan import DEFAULT_BLOCK_BYTES
@@ -92,18 +93,20 @@ class InlineExecutor:
 
 
 class PoolExecutor:
-    """One worker process per job, forked from a fork server that has imported the task code and
+    """Up to one worker process per job, forked from a fork server that has imported the task code and
     nothing else: never forked from this process (its polars thread pool may be running), workers
-    start fast and share the library's memory pages with each other."""
+    start fast and share the library's memory pages with each other. A worker starts when a task is
+    submitted and none is idle, so a run of fewer tasks than jobs starts fewer workers."""
 
     def __init__(self, jobs: int, via_fsspec: bool = False) -> None:
         self.workers = jobs
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(PRELOAD + FSSPEC_PRELOAD if via_fsspec else PRELOAD)
         with _worker_environment():
-            self.pool = cf.ProcessPoolExecutor(jobs, mp_context=context, initializer=_ignore_interrupts)
-            # Start the fork server and the workers now, while the variable is set.
-            list(self.pool.map(int, range(jobs)))
+            # The workers are forked from the fork server and inherit its environment: it starts now,
+            # while the variables are set, and imports its preload while this process plans.
+            forkserver.ensure_running()
+        self.pool = cf.ProcessPoolExecutor(jobs, mp_context=context, initializer=_ignore_interrupts)
 
     def run(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
         futures = {self.pool.submit(fn, item): item for item in items}
