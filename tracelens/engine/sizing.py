@@ -5,8 +5,11 @@ sizes a run before it imports any table library.
 The model is measured (`bench/scale.py`, bench/RESULTS.md): the tree is the command's own process, the
 fork server and the libraries' pages they and the workers share (`PARENT_BYTES`), plus per worker its
 own interpreter and allocator pages (`WORKER_BYTES`), a heap that grows with the block it parses
-(`PER_BLOCK`) and what it gathers over its task (small tables' rows waiting for a row group, records
-left open, allocator retention: `PER_TASK`, which levels off after 16-32 MiB of task). On a 64 MiB log
+(`PER_BLOCK`) and what it grows by over the first blocks of a task (`PER_TASK`): measured block by
+block on a 32 MiB range, a worker's private memory rose by 34-42 MiB from the first 6 MiB block to the
+second and third, then stayed flat to the end, so it is the steady parse's working set, not rows piling
+up (the part writer held a row group's worth at most); a task of one or two blocks ends before it is
+reached, which the linear term overstates past 16 MiB (the model is meant to be high). On a 64 MiB log
 with 6 MiB blocks, 8 MiB tasks: 331 MiB at -j 2 and 442 MiB at -j 4 (55 MiB a worker); 16 MiB tasks
 385 MiB and 32 MiB tasks 405 MiB at -j 2 (82 and 92 MiB a worker); the model gives 70, 86 and 118.
 """
