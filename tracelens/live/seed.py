@@ -46,14 +46,10 @@ from tracelens.live.index import LogIndex, parsed_columns
 from tracelens.live.running import DECODE_COLUMNS
 from tracelens.sources.generation import FileGeneration
 from tracelens.tables.frames import DatasetTables, Tables
-from tracelens.tables.schema import TABLES, C, T, polars_schema
+from tracelens.tables.schema import C, T
 
 LOAD_BYTES = DEFAULT_RANGE_BYTES  # a plain file larger than this is read through the engine first
 SMALL = (T.LIFECYCLE, T.SERVER_ARGS, T.BENCHMARKS)  # kept whole by the window: seeded in memory
-# the tables whose rows carry their line's ranks (`lines` in a dataset does not: `schema.STORED_LINES`)
-RANKED = tuple(
-    name for name in TABLES if name != T.LINES and {C.TP, C.DP} <= set(polars_schema(name).names())
-)
 _FINGERPRINT = 64 << 10
 _INDEX_SLICE = 1_000_000  # lines read from the dataset at a time for the log index  # as the manifest's (`manifest.input_record`)
 
@@ -186,15 +182,10 @@ def index_lines(index: LogIndex, source: int, cut: Cut, generation: FileGenerati
         for first in range(1, cut.first_line, _INDEX_SLICE):
             last = min(first + _INDEX_SLICE, cut.first_line)
             part = pl.col(C.LINE_NO).is_between(first, last, closed="left")
-            ranks = pl.concat(
-                [_rows(data, name, cut, label).filter(part).select(C.LINE_NO, C.TP, C.DP) for name in RANKED],
-                how="vertical_relaxed",
-            ).unique(C.LINE_NO, keep="first")
             lines = (
                 _rows(data, T.LINES, cut, label)
                 .filter(part)
-                .select(C.LINE_NO, C.BYTE_OFFSET, C.BYTE_LEN, C.KIND, C.TS)
-                .join(ranks, on=C.LINE_NO, how="left")
+                .select(C.LINE_NO, C.BYTE_OFFSET, C.BYTE_LEN, C.KIND, C.TS, C.TP, C.DP)
                 .collect()
                 .sort(C.LINE_NO)
             )
