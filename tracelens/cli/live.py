@@ -25,7 +25,6 @@ from tracelens.cli.dataset import (
     NoCacheOpt,
     cache_limit,
     cache_used,
-    naming_the_cache,
     report_problems,
 )
 from tracelens.cli.options import (
@@ -42,6 +41,7 @@ from tracelens.cli.options import (
     expectations_from,
 )
 from tracelens.engine.lock import DEFAULT_LOCK_TIMEOUT
+from tracelens.engine.logs import naming_the_cache
 from tracelens.errors import InputError
 from tracelens.live.store import SCROLLBACK_LINES
 

@@ -6,7 +6,6 @@ into an `Expectations` (a bad file or value is an `InputError`: one line, exit 2
 from __future__ import annotations
 
 import datetime as dt
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -118,18 +117,3 @@ def expectations_from(
             raise InputError(f"--embed-capture wants yes or no, got {embed_capture!r}")
         embed = answers[embed_capture.lower()]
     return out.merged(Expectations(expect_aux=expect_aux, hidden_size=hidden_size, embed_capture=embed))
-
-
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMG]?)(?:i?B)?\s*$", re.IGNORECASE)
-
-
-def parse_size(text: str, option: str) -> int:
-    """`4M` -> 4194304; a clear error for anything else."""
-    match = _SIZE.match(text)
-    if match is None:
-        raise InputError(f"{option} wants a size such as 4M or 65536, got {text!r}")
-    scale = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[match.group(2).upper()]
-    size = int(float(match.group(1)) * scale)
-    if size < 1024:
-        raise InputError(f"{option} must be at least 1K, got {text!r}")
-    return size

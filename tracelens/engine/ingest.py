@@ -1,11 +1,13 @@
 """Parse whole sources in memory: read blocks in order, carry the parse state between them, finalize
-once. Also `analyze`, the Python entry point (`tracelens.analyze`): logs or a dataset in, an `Analysis`
-out."""
+once (`parse_paths`: plain and compressed log files, the tests' reference parse). Also `analyze`, the
+Python entry point (`tracelens.analyze`): logs or a dataset in, an `Analysis` out, read as the commands
+read them."""
 
 from __future__ import annotations
 
 import datetime as dt
 import os
+import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -112,14 +114,20 @@ def analyze(
     stall_seconds: float = DEFAULT_STALL_SECONDS,
     options: ParseOptions | None = None,
 ) -> Analysis:
-    """Parse (unless given tables) and analyse logs. ``baseline``: a run label such as `baseline.log#1`."""
+    """Analyse logs as the commands do: ``paths_or_dataset`` are read as `tracelens check` reads its
+    paths (files, folders, glob patterns, compressed files, archives, or a dataset of `tracelens parse
+    -o`), through `engine.logs.opened_logs` into the cache's dataset; or it is tables already parsed.
+    An input read only in part is kept up to its break and named in a `UserWarning`. ``options``: its
+    ``base_date`` is `--date`. ``baseline``: a run label such as `baseline.log#1`."""
     if isinstance(paths_or_dataset, Tables):
         return analyze_tables(paths_or_dataset, expectations, baseline=baseline, stall_seconds=stall_seconds)
-    paths = [Path(p) for p in paths_or_dataset]
-    tables: Tables
-    if len(paths) == 1 and Tables.is_dataset(paths[0]):
+    from tracelens.engine.cache import cache_limit
+    from tracelens.engine.logs import opened_logs
+
+    base_date = options.base_date if options is not None else None
+    with opened_logs(list(paths_or_dataset), base_date=base_date, cache_limit=cache_limit()) as opened:
+        for problem in [*opened.report.unread, *opened.report.problems]:
+            warnings.warn(f"tracelens: read in part or not at all: {problem}", UserWarning, stacklevel=2)
         # Evidence text stays on disk: only the cited lines are read from it.
-        tables = Tables.read_dataset(paths[0])
-    else:
-        tables = parse_paths(paths, options)
-    return analyze_tables(tables, expectations, baseline=baseline, stall_seconds=stall_seconds)
+        tables = Tables.read_dataset(opened.path)
+        return analyze_tables(tables, expectations, baseline=baseline, stall_seconds=stall_seconds)
