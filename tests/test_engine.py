@@ -9,6 +9,7 @@ import datetime as dt
 import gzip
 import io
 import json
+import math
 import os
 import signal
 import subprocess
@@ -484,3 +485,20 @@ def test_dask_local_cluster_gives_the_local_engines_tables(tmp_path: Path) -> No
         assert (
             got[table].sort(keys, maintain_order=True).equals(want[table].sort(keys, maintain_order=True))
         ), table
+
+
+@pytest.mark.parametrize(("executor", "jobs"), [("local", 1), ("local", 2), ("dask-local", 2)])
+def test_a_task_that_raises_is_an_error_of_the_run(executor: str, jobs: int) -> None:
+    """What a task raises on a worker fails the run in one line (exit 2 through `InputError`), on every
+    executor: never an internal error, never an input read in part."""
+    if executor.startswith("dask"):
+        pytest.importorskip("distributed")
+    from tracelens.engine.executors import TaskFailed, make_executor
+
+    pool = make_executor(executor, jobs, None)
+    try:
+        with pytest.raises(TaskFailed) as failed:
+            dict(pool.run(math.sqrt, [4.0, -1.0]))  # a real error raised in the worker: no mock
+    finally:
+        pool.close()
+    assert str(failed.value) == "a worker task failed (ValueError: math domain error)"

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from tracelens.engine import manifest as mf
 from tracelens.engine.commit import STAGING, commit_run, load_table_libraries, recover
-from tracelens.engine.executors import LOCAL, Executor, make_executor
+from tracelens.engine.executors import LOCAL, Executor, TaskFailed, make_executor
 from tracelens.engine.lock import DEFAULT_LOCK_TIMEOUT, Notify, reading, writing
 from tracelens.engine.manifest import Manifest, TaskRecord, UnitRecord
 from tracelens.engine.plan import (
@@ -321,6 +321,8 @@ def parse_to_dataset(
         raise InputError(
             f"a worker process died before its task was done ({exc}); the dataset at {out} is as it was, run again"
         ) from exc
+    except TaskFailed as exc:
+        raise InputError(f"{exc}; the dataset at {out} is as it was") from exc
     report.seconds = time.perf_counter() - started
     return report
 

@@ -98,8 +98,13 @@ def scan_range(path: str, start: int, end: int, chunk: int = 4 << 20) -> ScanRes
         held = 0  # bytes of a partial line at the start of ``buf``
         while pos < end:
             want = min(chunk, end - pos)
-            if len(buf) < held + want:  # a line longer than a chunk: grow the buffer
-                buf.extend(bytes(held + want - len(buf)))
+            if len(buf) < held + want:  # a partial line and a chunk: a bigger buffer, the line moved over
+                # A new one, never this one resized: a view of it (the newline count's, the needle
+                # search's Arrow array) can outlive its function, in the frames a sampling profiler
+                # holds (Dask's workers run one), and a bytearray with a live view cannot be resized.
+                grown = bytearray(held + want)
+                grown[:held] = buf[:held]
+                buf = grown
             got = fh.readinto(memoryview(buf)[held : held + want])
             if not got:
                 break
