@@ -10,6 +10,9 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	# The distribution was named `tracelens` before `tracelens-logs`: an old editable install of this
+	# checkout under that name would stay beside the new one, both owning the package and the command.
+	$(BIN)/python -m pip uninstall --quiet --yes tracelens 2>/dev/null || true
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
