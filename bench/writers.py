@@ -25,9 +25,9 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from tracelens.engine.executors import WORKER_ENV
-from tracelens.engine.plan import DEFAULT_BLOCK_BYTES
 from tracelens.engine.stream import parse_blocks
 from tracelens.parsers import ParseOptions
+from tracelens.sizes import DEFAULT_BLOCK_BYTES
 from tracelens.sources.files import iter_blocks
 from tracelens.tables.schema import RANK_COLUMNS, TABLES, C, T
 

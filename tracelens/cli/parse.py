@@ -14,10 +14,9 @@ from tracelens.cli.dataset import report_problems
 from tracelens.cli.progress import engine_progress
 from tracelens.engine import EngineOptions, Report, parse_to_dataset
 from tracelens.engine.executors import EXECUTORS, LOCAL
-from tracelens.engine.plan import DEFAULT_BLOCK_BYTES, DEFAULT_RANGE_BYTES
 from tracelens.errors import InputError
 from tracelens.formatting import megabytes
-from tracelens.sizes import parse_size
+from tracelens.sizes import DEFAULT_BLOCK_BYTES, DEFAULT_RANGE_BYTES, parse_size
 from tracelens.tables.names import TABLES
 
 OutputOpt = Annotated[

@@ -31,8 +31,6 @@ from tracelens.engine.executors import LOCAL, Executor, TaskFailed, make_executo
 from tracelens.engine.lock import DEFAULT_LOCK_TIMEOUT, Notify, reading, writing
 from tracelens.engine.manifest import Manifest, TaskRecord, UnitRecord
 from tracelens.engine.plan import (
-    DEFAULT_BLOCK_BYTES,
-    DEFAULT_RANGE_BYTES,
     ScanResult,
     SourceResult,
     TaskResult,
@@ -42,6 +40,7 @@ from tracelens.engine.plan import (
 from tracelens.engine.records import RecordError
 from tracelens.engine.store import META, Store
 from tracelens.errors import InputError
+from tracelens.sizes import DEFAULT_BLOCK_BYTES, DEFAULT_RANGE_BYTES
 from tracelens.sources.inputs import Input, discover
 
 # Called with (bytes done, bytes in total) as tasks finish.

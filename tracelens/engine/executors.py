@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol
 
-from tracelens.engine.plan import DEFAULT_BLOCK_BYTES
 from tracelens.errors import InputError
+from tracelens.sizes import DEFAULT_BLOCK_BYTES
 
 LOCAL = "local"
 DASK = "dask"

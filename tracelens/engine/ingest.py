@@ -21,8 +21,9 @@ from tracelens.errors import InputError
 from tracelens.parsers import ParseOptions, ParseState, parse_lines
 from tracelens.parsers.explain import Explanation, explain
 from tracelens.parsers.finalize import finalize
+from tracelens.sizes import DEFAULT_BLOCK_BYTES
 from tracelens.sources.archives import open_member, read_source_lines, split_source
-from tracelens.sources.files import DEFAULT_BLOCK_BYTES, blocks_from_stream, iter_blocks, lines_of_text
+from tracelens.sources.files import blocks_from_stream, iter_blocks, lines_of_text
 from tracelens.sources.logfiles import expand_paths
 from tracelens.tables.frames import Tables
 from tracelens.tables.schema import C, T

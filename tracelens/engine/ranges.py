@@ -23,6 +23,7 @@ from tracelens.engine.plan import ScanResult
 from tracelens.parsers.pipeline import add_kinds, run_start_expr
 from tracelens.parsers.prefix import add_prefix_columns
 from tracelens.parsers.spec_metrics import VLLM_SERVER_START
+from tracelens.sizes import SCAN_CHUNK_BYTES
 from tracelens.sources.files import block_lines
 from tracelens.sources.inputs import Input
 from tracelens.sources.protocol import Block
@@ -84,7 +85,7 @@ def plan_ranges(item: Input, range_bytes: int, start: int = 0) -> list[tuple[int
     return bounds
 
 
-def scan_range(path: str, start: int, end: int, chunk: int = 4 << 20) -> ScanResult:
+def scan_range(path: str, start: int, end: int, chunk: int = SCAN_CHUNK_BYTES) -> ScanResult:
     """Count newlines in [start, end) and collect the lines that may start a run (`server_args=`, vLLM's
     `vLLM API server version`). The range is read into one buffer a chunk at a time, after the partial
     line the chunk before left (`readinto`: no new chunk-sized object per chunk), and each chunk is

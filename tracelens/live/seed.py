@@ -40,10 +40,10 @@ from tracelens.engine.cache import resolve_args
 from tracelens.engine.engine import EngineOptions, Progress, Report, parse_to_dataset, reading_dataset
 from tracelens.engine.lock import Notify
 from tracelens.engine.manifest import InputRecord, Manifest
-from tracelens.engine.plan import DEFAULT_RANGE_BYTES
 from tracelens.errors import InputError
 from tracelens.live.index import LogIndex, parsed_columns
 from tracelens.live.running import DECODE_COLUMNS
+from tracelens.sizes import DEFAULT_RANGE_BYTES
 from tracelens.sources.generation import FileGeneration
 from tracelens.tables.frames import DatasetTables, Tables
 from tracelens.tables.schema import C, T

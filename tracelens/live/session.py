@@ -46,6 +46,7 @@ from tracelens.live.store import SCROLLBACK_LINES, TextStore
 from tracelens.live.window import WINDOW_LINES
 from tracelens.live.worker import WorkerClient, WorkerGone
 from tracelens.parsers import ParseOptions, ParseState, parse_lines
+from tracelens.sizes import LIVE_BATCH_BYTES
 from tracelens.sources import events as src
 from tracelens.sources.files import block_lines, line_spans
 from tracelens.sources.generation import FileGeneration
@@ -55,7 +56,6 @@ from tracelens.tables.schema import T
 Listener = Callable[[Any], None]
 ANALYSIS_INTERVAL = 0.75
 _QUEUE_ITEMS = 32
-_BATCH_BYTES = 16 << 20
 _FETCH_TIMEOUT = 120.0  # seconds to wait for the worker's full analysis (`LiveSession.analysis`)
 
 
@@ -300,7 +300,7 @@ class LiveSession:
             try:
                 batch = [first]
                 size = len(getattr(first, "data", b""))
-                while size < _BATCH_BYTES:
+                while size < LIVE_BATCH_BYTES:
                     try:
                         item = self._queue.get_nowait()
                     except queue.Empty:

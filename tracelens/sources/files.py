@@ -23,11 +23,10 @@ import polars as pl
 import pyarrow as pa
 
 from tracelens.errors import InputError, SourceReadError
+from tracelens.sizes import DEFAULT_BLOCK_BYTES
 from tracelens.sources.logfiles import is_read_error, open_source
 from tracelens.sources.protocol import Block, BlockBytes
 from tracelens.tables.schema import C
-
-DEFAULT_BLOCK_BYTES = 8 << 20
 
 
 def iter_blocks(
