@@ -104,3 +104,32 @@ def test_a_glob_is_expanded_and_a_glob_of_nothing_is_one_clear_error(tmp_path: P
         timeout=300,
     )
     assert result.returncode == 2 and "no files match" in result.stderr
+
+
+def test_explain_finds_its_one_file_as_the_commands_do(tmp_path: Path) -> None:
+    """`explain PATH:LINE` finds PATH with the same function (a glob of one file, a compressed file);
+    a folder or an archive without a member is one clear line, exit 2."""
+    paths = _inputs(tmp_path)
+
+    def explain(where: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "tracelens.cli", "explain", where]
+        return subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=300)
+
+    plain = explain(f"{LOG}:3")
+    assert plain.returncode == 0, plain.stderr
+    found = {
+        f"{tmp_path / 'folder' / 'eagle3_*.log'}:3": tmp_path / "folder" / LOG.name,
+        f"{paths['gzip'][0]}:3": paths["gzip"][0],
+    }
+    for where, file in found.items():
+        result = explain(where)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.replace(str(file), "LOG") == plain.stdout.replace(str(LOG), "LOG"), where
+    folder = explain(f"{tmp_path / 'folder'}:3")
+    assert (folder.returncode, folder.stderr.strip()) == (
+        2,
+        f"tracelens: error: {tmp_path / 'folder'} names 2 files: explain reads a line of one file",
+    )
+    archive = explain(f"{paths['tar.gz'][0]}:3")
+    assert archive.returncode == 2
+    assert "is an archive: name the line as" in archive.stderr

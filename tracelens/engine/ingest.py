@@ -24,6 +24,7 @@ from tracelens.parsers.finalize import finalize
 from tracelens.sizes import DEFAULT_BLOCK_BYTES
 from tracelens.sources.archives import open_member, read_source_lines, split_source
 from tracelens.sources.files import blocks_from_stream, iter_blocks, lines_of_text
+from tracelens.sources.inputs import FILE, discover
 from tracelens.sources.logfiles import expand_paths
 from tracelens.tables.frames import Tables
 from tracelens.tables.schema import C, T
@@ -86,9 +87,9 @@ def explain_file_line(path: Path, line_no: int, options: ParseOptions | None = N
     `archive.tar.gz:dir/member.log`."""
     archive, member = split_source(str(path))
     if member is None:
-        files = expand_paths([path])
-        source, opts = str(files[0]), _options_for(files[0], options)
-        tables = finalize(parse_source(files[0], opts))
+        file = _one_file(path)
+        source, opts = str(file), _options_for(file, options)
+        tables = finalize(parse_source(file, opts))
     else:
         source, opts = str(path), _options_for(archive, options)
         try:
@@ -105,6 +106,17 @@ def explain_file_line(path: Path, line_no: int, options: ParseOptions | None = N
     spans = [(line_no, row[C.BYTE_OFFSET], row[C.BYTE_LEN])]
     text = read_source_lines(source, spans).get(line_no, "")
     return explain(tables, source, line_no, text, opts.base_date)
+
+
+def _one_file(path: Path) -> Path:
+    """The one log file ``path`` names, found as every command finds its inputs (`sources.inputs.discover`:
+    a glob, a compressed file too); a folder, several files or an archive is an `InputError`."""
+    inputs = discover([path])
+    if len(inputs) != 1:
+        raise InputError(f"{path} names {len(inputs)} files: explain reads a line of one file")
+    if inputs[0].container != FILE:
+        raise InputError(f"{path} is an archive: name the line as {path}:MEMBER:LINE")
+    return Path(inputs[0].path)
 
 
 def analyze(
