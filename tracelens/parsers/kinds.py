@@ -7,19 +7,26 @@ then extracts fields, and a line it cannot read falls back to `message` (prefixe
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from tracelens.parsers.bench_serving import FOOTER, HEADER, METRIC_STARTS, SECTIONS
+from tracelens.parsers.endpoint_metrics import (
+    COMMENT_STARTS,
+    SAMPLE_STARTS,
+    SERVER_INFO_KEY,
+)
+from tracelens.parsers.request_kinds import REQUEST_SAMPLES
+from tracelens.parsers.requests import (
+    FINISH,
+    JSON_LOGGER_START,
+    METRICS_FILE_START,
+    RECEIVE,
+    VLLM_SPEC_KEY,
+)
+from tracelens.parsers.sample import Sample
 from tracelens.tables.schema import C, Kind
 
-
-@dataclass(frozen=True)
-class Sample:
-    """A real-shaped line and (a subset of) the fields its table row must hold."""
-
-    line: str
-    fields: dict[str, Any] = field(default_factory=dict)
+__all__ = ["FAULT_PHRASES", "LIFECYCLE_EVENTS", "ROUTES", "SAMPLES", "LifecycleEvent", "Route", "Sample"]
 
 
 @dataclass(frozen=True)
@@ -87,6 +94,20 @@ FAULT_PHRASES: tuple[tuple[str, str], ...] = (
 ROUTES: tuple[Route, ...] = (
     Route(Kind.DEBUG, contains=("_DEBUG[",)),
     Route(Kind.BATCH, starts=("Prefill batch", "Decode batch", "new fill batch", "#running-req: ")),
+    # Request logs come before every route that tests the whole line: their text holds user prompts.
+    Route(Kind.REQUEST, starts=(RECEIVE, FINISH)),
+    Route(
+        Kind.REQUEST,
+        starts=(JSON_LOGGER_START, METRICS_FILE_START),
+        contains=(VLLM_SPEC_KEY,),
+        prefixed=False,
+    ),
+    Route(
+        Kind.ENDPOINT_METRIC,
+        starts=SAMPLE_STARTS + COMMENT_STARTS,
+        contains=(SERVER_INFO_KEY,),
+        prefixed=False,
+    ),
     Route(Kind.SPEC_METRICS, contains=("SpecDecoding metrics:", "Speculative metrics:")),
     # sglang.bench_serving result blocks pasted into a log (never SGLang-prefixed)
     Route(Kind.BENCHMARK, contains=(f" {HEADER} ", *(f"-{s}-" for s in SECTIONS)), prefixed=False),
@@ -463,4 +484,5 @@ SAMPLES: dict[str, tuple[Sample, ...]] = {
             },
         ),
     ),
+    **REQUEST_SAMPLES,
 }
