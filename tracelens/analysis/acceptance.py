@@ -299,15 +299,3 @@ def _segment(
             *_segment(values, at, hi, min_segment, min_shift, depth - 1),
         ]
     )
-
-
-def position_curves(metrics: pl.DataFrame) -> pl.DataFrame:
-    """vLLM per-position acceptance, averaged per run: source, run, position (0-based), rate."""
-    rows = metrics.filter(pl.col(C.PER_POSITION).list.len() > 0).select(
-        *RUN_KEY,
-        pl.col(C.PER_POSITION).list.eval(
-            pl.struct(pl.int_range(pl.len()).alias(A.POSITION), pl.element().alias(A.RATE))
-        ),
-    )
-    flat = rows.explode(C.PER_POSITION).unnest(C.PER_POSITION)
-    return flat.group_by(*RUN_KEY, A.POSITION).agg(pl.col(A.RATE).mean()).sort(*RUN_KEY, A.POSITION)

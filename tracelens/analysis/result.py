@@ -9,17 +9,17 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from tracelens.analysis import (
-    acceptance,
     capture,
     compare,
     folding,
     incidents,
     load,
     per_run,
+    positions,
     startup,
     verdicts,
 )
-from tracelens.analysis.defaults import DEFAULT_STALL_SECONDS
+from tracelens.analysis.defaults import DEFAULT_POSITION_MARGIN, DEFAULT_STALL_SECONDS
 from tracelens.analysis.detectors import Context, detect
 from tracelens.analysis.evidence import texts
 from tracelens.analysis.expectations import Expectations, describe_capture
@@ -27,7 +27,7 @@ from tracelens.analysis.findings import Evidence, Finding, Severity, sort_findin
 from tracelens.analysis.runs import RUN_KEY, interesting_runs, label_expr, with_labels
 from tracelens.analysis.verdicts import Verdict
 from tracelens.tables.frames import Tables
-from tracelens.tables.schema import A, C, T, W
+from tracelens.tables.schema import A, C, Kind, T, W
 
 
 @dataclass
@@ -49,7 +49,9 @@ class Analysis:
         pl.DataFrame
     )  # server-args differences of each run from its baseline (run_a = run, run_b = baseline)
     changes: pl.DataFrame  # change points in accept len and throughput
-    spec_curves: pl.DataFrame  # vLLM per-position acceptance: source, run, position, rate
+    # per-position acceptance, one curve per run from its most exact basis (analysis/positions.py):
+    # source, run, position, rate, engine, basis, samples
+    spec_curves: pl.DataFrame
     findings: list[Finding] = field(default_factory=list)
     verdicts: list[Verdict] = field(default_factory=list)  # one per run, worst first
     # per run: acceptance rate mean and median over every decode round (`series` may hold only the
@@ -59,6 +61,13 @@ class Analysis:
     # (label, accept_len) and its (batch size, accept len) pairs with counts, made on every round
     distributions: pl.DataFrame = field(default_factory=pl.DataFrame)
     batch_pairs: pl.DataFrame = field(default_factory=pl.DataFrame)
+    # per-position acceptance from every basis a run has (`spec_curves` keeps the most exact one)
+    positions: pl.DataFrame = field(default_factory=pl.DataFrame)
+    # per run: pooled and per-request acceptance, percentiles, requests that did not pay; per request
+    requests: pl.DataFrame = field(default_factory=pl.DataFrame)
+    request_lengths: pl.DataFrame = field(default_factory=pl.DataFrame)
+    # per `/server_info` snapshot: the depth in force and the rate against it
+    depth: pl.DataFrame = field(default_factory=pl.DataFrame)
 
     @property
     def errors(self) -> list[Finding]:
@@ -75,9 +84,15 @@ def analyze_tables(
     *,
     baseline: str | None = None,
     stall_seconds: float = DEFAULT_STALL_SECONDS,
+    position_margin: float = DEFAULT_POSITION_MARGIN,
 ) -> Analysis:
     expect = (expectations or Expectations()).derived()
-    runs = interesting_runs(tables[T.RUNS].with_columns(label_expr()), _busy_lines(tables))
+    # request logs and snapshots in sources of their own join the server run whose span holds them
+    requests = positions.attach(tables[T.REQUESTS], tables[T.RUNS])
+    endpoint = positions.attach(tables[T.ENDPOINT_METRICS], tables[T.RUNS])
+    runs = interesting_runs(
+        tables[T.RUNS].with_columns(label_expr()), _busy_lines(tables, requests, endpoint)
+    )
     lifecycle = tables[T.LIFECYCLE]
     ready = startup.ready_times(lifecycle)
     readiness = startup.time_to_ready(runs, lifecycle)
@@ -95,7 +110,8 @@ def analyze_tables(
     folded = with_labels(incidents.fold(tables[T.FAULTS]), runs)
     changes = load.explain_steps(made.changes, series)
     runs = _overview(runs, made, readiness, speedups, folded, expect, tables[T.SPEC_METRICS], tables)
-    curves = acceptance.position_curves(tables[T.SPEC_METRICS])
+    every_position = positions.all_positions(requests, endpoint, tables[T.SPEC_METRICS])
+    curves = positions.preferred_curves(every_position)
     ctx = Context(
         tables=tables,
         runs=runs,
@@ -108,7 +124,9 @@ def analyze_tables(
         readiness=readiness,
         changes=changes,
         speedups=speedups,
-        curves=curves,
+        curves=with_labels(curves, runs),
+        baselines=baselines,
+        position_margin=position_margin,
     )
     found, passed = detect(ctx)
     findings = sort_findings(folding.fold_repeats(found), verdicts.causal_rank)
@@ -162,15 +180,22 @@ def analyze_tables(
         rate_stats=made.rate_stats,
         distributions=with_labels(made.distributions, runs),
         batch_pairs=with_labels(made.batch_pairs, runs),
+        positions=with_labels(every_position, runs),
+        requests=with_labels(positions.request_figures(requests), runs),
+        request_lengths=with_labels(positions.request_lengths(requests), runs),
+        depth=with_labels(positions.depth_timeline(endpoint, tables[T.RUNS]), runs),
     )
 
 
-def _busy_lines(tables: Tables) -> pl.LazyFrame:
+def _busy_lines(tables: Tables, requests: pl.DataFrame, endpoint: pl.DataFrame) -> pl.LazyFrame:
     """source, run, kind of the lines `interesting_runs` looks for, from their own tables (a line of
-    kind K is a row of K's table or continues one of the same run), so `lines` is not read for it."""
+    kind K is a row of K's table or continues one of the same run), so `lines` is not read for it;
+    request and endpoint rows as they were joined to their runs."""
     kinds = {T.BATCHES: "batch", T.FAULTS: "fault", T.DEBUG: "debug", T.SPEC_METRICS: "spec_metrics"}
+    joined = {Kind.REQUEST: requests, Kind.ENDPOINT_METRIC: endpoint}
     return pl.concat(
         [tables.scan(name).select(*RUN_KEY, pl.lit(kind).alias(C.KIND)) for name, kind in kinds.items()]
+        + [rows.lazy().select(*RUN_KEY, pl.lit(kind).alias(C.KIND)) for kind, rows in joined.items()]
     )
 
 

@@ -24,11 +24,14 @@ def with_labels(frame: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
 
 
 def interesting_runs(runs: pl.DataFrame, lines: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
-    """Runs worth showing: a server start, or a run 0 that holds more than preamble (batch or fault lines).
+    """Runs worth showing: a server start, or a run 0 that holds more than preamble (batch, fault, debug,
+    vLLM metrics, request or endpoint lines).
     A run 0 of a few lines before the first `server_args=` is only noise in a report."""
     busy = collect(
         lines.lazy()
-        .filter(pl.col(C.KIND).is_in(["batch", "fault", "debug", "spec_metrics"]))
+        .filter(
+            pl.col(C.KIND).is_in(["batch", "fault", "debug", "spec_metrics", "request", "endpoint_metric"])
+        )
         .select(RUN_KEY)
         .unique()
     ).with_columns(pl.lit(True).alias(W.BUSY))

@@ -15,6 +15,7 @@ import typer
 from rich.console import Console
 
 from tracelens import __version__
+from tracelens.analysis.defaults import DEFAULT_POSITION_MARGIN
 from tracelens.cli import dataset as cli_dataset
 from tracelens.cli import live as cli_live
 from tracelens.cli import parse as cli_parse
@@ -217,6 +218,7 @@ def _analyse(
     expectations: Expectations | None = None,
     baseline: str | None = None,
     stall_seconds: float = DEFAULT_STALL,
+    position_margin: float = DEFAULT_POSITION_MARGIN,
 ) -> None:
     """Parse ``paths`` into their dataset, analyse it and ``show`` the result, under the dataset's read lock."""
     from tracelens.analysis import analyze_tables
@@ -224,7 +226,15 @@ def _analyse(
 
     with logs.open(paths) as folder:
         tables = Tables.read_dataset(folder)
-        show(analyze_tables(tables, expectations, baseline=baseline, stall_seconds=stall_seconds))
+        show(
+            analyze_tables(
+                tables,
+                expectations,
+                baseline=baseline,
+                stall_seconds=stall_seconds,
+                position_margin=position_margin,
+            )
+        )
 
 
 @app.command()
@@ -238,6 +248,16 @@ def check(
     embed_capture: EmbedCaptureOpt = None,
     baseline: BaselineOpt = None,
     stall_seconds: StallOpt = DEFAULT_STALL,
+    position_margin: Annotated[
+        float,
+        typer.Option(
+            "--position-margin",
+            min=0.0,
+            max=1.0,
+            help="With --baseline: an error (exit 1) when a run's acceptance at a draft position is below the "
+            "baseline's by more than this, in rate points (docs/acceptance.md).",
+        ),
+    ] = DEFAULT_POSITION_MARGIN,
     as_json: Annotated[bool, typer.Option("--json", help="Print the findings as JSON.")] = False,
     date: DateOpt = None,
     quiet: QuietOpt = False,
@@ -246,7 +266,8 @@ def check(
     lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT,
 ) -> None:
     """Print findings grouped by run, the most severe first. Exit 1 when any error-level finding exists
-    or an input could not be read to its end, 0 otherwise (2 on bad usage): made to gate CI."""
+    (a draft position below the --baseline run's by more than --position-margin is one) or an input could
+    not be read to its end, 0 otherwise (2 on bad usage): made to gate CI."""
     expect = expectations_from(
         draft_config, target_config, expectations_file, expect_aux, hidden_size, embed_capture
     )
@@ -255,10 +276,13 @@ def check(
 
     def show(result: Analysis) -> None:
         if as_json:
+            from tracelens.analysis.acceptance_table import acceptance_table
+
             payload = {
                 "errors": len(result.errors),
                 "verdicts": [v.to_json() for v in result.verdicts],
                 "findings": [f.to_json() for f in result.findings],
+                "acceptance": acceptance_table(result),
             }
             sys.stdout.write(json.dumps(payload, indent=2) + "\n")
         else:
@@ -267,7 +291,7 @@ def check(
             raise typer.Exit(1)
 
     logs = _Logs(date, quiet or as_json, dataset, no_cache, lock_timeout)
-    _analyse(paths, logs, show, expect, baseline, stall_seconds)
+    _analyse(paths, logs, show, expect, baseline, stall_seconds, position_margin)
 
 
 @app.command()

@@ -102,12 +102,9 @@ ROUTES: tuple[Route, ...] = (
         contains=(VLLM_SPEC_KEY,),
         prefixed=False,
     ),
-    Route(
-        Kind.ENDPOINT_METRIC,
-        starts=SAMPLE_STARTS + COMMENT_STARTS,
-        contains=(SERVER_INFO_KEY,),
-        prefixed=False,
-    ),
+    Route(Kind.ENDPOINT_METRIC, starts=SAMPLE_STARTS + COMMENT_STARTS, prefixed=False),
+    # `/server_info` snapshots, bare or stamped by whatever polled them (the stamp dates the depth in force)
+    Route(Kind.ENDPOINT_METRIC, contains=(SERVER_INFO_KEY,)),
     Route(Kind.SPEC_METRICS, contains=("SpecDecoding metrics:", "Speculative metrics:")),
     # sglang.bench_serving result blocks pasted into a log (never SGLang-prefixed)
     Route(Kind.BENCHMARK, contains=(f" {HEADER} ", *(f"-{s}-" for s in SECTIONS)), prefixed=False),

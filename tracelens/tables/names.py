@@ -339,6 +339,19 @@ class A:
     LAST_FRAMES = "last_frames"
     FIRST_TS = "first_ts"
     LAST_TS = "last_ts"
-    # spec curves
-    POSITION = "position"
+    # spec curves and per-request acceptance (analysis/positions.py, docs/acceptance.md)
+    POSITION = "position"  # 0 = the first drafted token
     RATE = "rate"
+    ENGINE = "engine"  # sglang | vllm: whose figure it is
+    BASIS = "basis"  # vllm_counters | request_histograms | vllm_metrics_lines
+    REQUESTS = "requests"
+    POOLED_ACCEPT_LEN = "pooled_accept_len"  # 1 + accepted drafts / verify steps, over the run's tokens
+    REQUEST_MEAN_ACCEPT_LEN = "request_mean_accept_len"  # the mean of per-request accept lengths
+    POOLED_RATE = "pooled_rate"  # accepted / drafted tokens over the run (the normalised rate)
+    REQUEST_MEAN_RATE = "request_mean_rate"
+    ACCEPT_LEN_P = "accept_len_p"  # + 10 | 50 | 90: percentiles of the per-request accept length
+    NOT_PAID = "not_paid"  # requests below positions.NOT_PAID_ACCEPT_LEN
+    PAID = "paid"
+    DEPTH = "depth"  # speculative_num_steps in force
+    LAUNCH_DEPTH = "launch_depth"
+    DROP = "drop"

@@ -123,3 +123,17 @@ class W:
     WARM = "_warm"  # a decode round is warm-up (`acceptance.is_warm`)
     FINITE_SUM = "_finite_sum"  # sum and count of a debug site's finite norms
     FINITE_N = "_finite_n"
+
+    # Per-request and per-position acceptance (tracelens/analysis/positions.py).
+    TO_SOURCE = "_to_source"  # the run a loose request row joins (a server start whose span holds it)
+    TO_RUN = "_to_run"
+    VERIFY = "_verify"  # a request's verify steps
+    ACCEPTED = "_accepted"  # its accepted draft tokens
+    DRAFTED = "_drafted"  # its drafted tokens (or an interval's, or a run's drafts counter)
+    LENGTH = "_length"  # its acceptance length
+    RATE = "_rate"  # its accepted / drafted
+    BINS = "_bins"  # its histogram's length (depth + 1)
+    HIST_BIN = "_hist_bin"  # a histogram bin: the number of drafts a verify step accepted
+    ABOVE = "_above"  # a request's verify steps that accepted more drafts than a position
+    SERIES = "_series"  # a counter's labels but `position`: one series per engine and model
+    GAIN = "_gain"  # a counter's increase at one snapshot

@@ -8,6 +8,7 @@ from typing import Any
 
 import polars as pl
 
+from tracelens.analysis.defaults import DEFAULT_POSITION_MARGIN
 from tracelens.analysis.expectations import Expectations
 from tracelens.analysis.findings import Evidence, Finding, Severity
 from tracelens.analysis.runs import RUN_KEY
@@ -30,7 +31,10 @@ class Context:
     readiness: pl.DataFrame  # startup.time_to_ready
     changes: pl.DataFrame  # acceptance.change_points
     speedups: pl.DataFrame
-    curves: pl.DataFrame  # acceptance.position_curves
+    curves: pl.DataFrame  # positions.preferred_curves, labelled: one per-position curve per run
+    # source, run, baseline label of every run (`compare.pick_baselines`; null: none applies)
+    baselines: pl.DataFrame = field(default_factory=pl.DataFrame)
+    position_margin: float = DEFAULT_POSITION_MARGIN  # detectors/positions.position_regressed
     # Of a Context narrowed to one run (`debug_pass`): that run's debug lines, read once for every
     # detector that reads them; `debug_of` takes them from here instead of reading the table again.
     debug: pl.DataFrame | None = None

@@ -8,8 +8,7 @@ import polars as pl
 
 from tracelens.analysis.detectors.context import Context
 from tracelens.analysis.findings import Finding, Severity
-from tracelens.analysis.runs import RUN_KEY
-from tracelens.tables.schema import A, C, T
+from tracelens.tables.schema import A, C
 
 USELESS_ACCEPT_LEN = 1.1
 LOW_ACCEPTANCE_RATE = 0.3
@@ -107,31 +106,4 @@ def change_points(ctx: Context) -> list[Finding]:
                 [row[C.LINE_NO]],
             )
         )
-    return out
-
-
-def spec_curves(ctx: Context) -> list[Finding]:
-    """vLLM per-position acceptance that falls off a cliff."""
-    out = []
-    metrics = ctx.tables[T.SPEC_METRICS]
-    for (source, run), curve in ctx.curves.group_by(RUN_KEY, maintain_order=True):
-        rates = curve.sort(A.POSITION).get_column(A.RATE).to_list()
-        for i in range(len(rates) - 1):
-            if rates[i] > 0.2 and rates[i + 1] < 0.5 * rates[i]:
-                first = metrics.filter((pl.col(C.SOURCE) == source) & (pl.col(C.RUN) == run)).row(
-                    0, named=True
-                )
-                out.append(
-                    ctx.finding(
-                        Severity.WARNING,
-                        "spec-position-cliff",
-                        source,
-                        run,
-                        first[C.TS],
-                        f"per-position acceptance falls from {rates[i]:.2f} at position {i} to {rates[i + 1]:.2f} at "
-                        f"position {i + 1}: drafting past position {i} is mostly wasted",
-                        [first[C.LINE_NO]],
-                    )
-                )
-                break
     return out
