@@ -263,3 +263,32 @@ def test_the_real_vllm_eagle3_log_has_a_decaying_curve(real_corpus: Path) -> Non
     # the mean acceptance length is 1 + the sum of the per-position rates, within the intervals' weighting
     mean_len = analysis.runs.filter(pl.col(A.LABEL) == curve.item(0, A.LABEL)).item(0, A.MEAN_ACCEPT_LEN)
     assert abs((1 + sum(rates)) - mean_len) < 0.1
+
+
+def test_the_report_draws_the_curves_the_request_lengths_and_the_depth(tmp_path: Path) -> None:
+    import re
+
+    from tracelens.report import write_report
+
+    base = _server_log(tmp_path / "base.log", [[1, 2, 3, 4], [6, 2, 1, 1], [0, 1, 2, 7]])
+    vllm = tmp_path / "metrics.prom"
+    vllm.write_text(_metrics_page([80, 50, 20], 100), encoding="utf-8")
+    info = tmp_path / "server_info.log"
+    info.write_text(
+        "".join(
+            f"[2026-03-02 10:01:{30 + i:02d}] "
+            + json.dumps({"internal_states": [{"avg_spec_accept_length": 2.5, "speculative_num_steps": d}]})
+            + "\n"
+            for i, d in enumerate((3, 2))
+        ),
+        encoding="utf-8",
+    )
+    written = write_report(analyze([base, vllm, info]), tmp_path / "r.html")
+    assert {"curves", "request-lengths", "depth"} <= set(written.plots)
+    page = written.path.read_text(encoding="utf-8")
+    data = re.search(r'<script type="application/json" id="tl-data">(.*?)</script>', page, re.S)
+    assert data is not None
+    plots = {p["key"]: p["figure"] for p in json.loads(data.group(1))["plots"]}
+    names = sorted(trace["name"] for trace in plots["curves"]["data"])
+    assert names == ["base.log#1 (sglang, request histograms)", "metrics.prom#0 (vllm, vllm counters)"]
+    assert [t["name"] for t in plots["depth"]["data"]] == ["base.log#1 (sglang server_info)"]

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from tracelens.analysis.per_run import stat_column
-from tracelens.analysis.positions import NOT_PAID_ACCEPT_LEN, PERCENTILES, SGLANG, VLLM
+from tracelens.analysis.positions import LENGTH_BIN, NOT_PAID_ACCEPT_LEN, PERCENTILES, SGLANG, VLLM
 from tracelens.analysis.runs import RUN_KEY
 from tracelens.tables.schema import A, C, T
 
@@ -51,6 +51,7 @@ def acceptance_table(analysis: Analysis) -> list[dict[str, Any]]:
     positions = _by_run(analysis.positions)
     curves = _by_run(analysis.spec_curves)
     depth = _by_run(analysis.depth)
+    bins = _by_run(analysis.length_histogram)
     out = []
     for run in analysis.runs.iter_rows(named=True):
         key = (run[C.SOURCE], run[C.RUN])
@@ -71,7 +72,7 @@ def acceptance_table(analysis: Analysis) -> list[dict[str, Any]]:
                 "engine": engine,
                 "definition": DEFINITION,
                 "interval": interval,
-                "requests": _requests(asked[0]) if asked else None,
+                "requests": _requests(asked[0], bins.get(key, [])) if asked else None,
                 "positions": {
                     "basis": curve[0][A.BASIS] if curve else None,
                     "rates": [_rounded(r[A.RATE]) for r in sorted(curve, key=lambda r: r[A.POSITION])],
@@ -127,7 +128,7 @@ def _interval(
     }
 
 
-def _requests(row: dict[str, Any]) -> dict[str, Any]:
+def _requests(row: dict[str, Any], bins: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "engine": row[A.ENGINE],
         "from": f"{row[A.ENGINE]} per-request metrics",
@@ -140,6 +141,9 @@ def _requests(row: dict[str, Any]) -> dict[str, Any]:
         "accept_len_percentiles": {
             f"p{round(q * 100)}": _rounded(row[f"{A.ACCEPT_LEN_P}{round(q * 100)}"]) for q in PERCENTILES
         },
+        "accept_len_histogram": [
+            {"from": b[A.BIN_FROM], "to": b[A.BIN_FROM] + LENGTH_BIN, "count": b[A.COUNT]} for b in bins
+        ],
         "not_paid": row[A.NOT_PAID],
         "not_paid_below_accept_len": NOT_PAID_ACCEPT_LEN,
     }

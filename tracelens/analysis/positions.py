@@ -39,6 +39,7 @@ BASES = (BASIS_COUNTERS, BASIS_HISTOGRAMS, BASIS_LINES)
 # tokens), so below half an accepted draft token per step it ran no faster than decoding without a draft.
 NOT_PAID_ACCEPT_LEN = 1.5
 PERCENTILES = (0.1, 0.5, 0.9)
+LENGTH_BIN = 0.5  # the width of a bin of the per-request acceptance-length histogram, in tokens
 
 _DRAFTS = "vllm:spec_decode_num_drafts_total"
 _PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
@@ -150,6 +151,21 @@ def request_lengths(requests: pl.DataFrame) -> pl.DataFrame:
         length.alias(C.ACCEPT_LEN),
         (pl.col(W.ACCEPTED) / pl.col(W.DRAFTED)).alias(A.ACCEPTANCE_RATE),
         (length >= NOT_PAID_ACCEPT_LEN).alias(A.PAID),
+    )
+
+
+def length_histogram(lengths: pl.DataFrame) -> pl.DataFrame:
+    """Per run: the per-request acceptance lengths (`request_lengths`) in bins of `LENGTH_BIN` tokens from
+    1 (a bin's low edge, its count)."""
+    binned = lengths.filter(pl.col(C.ACCEPT_LEN).is_not_null()).with_columns(
+        (1 + ((pl.col(C.ACCEPT_LEN) - 1) / LENGTH_BIN).floor().clip(lower_bound=0) * LENGTH_BIN).alias(
+            A.BIN_FROM
+        )
+    )
+    return (
+        binned.group_by(*RUN_KEY, A.BIN_FROM)
+        .agg(pl.len().cast(pl.Int64).alias(A.COUNT))
+        .sort(*RUN_KEY, A.BIN_FROM)
     )
 
 

@@ -66,6 +66,7 @@ class Analysis:
     # per run: pooled and per-request acceptance, percentiles, requests that did not pay; per request
     requests: pl.DataFrame = field(default_factory=pl.DataFrame)
     request_lengths: pl.DataFrame = field(default_factory=pl.DataFrame)
+    length_histogram: pl.DataFrame = field(default_factory=pl.DataFrame)  # per run: bin_from, count
     # per `/server_info` snapshot: the depth in force and the rate against it
     depth: pl.DataFrame = field(default_factory=pl.DataFrame)
 
@@ -111,6 +112,7 @@ def analyze_tables(
     changes = load.explain_steps(made.changes, series)
     runs = _overview(runs, made, readiness, speedups, folded, expect, tables[T.SPEC_METRICS], tables)
     every_position = positions.all_positions(requests, endpoint, tables[T.SPEC_METRICS])
+    lengths = positions.request_lengths(requests)
     curves = positions.preferred_curves(every_position)
     ctx = Context(
         tables=tables,
@@ -182,7 +184,8 @@ def analyze_tables(
         batch_pairs=with_labels(made.batch_pairs, runs),
         positions=with_labels(every_position, runs),
         requests=with_labels(positions.request_figures(requests), runs),
-        request_lengths=with_labels(positions.request_lengths(requests), runs),
+        request_lengths=with_labels(lengths, runs),
+        length_histogram=with_labels(positions.length_histogram(lengths), runs),
         depth=with_labels(positions.depth_timeline(endpoint, tables[T.RUNS]), runs),
     )
 

@@ -26,6 +26,7 @@ from tracelens.report.figure_base import (
     run_origins,
     runs_with,
 )
+from tracelens.report.request_figures import depth_timeline, request_lengths
 from tracelens.report.time_figures import (
     acceptance_over_time,
     acceptance_rate_over_time,
@@ -215,5 +216,7 @@ def build_plots(analysis: Analysis) -> list[Plot]:
         lambda: accept_distribution(analysis, colors),
         lambda: startup_timeline(analysis, colors, origins),
         lambda: position_curves(analysis, colors),
+        lambda: request_lengths(analysis, colors),
+        lambda: depth_timeline(analysis, colors),
     ]
     return [plot for make in makers if (plot := make()) is not None]

@@ -355,3 +355,4 @@ class A:
     DEPTH = "depth"  # speculative_num_steps in force
     LAUNCH_DEPTH = "launch_depth"
     DROP = "drop"
+    BIN_FROM = "bin_from"  # the low edge of a histogram bin
