@@ -292,3 +292,28 @@ def test_the_report_draws_the_curves_the_request_lengths_and_the_depth(tmp_path:
     names = sorted(trace["name"] for trace in plots["curves"]["data"])
     assert names == ["base.log#1 (sglang, request histograms)", "metrics.prom#0 (vllm, vllm counters)"]
     assert [t["name"] for t in plots["depth"]["data"]] == ["base.log#1 (sglang server_info)"]
+
+
+def test_follow_reports_the_positions_engine_and_basis(tmp_path: Path) -> None:
+    """`follow --json` (the live status the TUI's acceptance panel shows) on a compressed log, which it
+    reads to its end and then exits."""
+    import gzip
+
+    log = _server_log(tmp_path / "a.log", [[1, 2, 3, 4], [2, 1, 1, 2]])
+    packed = tmp_path / "a.log.gz"
+    packed.write_bytes(gzip.compress(log.read_bytes()))
+    env = {k: v for k, v in os.environ.items() if k != "TRACELENS_DEBUG"}
+    done = subprocess.run(
+        [*TRACELENS, "follow", "--json", str(packed)], capture_output=True, text=True, env=env, timeout=180
+    )
+    assert done.returncode == 0, done.stderr
+    stats = [
+        e
+        for e in map(json.loads, done.stdout.splitlines())
+        if e.get("event") == "stats" and e.get("positions")
+    ]
+    assert stats, done.stdout[-2000:]
+    last = stats[-1]
+    assert (last["engine"], last["positions_basis"], last["requests"]) == ("sglang", "request_histograms", 2)
+    assert last["positions"] == [13 / 16, 10 / 16, 6 / 16]  # pooled bins [3, 3, 4, 6]
+    assert last["acceptance"].startswith("per position 81% 62% 38% (sglang, request histograms)")

@@ -211,7 +211,7 @@ def histogram_positions(requests: pl.DataFrame) -> pl.DataFrame:
 def counter_positions(metrics: pl.DataFrame) -> pl.DataFrame:
     """Per run and position: vLLM's accepted-per-position counter over its drafts counter. With several
     snapshots in a run, the increase between the first and the last (the interval they span); with one,
-    the totals since the server started."""
+    or when no draft was made between them, the totals since the server started."""
     samples = metrics.filter(pl.col(C.METRIC_ITEM) == "sample").filter(
         pl.col(C.METRIC_NAME).is_in([_DRAFTS, _PER_POS])
     )
@@ -232,16 +232,21 @@ def counter_positions(metrics: pl.DataFrame) -> pl.DataFrame:
     drafts = (
         spans.filter(pl.col(C.METRIC_NAME) == _DRAFTS)
         .group_by(RUN_KEY)
-        .agg(pl.col(W.GAIN).sum().alias(W.DRAFTED))
+        .agg(pl.col(W.GAIN).sum(), pl.col(W.LAST).sum().alias(W.TOTAL))
+        # no draft between a run's snapshots (an idle server, or one snapshot): its totals since it started
+        .with_columns(pl.col(W.GAIN).eq(0).alias(W.IDLE))
+        .select(*RUN_KEY, W.IDLE, pl.when(pl.col(W.IDLE)).then(W.TOTAL).otherwise(W.GAIN).alias(W.DRAFTED))
     )
     accepted = (
         spans.filter(pl.col(C.METRIC_NAME) == _PER_POS)
         .group_by(*RUN_KEY, C.METRIC_POSITION)
-        .agg(pl.col(W.GAIN).sum().alias(W.ACCEPTED))
+        .agg(pl.col(W.GAIN).sum(), pl.col(W.LAST).sum().alias(W.TOTAL))
+    )
+    accepted = accepted.join(drafts, on=RUN_KEY).with_columns(
+        pl.when(pl.col(W.IDLE)).then(W.TOTAL).otherwise(W.GAIN).alias(W.ACCEPTED)
     )
     return (
-        accepted.join(drafts, on=RUN_KEY)
-        .filter(pl.col(W.DRAFTED) > 0)
+        accepted.filter(pl.col(W.DRAFTED) > 0)
         .select(
             *RUN_KEY,
             pl.col(C.METRIC_POSITION).alias(A.POSITION),
@@ -255,14 +260,15 @@ def counter_positions(metrics: pl.DataFrame) -> pl.DataFrame:
 
 
 def _increase(samples: pl.DataFrame, by: list[str]) -> pl.DataFrame:
-    """Per series (``by``): the counter's increase over its snapshots (a single snapshot: its value); a
-    value below the one before is a restart, from which the new value counts whole."""
+    """Per series (``by``): the counter's increase over its snapshots (`W.GAIN`; a single snapshot: its
+    value) and its last value (`W.LAST`); a value below the one before is a restart, from which the new
+    value counts whole."""
     ordered = samples.sort(C.LINE_NO)
     step = pl.col(C.METRIC_VALUE).diff().over(by)
     single = pl.len().over(by) == 1
     gained = pl.when(step < 0).then(pl.col(C.METRIC_VALUE)).otherwise(step).fill_null(0)
     out = ordered.with_columns(pl.when(single).then(pl.col(C.METRIC_VALUE)).otherwise(gained).alias(W.GAIN))
-    return out.group_by(by).agg(pl.col(W.GAIN).sum())
+    return out.group_by(by).agg(pl.col(W.GAIN).sum(), pl.col(C.METRIC_VALUE).last().alias(W.LAST))
 
 
 def line_positions(spec_metrics: pl.DataFrame) -> pl.DataFrame:

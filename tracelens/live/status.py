@@ -15,7 +15,7 @@ import polars as pl
 
 from tracelens.analysis import Analysis, Finding, Severity, Status
 from tracelens.analysis.plotdata import decimate
-from tracelens.formatting import duration, speculative_words
+from tracelens.formatting import acceptance_words, duration, speculative_words
 from tracelens.tables.frames import Tables
 from tracelens.tables.schema import A, C, T
 
@@ -97,6 +97,16 @@ class RunStatus:
     embed_words: str = ""
     embed_level: Level = Level.UNKNOWN
     sites: tuple[SiteStatus, ...] = ()
+    # Acceptance from the request logs, snapshots and vLLM's lines (analysis/positions.py): per position
+    # (0 = the first draft token), the basis and engine it came from, the depth in force, the requests'
+    # pooled normalised rate; `acceptance` says it in words (formatting.acceptance_words).
+    engine: str | None = None
+    positions: tuple[float, ...] = ()
+    positions_basis: str | None = None
+    depth: int | None = None
+    requests: int = 0
+    request_rate: float | None = None
+    acceptance: str = ""
     # decode series of the run: t_since_start_s, accept_len, gen_throughput, rolling medians
     series: pl.DataFrame = field(default_factory=pl.DataFrame)
     # The findings shown for the run (the session's kept findings, `kept.KeptFindings`), errors among them.
@@ -235,8 +245,34 @@ def run_status(analysis: Analysis, source: str) -> RunStatus:
         embed_words=words,
         embed_level=level,
         sites=_sites(analysis, source, run),
+        **_acceptance(analysis, source, run),
         series=_thin(series.select([c for c in keep if c in series.columns])),
     )
+
+
+def _acceptance(analysis: Analysis, source: str, run: int) -> dict[str, Any]:
+    """The `RunStatus` acceptance fields of one run."""
+    key = (pl.col(C.SOURCE) == source) & (pl.col(C.RUN) == run)
+    curve = (
+        analysis.spec_curves.filter(key).sort(A.POSITION) if analysis.spec_curves.height else pl.DataFrame()
+    )
+    asked = analysis.requests.filter(key) if analysis.requests.height else pl.DataFrame()
+    depth = analysis.depth.filter(key).sort(C.LINE_NO) if analysis.depth.height else pl.DataFrame()
+    engine = asked.item(0, A.ENGINE) if asked.height else (curve.item(0, A.ENGINE) if curve.height else None)
+    out: dict[str, Any] = {
+        "engine": engine,
+        "positions": tuple(round(float(r), 4) for r in curve.get_column(A.RATE).to_list())
+        if curve.height
+        else (),
+        "positions_basis": curve.item(0, A.BASIS) if curve.height else None,
+        "depth": depth.item(-1, A.DEPTH) if depth.height else None,
+        "requests": int(asked.item(0, A.REQUESTS)) if asked.height else 0,
+        "request_rate": asked.item(0, A.POOLED_RATE) if asked.height else None,
+    }
+    out["acceptance"] = acceptance_words(
+        out["positions"], out["positions_basis"], engine, out["depth"], out["requests"], out["request_rate"]
+    )
+    return out
 
 
 def _thin(series: pl.DataFrame) -> pl.DataFrame:

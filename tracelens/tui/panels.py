@@ -183,6 +183,8 @@ class AcceptancePanel(Static):
             text.append("no decode lines yet", style="dim")
             if self.latest_accept_len is not None:
                 text.append(f"\naccept len {number(self.latest_accept_len)}", style="bold")
+            if run is not None and run.acceptance:
+                text.append(f"\n{run.acceptance}", style="bold magenta")
             return text
         width = max(self.size.width - 4, 10)
         rows = max((self.size.height - 6) // 2, 2)
@@ -211,6 +213,8 @@ class AcceptancePanel(Static):
         tput = series.get_column(C.GEN_THROUGHPUT).fill_null(float("nan")).to_list()
         for line in braille_plot(xs, tput, width, rows, hline=run.baseline_gen_throughput):
             text.append(line + "\n", style="green")
+        if run.acceptance:
+            text.append(run.acceptance, style="bold magenta")
         text.rstrip()
         return text
 
