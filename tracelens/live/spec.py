@@ -5,6 +5,7 @@
     ssh://USER@HOST:PORT/path        the same with a port
     -                                standard input
     replay:FILE?speed=N              a recorded log at its original pace times N
+    http://HOST:PORT?every=N         a server's /metrics and /server_info, polled every N seconds (5)
     server.log.gz  logs.tar.gz       a compressed log, or each log in an archive (`ARCHIVE:MEMBER`):
                                      read once to its end (`expand_recorded`), then ended
     --cmd "kubectl logs -f POD"      a command's output (an option, not a source argument)
@@ -30,6 +31,7 @@ COMMAND = "cmd"
 STDIN = "stdin"
 REPLAY = "replay"
 RECORDED = "recorded"  # a compressed file or an archive member: read once to its end
+HTTP = "http"  # a server's metrics endpoints, polled
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,7 @@ class SourceSpec:
     speed: float = 1.0
     member: str | None = None  # RECORDED: the archive member (None: the compressed file itself)
     mtime: float | None = None  # RECORDED: the file's or member's modification time (its base date)
+    every: float = 5.0  # HTTP: seconds between two polls
 
     def follower(self, **options: Any):
         """A follower object with `run(emit, stop)` for this source."""
@@ -62,6 +65,10 @@ class SourceSpec:
             from tracelens.sources.command import StreamFollower
 
             return StreamFollower(options.get("fd", 0), self.label)
+        if self.kind == HTTP:
+            from tracelens.sources.metrics_http import MetricsFollower
+
+            return MetricsFollower(self.path or "", self.label, self.every)
         if self.kind == RECORDED:
             from tracelens.sources.recorded import RecordedFollower
 
@@ -82,6 +89,8 @@ def parse_spec(text: str) -> SourceSpec:
         return _replay(text)
     if text.startswith("ssh://"):
         return _ssh_url(text)
+    if text.startswith(("http://", "https://")):
+        return _http(text)
     if os.path.exists(text):
         return _local(text)
     host, sep, path = text.partition(":")
@@ -182,3 +191,30 @@ def _replay(text: str) -> SourceSpec:
     if not Path(path).is_file():
         raise InputError(f"replay: no such file: {path}")
     return SourceSpec(REPLAY, f"replay:{path}", path=path, speed=speed)
+
+
+def _http(text: str) -> SourceSpec:
+    """`http://HOST:PORT[?every=SECONDS]`: the server's base address, its endpoints polled."""
+    try:
+        url = urlsplit(text)
+        url.port  # noqa: B018 - reading it checks it
+    except ValueError as exc:
+        raise InputError(f"cannot read {text!r} as http://HOST:PORT ({exc})") from exc
+    if not url.hostname or url.path not in ("", "/"):
+        raise InputError(
+            f"expected http://HOST:PORT (the server's /metrics and /server_info are polled), got {text!r}"
+        )
+    every = 5.0
+    if url.query:
+        values = parse_qs(url.query)
+        unknown = set(values) - {"every"}
+        if unknown:
+            raise InputError(f"{text}: knows only ?every=SECONDS, got {', '.join(sorted(unknown))}")
+        try:
+            every = float(values["every"][-1])
+        except (KeyError, ValueError) as exc:
+            raise InputError(f"{text}: every must be a number of seconds, got {url.query!r}") from exc
+        if not every > 0 or math.isnan(every) or math.isinf(every):
+            raise InputError(f"{text}: every must be above 0 seconds, got {every:g}")
+    base = f"{url.scheme}://{url.netloc}"
+    return SourceSpec(HTTP, base, path=base, every=every)
