@@ -173,21 +173,34 @@ def _ssh_url(text: str) -> SourceSpec:
     return _remote(RemoteTarget(url.hostname, url.path, url.username, port), text)
 
 
+def _query_number(
+    query: str, key: str, default: float, where: str, unit: str = "", finite: bool = False
+) -> float:
+    """The one number a source's ``?key=N`` query may give (above 0), ``default`` without a query; any
+    other key, or a value that is not such a number, is an `InputError` naming ``where``."""
+    if not query:
+        return default
+    values = parse_qs(query)
+    unknown = set(values) - {key}
+    if unknown:
+        raise InputError(
+            f"{where}: knows only ?{key}={unit.upper() or 'N'}, got {', '.join(sorted(unknown))}"
+        )
+    try:
+        value = float(values[key][-1])
+    except (KeyError, ValueError) as exc:
+        raise InputError(
+            f"{where}: {key} must be a number{f' of {unit}' if unit else ''}, got {query!r}"
+        ) from exc
+    if not value > 0 or math.isnan(value) or (finite and math.isinf(value)):
+        raise InputError(f"{where}: {key} must be above 0{f' {unit}' if unit else ''}, got {value:g}")
+    return value
+
+
 def _replay(text: str) -> SourceSpec:
     rest = text.removeprefix("replay:")
     path, _, query = rest.partition("?")
-    speed = 1.0
-    if query:
-        values = parse_qs(query)
-        unknown = set(values) - {"speed"}
-        if unknown:
-            raise InputError(f"replay: knows only ?speed=N, got {', '.join(sorted(unknown))}")
-        try:
-            speed = float(values["speed"][-1])
-        except (KeyError, ValueError) as exc:
-            raise InputError(f"replay: speed must be a number, got {query!r}") from exc
-        if not speed > 0 or math.isnan(speed):
-            raise InputError(f"replay: speed must be above 0, got {speed:g}")
+    speed = _query_number(query, "speed", 1.0, "replay")
     if not Path(path).is_file():
         raise InputError(f"replay: no such file: {path}")
     return SourceSpec(REPLAY, f"replay:{path}", path=path, speed=speed)
@@ -204,17 +217,6 @@ def _http(text: str) -> SourceSpec:
         raise InputError(
             f"expected http://HOST:PORT (the server's /metrics and /server_info are polled), got {text!r}"
         )
-    every = 5.0
-    if url.query:
-        values = parse_qs(url.query)
-        unknown = set(values) - {"every"}
-        if unknown:
-            raise InputError(f"{text}: knows only ?every=SECONDS, got {', '.join(sorted(unknown))}")
-        try:
-            every = float(values["every"][-1])
-        except (KeyError, ValueError) as exc:
-            raise InputError(f"{text}: every must be a number of seconds, got {url.query!r}") from exc
-        if not every > 0 or math.isnan(every) or math.isinf(every):
-            raise InputError(f"{text}: every must be above 0 seconds, got {every:g}")
+    every = _query_number(url.query, "every", 5.0, text, unit="seconds", finite=True)
     base = f"{url.scheme}://{url.netloc}"
     return SourceSpec(HTTP, base, path=base, every=every)
