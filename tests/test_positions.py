@@ -109,6 +109,10 @@ def test_pooled_and_per_request_means_are_both_reported_and_can_rank_runs_apart(
     assert fx[A.POOLED_ACCEPT_LEN] > fy[A.POOLED_ACCEPT_LEN]
     assert fx[A.REQUEST_MEAN_ACCEPT_LEN] < fy[A.REQUEST_MEAN_ACCEPT_LEN]
     assert fx[A.NOT_PAID] == 3 and fy[A.NOT_PAID] == 0
+    listed = _check("--json", str(x))
+    table = json.loads(listed.stdout)["acceptance"][0]["requests"]
+    assert [r["rid"] for r in table["not_paid_requests"]] == ["r1", "r2", "r3"]
+    assert table["pooled"]["accept_len"] > table["per_request_mean"]["accept_len"]
 
 
 def test_a_separate_request_log_folder_joins_the_server_run(tmp_path: Path) -> None:

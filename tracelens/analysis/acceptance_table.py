@@ -21,6 +21,7 @@ from tracelens.tables.schema import A, C, T
 if TYPE_CHECKING:
     from tracelens.analysis.result import Analysis
 
+LISTED = 20
 DEFINITION = "accepted draft tokens / drafted tokens = (accept_len - 1) / k for a chain of k drafts"
 
 
@@ -52,6 +53,9 @@ def acceptance_table(analysis: Analysis) -> list[dict[str, Any]]:
     curves = _by_run(analysis.spec_curves)
     depth = _by_run(analysis.depth)
     bins = _by_run(analysis.length_histogram)
+    unpaid = (
+        _by_run(analysis.request_lengths.filter(~pl.col(A.PAID))) if analysis.request_lengths.height else {}
+    )
     out = []
     for run in analysis.runs.iter_rows(named=True):
         key = (run[C.SOURCE], run[C.RUN])
@@ -72,7 +76,7 @@ def acceptance_table(analysis: Analysis) -> list[dict[str, Any]]:
                 "engine": engine,
                 "definition": DEFINITION,
                 "interval": interval,
-                "requests": _requests(asked[0], bins.get(key, [])) if asked else None,
+                "requests": _requests(asked[0], bins.get(key, []), unpaid.get(key, [])) if asked else None,
                 "positions": {
                     "basis": curve[0][A.BASIS] if curve else None,
                     "rates": [_rounded(r[A.RATE]) for r in sorted(curve, key=lambda r: r[A.POSITION])],
@@ -128,7 +132,9 @@ def _interval(
     }
 
 
-def _requests(row: dict[str, Any], bins: list[dict[str, Any]]) -> dict[str, Any]:
+def _requests(
+    row: dict[str, Any], bins: list[dict[str, Any]], unpaid: list[dict[str, Any]]
+) -> dict[str, Any]:
     return {
         "engine": row[A.ENGINE],
         "from": f"{row[A.ENGINE]} per-request metrics",
@@ -146,4 +152,9 @@ def _requests(row: dict[str, Any], bins: list[dict[str, Any]]) -> dict[str, Any]
         ],
         "not_paid": row[A.NOT_PAID],
         "not_paid_below_accept_len": NOT_PAID_ACCEPT_LEN,
+        # the requests that did not pay, lowest acceptance first (at most `LISTED`)
+        "not_paid_requests": [
+            {"rid": r[C.RID], "accept_len": _rounded(r[C.ACCEPT_LEN])}
+            for r in sorted(unpaid, key=lambda r: r[C.ACCEPT_LEN])[:LISTED]
+        ],
     }
