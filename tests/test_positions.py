@@ -321,3 +321,28 @@ def test_follow_reports_the_positions_engine_and_basis(tmp_path: Path) -> None:
     assert (last["engine"], last["positions_basis"], last["requests"]) == ("sglang", "request_histograms", 2)
     assert last["positions"] == [13 / 16, 10 / 16, 6 / 16]  # pooled bins [3, 3, 4, 6]
     assert last["acceptance"].startswith("per position 81% 62% 38% (sglang, request histograms)")
+
+
+def test_sglang_gauges_are_taken_as_they_are_and_normalised_by_the_depth_in_force(tmp_path: Path) -> None:
+    """`sglang:spec_accept_length` / `sglang:spec_accept_rate` (`python/sglang/srt/metrics/collector.py`,
+    one series per rank), the newest snapshot's, beside a `/server_info` saying the depth in force."""
+    page = tmp_path / "sglang.prom"
+    rows = []
+    for length in ((2.0, 2.2), (2.8, 3.2)):  # two snapshots of two TP ranks' gauges
+        for rank, value in enumerate(length):
+            rows.append(
+                f'sglang:spec_accept_length{{engine_type="unified",model_name="m",tp_rank="{rank}"}} {value}'
+            )
+            rows.append(
+                f'sglang:spec_accept_rate{{engine_type="unified",model_name="m",tp_rank="{rank}"}} {value / 5}'
+            )
+    rows.append(
+        json.dumps({"internal_states": [{"avg_spec_accept_length": 3.0, "speculative_num_steps": 4}]})
+    )
+    page.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    done = _check("--json", str(page))
+    gauges = json.loads(done.stdout)["acceptance"][0]["gauges"]
+    assert gauges["engine"] == "sglang"
+    assert gauges["accept_len"] == pytest.approx(3.0)  # the newest snapshot, mean over the ranks
+    assert gauges["logged_rate"] == pytest.approx(0.6)
+    assert gauges["rate"] == pytest.approx((3.0 - 1) / 4)

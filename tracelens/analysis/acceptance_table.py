@@ -53,6 +53,7 @@ def acceptance_table(analysis: Analysis) -> list[dict[str, Any]]:
     curves = _by_run(analysis.spec_curves)
     depth = _by_run(analysis.depth)
     bins = _by_run(analysis.length_histogram)
+    gauges = _by_run(analysis.gauges)
     unpaid = (
         _by_run(analysis.request_lengths.filter(~pl.col(A.PAID))) if analysis.request_lengths.height else {}
     )
@@ -62,8 +63,9 @@ def acceptance_table(analysis: Analysis) -> list[dict[str, Any]]:
         asked = requests.get(key, [])
         engine = asked[0][A.ENGINE] if asked else (VLLM if key in vllm_runs else SGLANG)
         interval = _interval(run, stats.get(key, {}), vllm_lines.get(key))
-        if interval is None and not asked and key not in positions and key not in depth:
+        if interval is None and not asked and not {key} & (positions.keys() | depth.keys() | gauges.keys()):
             continue
+        gauge = gauges.get(key, [None])[0]
         by_basis: dict[str, list[float]] = {}
         for row in sorted(positions.get(key, []), key=lambda r: r[A.POSITION]):
             by_basis.setdefault(row[A.BASIS], []).append(_rounded(row[A.RATE]))
@@ -76,6 +78,15 @@ def acceptance_table(analysis: Analysis) -> list[dict[str, Any]]:
                 "engine": engine,
                 "definition": DEFINITION,
                 "interval": interval,
+                "gauges": None
+                if gauge is None
+                else {
+                    "engine": SGLANG,
+                    "from": "sglang /metrics gauges (newest snapshot)",
+                    "accept_len": _rounded(gauge[C.ACCEPT_LEN]),
+                    "rate": _rounded(gauge[A.ACCEPTANCE_RATE]),
+                    "logged_rate": _rounded(gauge[A.ACCEPT_RATE_LOGGED]),
+                },
                 "requests": _requests(asked[0], bins.get(key, []), unpaid.get(key, [])) if asked else None,
                 "positions": {
                     "basis": curve[0][A.BASIS] if curve else None,

@@ -41,6 +41,8 @@ NOT_PAID_ACCEPT_LEN = 1.5
 PERCENTILES = (0.1, 0.5, 0.9)
 LENGTH_BIN = 0.5  # the width of a bin of the per-request acceptance-length histogram, in tokens
 
+_SGLANG_LENGTH = "sglang:spec_accept_length"
+_SGLANG_RATE = "sglang:spec_accept_rate"
 _DRAFTS = "vllm:spec_decode_num_drafts_total"
 _PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
 _POSITION_SCHEMA = pl.Schema(
@@ -317,6 +319,53 @@ def preferred_curves(positions: pl.DataFrame) -> pl.DataFrame:
     rank = pl.col(A.BASIS).replace_strict({b: i for i, b in enumerate(BASES)}, return_dtype=pl.Int32)
     best = rank.min().over(RUN_KEY)
     return positions.filter(rank == best).sort(*RUN_KEY, A.POSITION)
+
+
+def gauge_figures(metrics: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
+    """Per run: SGLang's `sglang:spec_accept_length` and `sglang:spec_accept_rate` gauges as the newest
+    snapshot has them (the mean over its ranks' series), taken as they are; the normalised rate from the
+    length, (accept len - 1) / the depth in force (the newest `/server_info`'s, else the launch depth)."""
+    gauges = metrics.filter(
+        (pl.col(C.METRIC_ITEM) == "sample") & pl.col(C.METRIC_NAME).is_in([_SGLANG_LENGTH, _SGLANG_RATE])
+    )
+    if not gauges.height:
+        return pl.DataFrame(
+            schema={
+                C.SOURCE: pl.String,
+                C.RUN: pl.Int32,
+                C.ACCEPT_LEN: pl.Float64,
+                A.ACCEPT_RATE_LOGGED: pl.Float64,
+                A.ACCEPTANCE_RATE: pl.Float64,
+            }
+        )
+    labels = pl.col(C.METRIC_LABELS).list.eval(
+        pl.concat_str(pl.element().struct.field(C.KEY), pl.lit("="), pl.element().struct.field(C.VALUE))
+    )
+    newest = (
+        gauges.with_columns(labels.list.join(",").fill_null("").alias(W.SERIES))
+        .sort(C.LINE_NO)
+        .group_by(*RUN_KEY, C.METRIC_NAME, W.SERIES)
+        .agg(pl.col(C.METRIC_VALUE).last())
+        .group_by(RUN_KEY)
+        .agg(
+            pl.col(C.METRIC_VALUE).filter(pl.col(C.METRIC_NAME) == _SGLANG_LENGTH).mean().alias(C.ACCEPT_LEN),
+            pl.col(C.METRIC_VALUE)
+            .filter(pl.col(C.METRIC_NAME) == _SGLANG_RATE)
+            .mean()
+            .alias(A.ACCEPT_RATE_LOGGED),
+        )
+    )
+    # the depth in force at the newest /server_info snapshot, else the launch depth
+    in_force = depth_timeline(metrics, runs).group_by(RUN_KEY).agg(pl.col(A.DEPTH).last())
+    launched = runs.select(*RUN_KEY, C.SPEC_NUM_STEPS)
+    depth = pl.coalesce(A.DEPTH, C.SPEC_NUM_STEPS)
+    return (
+        newest.join(in_force, on=RUN_KEY, how="left")
+        .join(launched, on=RUN_KEY, how="left")
+        .with_columns(((pl.col(C.ACCEPT_LEN) - 1) / depth).alias(A.ACCEPTANCE_RATE))
+        .drop(A.DEPTH, C.SPEC_NUM_STEPS)
+        .sort(RUN_KEY)
+    )
 
 
 def depth_timeline(metrics: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:

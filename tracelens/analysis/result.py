@@ -69,6 +69,8 @@ class Analysis:
     length_histogram: pl.DataFrame = field(default_factory=pl.DataFrame)  # per run: bin_from, count
     # per `/server_info` snapshot: the depth in force and the rate against it
     depth: pl.DataFrame = field(default_factory=pl.DataFrame)
+    # per run: SGLang's acceptance gauges of its newest /metrics snapshot, and the normalised rate
+    gauges: pl.DataFrame = field(default_factory=pl.DataFrame)
 
     @property
     def errors(self) -> list[Finding]:
@@ -187,6 +189,7 @@ def analyze_tables(
         request_lengths=with_labels(lengths, runs),
         length_histogram=with_labels(positions.length_histogram(lengths), runs),
         depth=with_labels(positions.depth_timeline(endpoint, tables[T.RUNS]), runs),
+        gauges=with_labels(positions.gauge_figures(endpoint, tables[T.RUNS]), runs),
     )
 
 

@@ -137,6 +137,6 @@ class W:
     ABOVE = "_above"  # a request's verify steps that accepted more drafts than a position
     SERIES = "_series"  # a counter's labels but `position`: one series per engine and model
     GAIN = "_gain"  # a counter's increase at one snapshot
-    LAST = "_last"  # a counter's value at the last snapshot
+    LAST = "_last_value"  # a counter's value at the last snapshot
     TOTAL = "_total"  # the sum of those over a run's series
     IDLE = "_idle"  # no draft between a run's counter snapshots: its totals are taken
