@@ -24,9 +24,12 @@ from tracelens.tables.schema import COMMON_COLUMNS, C, T, W, project
 
 # Metric families of the two engines, and the default collectors of `prometheus_client` that every
 # Python exposition carries beside them.
-SAMPLE_STARTS = ("sglang:", "vllm:", "python_", "process_")
+ENGINE_SAMPLE_STARTS = ("sglang:", "vllm:")
+DEFAULT_SAMPLE_STARTS = ("python_", "process_")
 COMMENT_STARTS = ("# HELP ", "# TYPE ")
 SERVER_INFO_KEY = '"internal_states":'
+# `/server_info` begins with the server args (`model_path` first); a PD router's with `internal_states`.
+SERVER_INFO_STARTS = ('{"model_path":', '{"model_path": ', '{"internal_states":', '{"internal_states": ')
 SERVER_INFO_ACCEPT = "server_info:avg_spec_accept_length"
 
 _SAMPLE = r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(?P<labels>[^}]*)\})?[ \t]+(?P<value>[^ \t]+)"

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from tracelens.parsers.bench_serving import FOOTER, HEADER, METRIC_STARTS, SECTIONS
 from tracelens.parsers.endpoint_metrics import (
     COMMENT_STARTS,
-    SAMPLE_STARTS,
-    SERVER_INFO_KEY,
+    DEFAULT_SAMPLE_STARTS,
+    ENGINE_SAMPLE_STARTS,
+    SERVER_INFO_STARTS,
 )
 from tracelens.parsers.request_kinds import REQUEST_SAMPLES
 from tracelens.parsers.requests import (
@@ -21,7 +22,7 @@ from tracelens.parsers.requests import (
     JSON_LOGGER_START,
     METRICS_FILE_START,
     RECEIVE,
-    VLLM_SPEC_KEY,
+    VLLM_RESPONSE_STARTS,
 )
 from tracelens.parsers.sample import Sample
 from tracelens.tables.schema import C, Kind
@@ -95,16 +96,16 @@ ROUTES: tuple[Route, ...] = (
     Route(Kind.DEBUG, contains=("_DEBUG[",)),
     Route(Kind.BATCH, starts=("Prefill batch", "Decode batch", "new fill batch", "#running-req: ")),
     # Request logs come before every route that tests the whole line: their text holds user prompts.
+    # Starts only, and few tests (more than four starts are one anchored regex): these run on every line
+    # the bulk routes leave. A `/server_info` snapshot may be stamped by whatever polled it.
     Route(Kind.REQUEST, starts=(RECEIVE, FINISH)),
     Route(
-        Kind.REQUEST,
-        starts=(JSON_LOGGER_START, METRICS_FILE_START),
-        contains=(VLLM_SPEC_KEY,),
-        prefixed=False,
+        Kind.REQUEST, starts=(JSON_LOGGER_START, METRICS_FILE_START, *VLLM_RESPONSE_STARTS), prefixed=False
     ),
-    Route(Kind.ENDPOINT_METRIC, starts=SAMPLE_STARTS + COMMENT_STARTS, prefixed=False),
-    # `/server_info` snapshots, bare or stamped by whatever polled them (the stamp dates the depth in force)
-    Route(Kind.ENDPOINT_METRIC, contains=(SERVER_INFO_KEY,)),
+    Route(
+        Kind.ENDPOINT_METRIC,
+        starts=ENGINE_SAMPLE_STARTS + COMMENT_STARTS + DEFAULT_SAMPLE_STARTS + SERVER_INFO_STARTS,
+    ),
     Route(Kind.SPEC_METRICS, contains=("SpecDecoding metrics:", "Speculative metrics:")),
     # sglang.bench_serving result blocks pasted into a log (never SGLang-prefixed)
     Route(Kind.BENCHMARK, contains=(f" {HEADER} ", *(f"-{s}-" for s in SECTIONS)), prefixed=False),

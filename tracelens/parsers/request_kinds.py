@@ -148,8 +148,8 @@ REQUEST_SAMPLES: dict[str, tuple[Sample, ...]] = {
             },
         ),
         Sample(
-            '[2026-03-02 10:05:00] {"speculative_num_steps": 3, "internal_states": [{"avg_spec_accept_length": '
-            '2.1, "speculative_num_steps": 2}]}',
+            '[2026-03-02 10:05:00] {"model_path": "m", "speculative_num_steps": 3, "internal_states": '
+            '[{"avg_spec_accept_length": 2.1, "speculative_num_steps": 2}]}',
             {C.TS: dt.datetime(2026, 3, 2, 10, 5), C.METRIC_VALUE: 2.1, C.SPEC_NUM_STEPS: 2},
         ),
     ),

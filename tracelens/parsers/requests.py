@@ -35,8 +35,9 @@ FINISH = "Finish: obj="
 # What a JSON request line starts with, by layout: the request logger's first key, the metrics file's.
 JSON_LOGGER_START = '{"timestamp": '
 METRICS_FILE_START = '{"request_parameters": '
-# A saved vLLM response carries its per-request metrics under this key (anywhere in the object).
-VLLM_SPEC_KEY = '"speculative_decoding":'
+# A saved vLLM response (an OpenAI object: `id` first), as a client's `json.dumps` or vLLM's own compact
+# JSON writes it, or a streamed chunk; its per-request metrics are under `metrics.speculative_decoding`.
+VLLM_RESPONSE_STARTS = ('{"id": ', '{"id":"', 'data: {"id": ', 'data: {"id":"')
 # A streamed vLLM response's chunks, saved as they came: `data: {...}` (the last one carries the metrics).
 SSE_DATA = "data: "
 _META_START = "'meta_info': {"
