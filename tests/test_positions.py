@@ -346,3 +346,33 @@ def test_sglang_gauges_are_taken_as_they_are_and_normalised_by_the_depth_in_forc
     assert gauges["accept_len"] == pytest.approx(3.0)  # the newest snapshot, mean over the ranks
     assert gauges["logged_rate"] == pytest.approx(0.6)
     assert gauges["rate"] == pytest.approx((3.0 - 1) / 4)
+
+
+def test_check_prints_whose_figure_each_rate_is_and_keeps_vllm_rows_off_sglang_runs(tmp_path: Path) -> None:
+    log = _server_log(tmp_path / "server.log", [[1, 2, 3, 4]])
+    responses = tmp_path / "vllm.jsonl"  # created inside the SGLang run's span, yet vLLM's
+    spec = {
+        "num_spec_steps": 4,
+        "num_draft_tokens": 12,
+        "num_accepted_draft_tokens": 6,
+        "acceptance_histogram": [1, 1, 1, 1],
+    }
+    responses.write_text(
+        json.dumps({"id": "cmpl-x", "created": 1772445661, "metrics": {"speculative_decoding": spec}}) + "\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "TRACELENS_DEBUG"}
+    env["COLUMNS"] = "160"
+    done = subprocess.run(
+        [*TRACELENS, "check", "--no-cache", str(log), str(responses)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    table = done.stdout[done.stdout.index("acceptance (rate: accepted / drafted") :]
+    rows = [line for line in table.splitlines() if "│" in line]
+    assert any("server.log#1" in r and "sglang Decode batch lines" in r and "50%" in r for r in rows)
+    assert any("sglang per-request metrics, pooled" in r and "67%" in r for r in rows)  # 20 / 30
+    assert any("vllm.jsonl#0" in r and "vllm per-request metrics, pooled" in r and "50%" in r for r in rows)
+    assert any("vllm request histograms, per position" in r and "75% 50% 25%" in r for r in rows)

@@ -41,6 +41,9 @@ NOT_PAID_ACCEPT_LEN = 1.5
 PERCENTILES = (0.1, 0.5, 0.9)
 LENGTH_BIN = 0.5  # the width of a bin of the per-request acceptance-length histogram, in tokens
 
+# vLLM's rows, which never join an SGLang run (`attach`)
+VLLM_REQUEST = pl.col(C.LAYOUT) == "vllm_response"
+VLLM_METRIC = pl.col(C.METRIC_NAME).str.starts_with("vllm:")
 _SGLANG_LENGTH = "sglang:spec_accept_length"
 _SGLANG_RATE = "sglang:spec_accept_rate"
 _DRAFTS = "vllm:spec_decode_num_drafts_total"
@@ -58,15 +61,20 @@ _POSITION_SCHEMA = pl.Schema(
 )
 
 
-def attach(rows: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
+def attach(rows: pl.DataFrame, runs: pl.DataFrame, vllm: pl.Expr) -> pl.DataFrame:
     """``rows`` (source, run, ts, ...) with those of a run without a server start (no model known: a
     request log or snapshot on its own) moved to the run of another source whose span holds their time
-    (the latest start before it; a source's last run is open-ended). Rows no run holds keep their own."""
+    (the latest start before it; a source's last run is open-ended). Rows no run holds keep their own, and
+    so do vLLM's (``vllm`` tells them): the runs with a known model are SGLang's (`server_args=`)."""
     started = runs.filter(pl.col(C.MODEL).is_not_null() & pl.col(C.START_TS).is_not_null())
     own = runs.filter(pl.col(C.MODEL).is_null()).select(RUN_KEY)
     if not rows.height or not started.height or not own.height:
         return rows
-    loose = rows.with_row_index(W.ROW).join(own, on=RUN_KEY, how="semi").filter(pl.col(C.TS).is_not_null())
+    loose = (
+        rows.with_row_index(W.ROW)
+        .join(own, on=RUN_KEY, how="semi")
+        .filter(pl.col(C.TS).is_not_null() & ~vllm.fill_null(False))
+    )
     if not loose.height:
         return rows
     # a source's last run has not ended while its server runs on: a snapshot polled after its last line

@@ -91,8 +91,8 @@ def analyze_tables(
 ) -> Analysis:
     expect = (expectations or Expectations()).derived()
     # request logs and snapshots in sources of their own join the server run whose span holds them
-    requests = positions.attach(tables[T.REQUESTS], tables[T.RUNS])
-    endpoint = positions.attach(tables[T.ENDPOINT_METRICS], tables[T.RUNS])
+    requests = positions.attach(tables[T.REQUESTS], tables[T.RUNS], positions.VLLM_REQUEST)
+    endpoint = positions.attach(tables[T.ENDPOINT_METRICS], tables[T.RUNS], positions.VLLM_METRIC)
     runs = interesting_runs(
         tables[T.RUNS].with_columns(label_expr()), _busy_lines(tables, requests, endpoint)
     )

@@ -273,6 +273,7 @@ def check(
     )
 
     from tracelens.cli.render import render_findings
+    from tracelens.cli.render_acceptance import render_acceptance
 
     def show(result: Analysis) -> None:
         if as_json:
@@ -287,6 +288,7 @@ def check(
             sys.stdout.write(json.dumps(payload, indent=2) + "\n")
         else:
             render_findings(out, result)
+            render_acceptance(out, result)
         if result.errors:
             raise typer.Exit(1)
 
