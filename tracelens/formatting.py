@@ -179,6 +179,32 @@ def status_tag(status: str) -> str:
     return f"{status.upper():10}"
 
 
+def clip_words(
+    text: str, width: int, lines: int = 1, first: int | None = None, ellipsis: str = "…"
+) -> list[str]:
+    """``text`` in at most ``lines`` lines of ``width`` characters (the first ``first``, when a lead
+    stands before it), broken and cut at word boundaries: the last line ends in ``ellipsis`` when words
+    were left out (a word longer than its line is cut inside). The views cut a sentence so, never
+    mid-word, with the whole of it one key away."""
+    words = text.split()
+    out: list[str] = []
+    room = 0
+    while words and len(out) < lines:
+        room = max(first if first is not None and not out else width, len(ellipsis) + 1)
+        line = ""
+        while words and len(line) + bool(line) + len(words[0]) <= room:
+            line += (" " if line else "") + words.pop(0)
+        if not line:  # one word wider than a line
+            line, words[0] = words[0][:room], words[0][room:]
+        out.append(line)
+    if words:
+        last = out[-1]
+        while len(last) > room - len(ellipsis) and " " in last:
+            last = last.rsplit(" ", 1)[0]
+        out[-1] = last[: room - len(ellipsis)].rstrip(" ,;:") + ellipsis
+    return out
+
+
 # (header, column, digits) of the client-side benchmark table, in `compare` and the report
 BENCH_COLUMNS = (
     ("requests", A.BENCH_REQUESTS, 0),

@@ -262,7 +262,7 @@ def _follow(session, as_json: bool, stats_every: float) -> None:
             while not session.all_ended:
                 time.sleep(0.1)
             session.wait_idle(timeout=600)
-            printer.flush_stats(session.snapshot.runs)
+            printer.flush_stats(session.snapshot.every_run)
         finally:
             session.stop()
     _exit_if_read_in_part(session)

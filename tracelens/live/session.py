@@ -38,6 +38,7 @@ from tracelens.analysis.defaults import DEFAULT_STALL_SECONDS
 from tracelens.analysis.expectations import Expectations
 from tracelens.live import events as ev
 from tracelens.live.index import NOT_HELD, LogIndex
+from tracelens.live.kept import finding_changed, finding_id
 from tracelens.live.messages import Analysed, FromWorker, NotAnalysed, ParseFailed, RowsParsed, WorkerConfig
 from tracelens.live.seed import Cut, index_lines, opened
 from tracelens.live.spec import FILE, RECORDED, SourceSpec
@@ -83,10 +84,6 @@ class SourceState:
         return None if self.last_data is None else now - self.last_data
 
 
-def finding_key(finding: Finding) -> tuple[str, str, str, int]:
-    return (finding.severity, finding.code, finding.source, finding.run)
-
-
 class LiveSession:
     def __init__(
         self,
@@ -119,7 +116,7 @@ class LiveSession:
         self.snapshot = Snapshot()
         self.findings: list[Finding] = []  # of the newest analysis, evidence read from the store
         self.analyses = 0
-        self.findings_seen: dict[tuple[str, str, str, int], int] = {}  # key -> order first seen
+        self._said: dict[str, Finding] = {}  # the newest analysis' findings by `finding_id`
         self._follower_options = follower_options or {}
         # local files the batch engine read into a dataset: taken over at a cut (`live.seed`)
         self.cuts: dict[str, Cut] = dict(cuts or {})
@@ -384,21 +381,17 @@ class LiveSession:
     def _on_analysed(self, analysed: Analysed) -> None:
         findings, snap = analysed.findings, analysed.snapshot
         self._fill_evidence(findings)
-        new = []
-        for finding in findings:
-            key = finding_key(finding)
-            if key not in self.findings_seen:
-                self.findings_seen[key] = len(self.findings_seen) + 1
-                new.append(finding)
-        now = {finding_key(f) for f in findings}
-        withdrawn = [f for f in self.findings if finding_key(f) not in now]
-        for finding in withdrawn:  # forgotten, so it is new again if a later analysis finds it
-            self.findings_seen.pop(finding_key(finding), None)
+        now = {finding_id(f): f for f in findings}
+        new = [f for key, f in now.items() if key not in self._said]
+        updated = [f for key, f in now.items() if key in self._said and finding_changed(self._said[key], f)]
+        # forgotten, so it is new again if a later analysis finds it
+        withdrawn = [f for key, f in self._said.items() if key not in now]
+        self._said = now
         self.findings, self.snapshot = findings, snap
         self.analyses = analysed.count
         with self._seq_lock:
             self._analysed_seq = max(self._analysed_seq, analysed.through)
-        self._notify(ev.AnalysisUpdated(findings, snap, new, analysed.seconds, withdrawn))
+        self._notify(ev.AnalysisUpdated(findings, snap, new, analysed.seconds, withdrawn, updated))
 
     def _worker_ended(self, reason: str) -> None:
         self._worker_gone = True

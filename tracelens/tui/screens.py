@@ -1,4 +1,4 @@
-"""Modal screens: help (every key) and the log filter (kinds, rank, regex)."""
+"""Modal screens: help (every key), a run's whole verdict and the log filter (kinds, rank, regex)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,15 @@ from typing import ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, SelectionList, Static
 
+from tracelens.analysis import Status
 from tracelens.errors import InputError
+from tracelens.formatting import STATUS_BADGE_STYLE
 from tracelens.live.index import LineFilter, check_pattern, parse_rank
+from tracelens.live.status import RunStatus
 from tracelens.tables.schema import KINDS
 
 KEYS: tuple[tuple[str, str], ...] = (
@@ -20,7 +23,8 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("f", "filter the log by kind, rank (TPn, DPn) and regex"),
     ("p", "pause / resume the log (the session keeps reading)"),
     ("e", "next fault line in the log"),
-    ("s", "switch the panels to the next source's run"),
+    ("s", "show the next run in the panels (the strip's order: worst first)"),
+    ("v", "the verdict of the run shown, whole: what is wrong and the fix"),
     ("r", "write the HTML report of what has been seen"),
     ("tab", "move between the findings list and the log"),
     ("enter", "on a finding: jump to its evidence line"),
@@ -49,6 +53,51 @@ class HelpScreen(ModalScreen[None]):
         with Vertical():
             yield Static(text)
             yield Button("Close", id="close")
+
+    def on_button_pressed(self) -> None:
+        self.dismiss()
+
+
+class VerdictScreen(ModalScreen[None]):
+    """One run's verdict in full sentences: the strip and the fix line cut them to the width."""
+
+    DEFAULT_CSS = """
+    VerdictScreen { align: center middle; }
+    VerdictScreen > Vertical { width: 90%; max-width: 100; height: auto; max-height: 90%;
+                               border: round $primary; background: $panel; padding: 0 1; }
+    VerdictScreen VerticalScroll { height: auto; max-height: 100%; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q,v", "dismiss", "close")]
+
+    def __init__(self, run: RunStatus) -> None:
+        super().__init__()
+        self.run = run
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            with VerticalScroll():
+                yield Static(self.render_text(), id="verdict")
+            yield Button("Close", id="close")
+
+    def render_text(self) -> Text:
+        run = self.run
+        text = Text()
+        text.append(f"{run.label}", style="bold")
+        text.append(
+            f"  {run.phase}" + (", ended: its server started again" if run.ended else ""), style="dim"
+        )
+        text.append("\n\n")
+        status = run.status or ""
+        text.append(f" {status.upper() or 'NOT JUDGED YET'} ", style=STATUS_BADGE_STYLE.get(status, "dim"))
+        text.append(f" {run.headline or ''}\n\n")
+        text.append("fix: ", style="bold green")
+        healthy = run.status == Status.HEALTHY
+        text.append(
+            run.fix or ("nothing to fix" if healthy else "none derived: the findings list says what was seen")
+        )
+        if run.findings:
+            text.append(f"\n\n{run.findings} finding(s), {run.errors} error(s)", style="dim")
+        return text
 
     def on_button_pressed(self) -> None:
         self.dismiss()
