@@ -103,6 +103,21 @@ async def test_a_key_switches_the_run_the_panels_show(tmp_path: Path) -> None:
         assert app.capture.border_title.endswith(app.acceptance.border_title.split(" · ")[1])
 
 
+async def test_the_panels_open_on_the_worst_run_of_any_source(tmp_path: Path) -> None:
+    healthy, crashed = tmp_path / "a.log", tmp_path / "b.log"
+    write_start(healthy)
+    write_start(crashed)
+    append(crashed, *TRACEBACK)
+    app = TraceLensApp(session_for(healthy, crashed), report_path=tmp_path / "report.html")
+    async with app.run_test(size=(80, 24)):
+        assert await until(lambda: "BROKEN" in str(app.verdicts.render_text()))
+        lines = str(app.verdicts.render_text()).splitlines()
+        assert "BROKEN" in lines[0] and "b.log#1" in lines[0] and lines[0].startswith("▶")
+        assert "a.log#1" in lines[1]
+        assert app.current_run == (str(crashed), 1)
+        assert app.acceptance.border_title.endswith("b.log#1")
+
+
 async def test_an_ended_broken_run_keeps_its_verdict_and_fix_at_80x24(tmp_path: Path) -> None:
     """Run 1 captures the embedding for a draft not trained with it (broken, with a fix); runs 2 and 3
     start the server again, fixed. At 80x24, with a window that run 1 leaves, run 1 keeps its verdict

@@ -45,7 +45,8 @@ FINDINGS_SHOWN = 500  # in `findings_order`; the rest stay in the analysis and t
 
 
 class HeaderBar(Static):
-    """Sources with their connection state and staleness; per source its run, phase and config."""
+    """Sources with their connection state and staleness, each source's current run, its phase and
+    config: one row a source."""
 
     DEFAULT_CSS = "HeaderBar { height: auto; background: $panel; padding: 0 1; }"
 
@@ -88,7 +89,8 @@ class HeaderBar(Static):
             run = self.snapshot.run_of(source.label)
             if run is None:
                 continue
-            text.append("\n  ")
+            # on the source's line (cut to the width below): a row a source, as many as fit at 80x24
+            text.append(" · ", style="dim")
             text.append(run.label or "no run yet", style="cyan")
             text.append("  ")
             text.append(run.phase, style=PHASE_STYLE.get(run.phase, "yellow"))
