@@ -110,8 +110,9 @@ async def test_the_panels_open_on_the_worst_run_of_any_source(tmp_path: Path) ->
     append(crashed, *TRACEBACK)
     app = TraceLensApp(session_for(healthy, crashed), report_path=tmp_path / "report.html")
     async with app.run_test(size=(80, 24)):
-        assert await until(lambda: "BROKEN" in str(app.verdicts.render_text()))
-        lines = str(app.verdicts.render_text()).splitlines()
+        strip = lambda: str(app.verdicts.render_text())  # noqa: E731
+        assert await until(lambda: "BROKEN" in strip() and "HEALTHY" in strip())  # both sources judged
+        lines = strip().splitlines()
         assert "BROKEN" in lines[0] and "b.log#1" in lines[0] and lines[0].startswith("▶")
         assert "a.log#1" in lines[1]
         assert app.current_run == (str(crashed), 1)

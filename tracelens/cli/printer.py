@@ -19,7 +19,7 @@ from tracelens.analysis import Finding
 from tracelens.formatting import number, severity_tag, speedup
 from tracelens.live import events as ev
 from tracelens.live.kept import finding_id
-from tracelens.live.status import CRASHED, SHUT_DOWN, RunKey, RunStatus, Snapshot
+from tracelens.live.status import RunKey, RunStatus, Snapshot
 
 STATS_EVERY = 5.0
 TIME_WIDTH = 9  # "HH:MM:SS " before every text line; continuation lines are indented as far
@@ -27,9 +27,7 @@ EVIDENCE_SHOWN = 3
 
 
 def stats_words(run: RunStatus) -> str:
-    # An ended run was followed by another start of its server: its last phase may still read "ready".
-    over = run.ended and run.phase not in (CRASHED, SHUT_DOWN)
-    parts = [run.label or run.source, "over (the server started again)" if over else run.phase]
+    parts = [run.label or run.source, run.phase_words]
     if run.status and run.headline:
         parts.append(f"{run.status.upper()}: {run.headline}")
     if run.fix:

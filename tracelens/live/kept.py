@@ -21,7 +21,7 @@ from tracelens.analysis import Finding
 from tracelens.analysis.findings import sort_findings
 from tracelens.analysis.folding import signature
 from tracelens.analysis.verdicts import causal_rank
-from tracelens.live.status import RunKey, RunStatus, Snapshot
+from tracelens.live.status import ENDED_POINTS, RunKey, RunStatus, Snapshot, thin
 
 
 def finding_id(finding: Finding) -> str:
@@ -89,7 +89,8 @@ class KeptRuns:
         """``snap`` (made with `kept`'s statuses) after the runs of ``ended`` are frozen as it shows them."""
         for run in snap.every_run:
             if run.key is not None and run.key in ended and run.key not in self._kept:
-                self._kept[run.key] = replace(run, ended=True)
+                # it is sent with every snapshot from now on: its plots' series thinned further
+                self._kept[run.key] = replace(run, ended=True, series=thin(run.series, ENDED_POINTS))
         return replace(
             snap, every_run=tuple(self._kept.get(r.key, r) if r.key else r for r in snap.every_run)
         )

@@ -27,6 +27,8 @@ RunKey = tuple[str, int]  # source label, run
 
 # The server's phases, as the header names them.
 SNAPSHOT_POINTS = 2000  # rows of a run's series a screen snapshot carries
+# rows of an ended run's series: every snapshot carries every run, and a plot is a few hundred dots wide
+ENDED_POINTS = 500
 WAITING = "waiting for a server start"
 STARTING = "starting"
 LOADING = "loading weights"
@@ -126,6 +128,14 @@ class RunStatus:
         out["decode_points"] = self.series.height
         out["verdict"] = self.verdict_json()
         return out
+
+    @property
+    def phase_words(self) -> str:
+        """The phase as the views say it: an ended run's last phase ("ready") no longer holds once its
+        server was started again, unless it says how the run ended."""
+        if self.ended and self.phase not in (CRASHED, SHUT_DOWN):
+            return "over (the server started again)"
+        return self.phase
 
     @property
     def key(self) -> RunKey | None:
@@ -272,17 +282,17 @@ def run_status(
         embed_words=words,
         embed_level=level,
         sites=_sites(analysis, source, run),
-        series=_thin(series.select([c for c in keep if c in series.columns])),
+        series=thin(series.select([c for c in keep if c in series.columns])),
     )
 
 
-def _thin(series: pl.DataFrame) -> pl.DataFrame:
-    """At most `SNAPSHOT_POINTS` rows of a run's series for the screen's plots (each time bucket's
-    middle row, and the newest row): a snapshot is sent every analysis, so it must not grow with the
-    run. The plots are a few hundred braille columns wide."""
-    if series.height <= SNAPSHOT_POINTS or A.T_SINCE_START not in series.columns:
+def thin(series: pl.DataFrame, points: int = SNAPSHOT_POINTS) -> pl.DataFrame:
+    """At most ``points`` rows of a run's series for the screen's plots (each time bucket's middle
+    row, and the newest row): a snapshot is sent every analysis, so it must not grow with the run. The
+    plots are a few hundred braille columns wide."""
+    if series.height <= points or A.T_SINCE_START not in series.columns:
         return series
-    thinned = decimate(series, A.T_SINCE_START, [], SNAPSHOT_POINTS)
+    thinned = decimate(series, A.T_SINCE_START, [], points)
     if thinned.height and thinned.row(-1) != series.row(-1):
         thinned = pl.concat([thinned, series.tail(1)])
     return thinned
