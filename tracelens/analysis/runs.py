@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
-from pathlib import PurePath
+from collections.abc import Mapping
 
 import polars as pl
 
+from tracelens.sources.naming import run_label
 from tracelens.tables.frames import collect
 from tracelens.tables.schema import A, C, W
 
 RUN_KEY = [C.SOURCE, C.RUN]
 
 
-def label_expr() -> pl.Expr:
-    """`<file name>#<run>`: short enough for a legend, unique within one analysis in practice."""
-    name = pl.col(C.SOURCE).map_elements(lambda s: PurePath(s).name, return_dtype=pl.String)
-    return pl.concat_str([name, pl.lit("#"), pl.col(C.RUN).cast(pl.String)]).alias(A.LABEL)
+def with_run_labels(runs: pl.DataFrame, names: Mapping[str, str]) -> pl.DataFrame:
+    """``runs`` with each run's label, `<short name>#<run>` (`sources.naming`): unique among the sources
+    ``names`` holds (source -> short name), which are all those of the command, not only these runs."""
+    labels = [run_label(names.get(s, s), int(r)) for s, r in runs.select(RUN_KEY).iter_rows()]
+    return runs.with_columns(pl.Series(A.LABEL, labels, dtype=pl.String))
 
 
 def with_labels(frame: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:

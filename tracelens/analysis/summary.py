@@ -71,6 +71,7 @@ def summarize(analysis: Analysis) -> dict[str, Any]:
             {
                 "source": run[C.SOURCE],
                 "run": run[C.RUN],
+                "label": analysis.label_of(run[C.SOURCE], run[C.RUN]),
                 "start": _iso(run[C.START_TS]),
                 "end": _iso(run[C.END_TS]),
                 "model": run[C.MODEL],

@@ -220,11 +220,18 @@ def _analyse(
 ) -> None:
     """Parse ``paths`` into their dataset, analyse it and ``show`` the result, under the dataset's read lock."""
     from tracelens.analysis import analyze_tables
+    from tracelens.sources.naming import as_typed
     from tracelens.tables.frames import Tables
+    from tracelens.tables.schema import C, T
 
     with logs.open(paths) as folder:
         tables = Tables.read_dataset(folder)
-        show(analyze_tables(tables, expectations, baseline=baseline, stall_seconds=stall_seconds))
+        # a cited line is shown under the path the user typed, not the cache's resolved one
+        typed = as_typed(tables[T.RUNS].get_column(C.SOURCE).unique(), cli_dataset.typed_paths(paths))
+        analysis = analyze_tables(
+            tables, expectations, baseline=baseline, stall_seconds=stall_seconds, typed=typed
+        )
+        show(analysis)
 
 
 @app.command()

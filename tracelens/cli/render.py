@@ -46,7 +46,7 @@ def render_summary_compact(console: Console, summary: dict[str, Any]) -> None:
         status = run.get("status")
         rate = run["acceptance_rate"]["mean"]
         model = Path(run["model"]).name if run["model"] else "-"
-        name = Text.assemble((f"{Path(run['source']).name}#{run['run']}", "bold"), "\n  ")
+        name = Text.assemble((run["label"], "bold"), "\n  ")
         name.append(f"{model}, {speculative(run['speculative'], short=True)}", style="dim")
         table.add_row(
             name,
@@ -66,8 +66,7 @@ def render_summary(console: Console, summary: dict[str, Any]) -> None:
         return
     table = Table(title="tracelens summary", title_justify="left", show_lines=False)
     for header, justify in (
-        ("source", "left"),
-        ("run", "right"),
+        ("run", "left"),
         ("status", "left"),
         ("model", "left"),
         ("speculative", "left"),
@@ -81,8 +80,8 @@ def render_summary(console: Console, summary: dict[str, Any]) -> None:
         ("findings", "right"),
         ("unparsed", "right"),
     ):
-        # File names stay whole (users grep for them); other columns fold when the terminal is narrow.
-        table.add_column(header, justify=justify, overflow="fold", no_wrap=header == "source")  # type: ignore[arg-type]
+        # Run labels stay whole (users grep for them); other columns fold when the terminal is narrow.
+        table.add_column(header, justify=justify, overflow="fold", no_wrap=header == "run")  # type: ignore[arg-type]
     for run in summary["runs"]:
         acc = run["accept_len"]
         tput = run["gen_throughput"]
@@ -92,8 +91,7 @@ def render_summary(console: Console, summary: dict[str, Any]) -> None:
             else f"{number(acc['mean'])}/{number(acc['median'])} [{number(acc['p10'])}-{number(acc['p90'])}]"
         )
         table.add_row(
-            Text(Path(run["source"]).name),
-            str(run["run"]),
+            Text(run["label"]),
             Text(run.get("status") or "-", style=STATUS_STYLE.get(run.get("status") or "", "")),
             Text(run["model"] or "-"),
             Text(speculative(run["speculative"])),
@@ -209,7 +207,7 @@ def render_benchmarks(console: Console, analysis: Analysis) -> None:
     for header, _, _ in BENCH_COLUMNS:
         table.add_column(header, justify="right")
     for row in bench.iter_rows(named=True):
-        label = row[A.LABEL] or f"{Path(row[C.SOURCE]).name}#{row[C.RUN]}"
+        label = row[A.LABEL] or analysis.label_of(row[C.SOURCE], row[C.RUN])
         cells = [number(row[column], digits) for _, column, digits in BENCH_COLUMNS]
         table.add_row(Text(label), str(row[A.BENCH_LINE]), *cells)
     console.print(table)

@@ -15,7 +15,6 @@ import base64
 import datetime as dt
 import hashlib
 from importlib import resources
-from pathlib import PurePath
 from typing import Any
 
 import jinja2
@@ -85,14 +84,14 @@ def _header(analysis: Analysis, generated: dt.datetime) -> dict[str, Any]:
         first = start.min() if start.len() else end.min()
         last = end.max() if end.len() else start.max()
         span = f"{timestamp(first)} to {timestamp(last)}"  # type: ignore[arg-type]
-    names = ", ".join(PurePath(s).name for s in sources[:4]) + (
+    names = ", ".join(analysis.names.get(s, s) for s in sources[:4]) + (
         f" and {len(sources) - 4} more" if len(sources) > 4 else ""
     )
     counts = dict.fromkeys(SEVERITIES, 0)
     for finding in analysis.findings:
         counts[finding.severity] = counts.get(finding.severity, 0) + 1
     return {
-        "sources": sources,
+        "sources": [analysis.shown_source(s) for s in sources],
         "names": names,
         "span": span,
         "runs": runs.height,
@@ -262,7 +261,7 @@ def _findings(analysis: Analysis) -> dict[str, Any]:
 def _incidents(analysis: Analysis) -> dict[str, Any]:
     rows = []
     for inc in analysis.incidents.head(MAX_INCIDENT_ROWS).iter_rows(named=True):
-        where = f"{inc[C.SOURCE]}:{inc[C.FIRST_LINE]}" + (
+        where = f"{analysis.shown_source(inc[C.SOURCE])}:{inc[C.FIRST_LINE]}" + (
             f"-{inc[C.LAST_LINE]}" if inc[C.LAST_LINE] not in (None, inc[C.FIRST_LINE]) else ""
         )
         traceback = inc[C.TRACEBACK] or ""

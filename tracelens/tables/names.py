@@ -237,7 +237,7 @@ KINDS: tuple[str, ...] = tuple(KIND_TABLE)
 class A:
     """Columns of the analysis frames (`tracelens.analysis.Analysis`); table columns are in `C`."""
 
-    LABEL = "label"  # a run's display name: `<file name>#<run>`
+    LABEL = "label"  # a run's display name: `<short name>#<run>` (`sources.naming`), unique per command
     # client-side results of an sglang.bench_serving block (analysis/benchmarks.py), beside the run's
     BENCH_LINE = "bench_line"  # the line of the block's header
     BENCH_BACKEND = "bench_backend"
