@@ -117,6 +117,7 @@ def test_check_keeps_each_hosts_findings_under_its_own_run(two_hosts: Path) -> N
     explained = run("explain", where, cwd=two_hosts)
     assert explained.returncode == 0, explained.stderr
     assert "embed capture" in explained.stdout
+    assert "  run    a/server.log#1\n" in explained.stdout  # the label `check` gave it
     text = run("check", "a", "b", "--no-cache", cwd=two_hosts).stdout
     assert "\na/server.log#1 broken\n" in text
     section = text.split("\na/server.log#1 broken\n")[1]

@@ -27,6 +27,7 @@ from tracelens.formatting import (
     timestamp,
 )
 from tracelens.parsers.explain import Explanation
+from tracelens.sources.naming import run_label
 from tracelens.tables.schema import A, C
 
 WIDE = 150  # below this many columns, `summary` shows its compact table
@@ -111,6 +112,8 @@ def render_summary(console: Console, summary: dict[str, Any]) -> None:
 def render_explanation(console: Console, ex: Explanation) -> None:
     """How one line was read."""
     console.print(Text(f"{ex.source}:{ex.line_no}", style="bold"))
+    if ex.run is not None:  # the path as typed names the run as `check` did for this path
+        console.print(Text(f"  run    {run_label(ex.source, ex.run)}"))
     console.print(Text("  text   ") + Text(ex.text))
     if ex.clean != ex.text:
         console.print(Text("  clean  ") + Text(ex.clean))
