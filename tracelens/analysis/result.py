@@ -25,7 +25,13 @@ from tracelens.analysis.detectors import Context, detect
 from tracelens.analysis.evidence import texts
 from tracelens.analysis.expectations import Expectations, describe_capture
 from tracelens.analysis.findings import Evidence, Finding, Severity, sort_findings
-from tracelens.analysis.runs import RUN_KEY, interesting_runs, with_labels, with_run_labels
+from tracelens.analysis.runs import (
+    RUN_KEY,
+    interesting_runs,
+    with_labels,
+    with_run_labels,
+    with_speculation,
+)
 from tracelens.analysis.verdicts import Verdict
 from tracelens.sources.naming import run_label, short_names
 from tracelens.tables.frames import Tables
@@ -99,6 +105,7 @@ def analyze_tables(
     expect = (expectations or Expectations()).derived()
     names = short_names([*sources, *tables[T.RUNS].get_column(C.SOURCE).unique(maintain_order=True)])
     runs = interesting_runs(with_run_labels(tables[T.RUNS], names), _busy_lines(tables))
+    runs = with_speculation(runs, tables)
     lifecycle = tables[T.LIFECYCLE]
     ready = startup.ready_times(lifecycle)
     readiness = startup.time_to_ready(runs, lifecycle)
@@ -116,6 +123,7 @@ def analyze_tables(
     folded = with_labels(incidents.fold(tables[T.FAULTS]), runs)
     changes = load.explain_steps(made.changes, series)
     runs = _overview(runs, made, readiness, speedups, folded, expect, tables[T.SPEC_METRICS], tables)
+    runs = runs.join(compare.speedup_notes(runs, baselines, speedups), on=RUN_KEY, how="left")
     curves = acceptance.position_curves(tables[T.SPEC_METRICS])
     ctx = Context(
         tables=tables,
@@ -250,7 +258,7 @@ def _overview(
         + ("" if was_printed or ids is None else ", per the draft config (no debug line prints the ids)")
         if spec and (ids is not None or expect.num_layers is not None)
         else None
-        for spec, ids, was_printed in out.select(C.SPEC_ALGORITHM, C.LAYER_IDS, W.PRINTED).iter_rows()
+        for spec, ids, was_printed in out.select(A.SPECULATIVE, C.LAYER_IDS, W.PRINTED).iter_rows()
     ]
     out = out.drop(W.PRINTED)
     return out.with_columns(pl.Series(A.CAPTURED_LAYERS, words, dtype=pl.String))

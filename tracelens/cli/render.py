@@ -227,11 +227,11 @@ def render_comparison(console: Console, analysis: Analysis) -> None:
     for header in ("acc len", "acc %", "tok/s", "speedup [95%]", "ready"):
         table.add_column(header, justify="right", no_wrap=True)
     for run in analysis.runs.to_dicts():
-        spec = "no speculation" if run[A.MEAN_ACCEPT_LEN] is None else "speculative (metrics lines)"
-        if run[C.SPEC_ALGORITHM]:
-            spec = speculative_of_run(run, short=True)
+        spec = speculative_of_run(run, short=True) if run[A.SPECULATIVE] else "no speculation"
         if run[A.BASELINE] and baselines.len() > 1:
             spec += f" vs {run[A.BASELINE]}"
+        if run[A.SPEEDUP] is None and run[A.SPEEDUP_NOTE]:  # why the `-`
+            spec += f"; {run[A.SPEEDUP_NOTE]}"
         name = Text.assemble((run[A.LABEL], "bold"), "\n  ", (spec, "dim"))
         table.add_row(
             name,

@@ -154,7 +154,7 @@ def _cards(analysis: Analysis, colors: dict[str, str]) -> list[dict[str, Any]]:
             if run[key] is not None and (run[key] != 1 or key == C.TP_SIZE)
         )
         subs = [[v for v in (run[C.MODEL] or "model unknown", parallel) if v]]
-        if run[C.SPEC_ALGORITHM]:
+        if run[A.SPECULATIVE]:
             subs.append([v for v in (speculative_of_run(run), run[C.SPEC_DRAFT_MODEL]) if v])
         else:
             subs.append(["no speculative decoding"])
@@ -170,7 +170,7 @@ def _cards(analysis: Analysis, colors: dict[str, str]) -> list[dict[str, Any]]:
         rows: list[tuple[str, Any, str]] = []
         if run[A.BASELINE] is not None:
             rows.append(("baseline", run[A.BASELINE], "run"))
-        if run[C.SPEC_ALGORITHM]:
+        if run[A.SPECULATIVE]:
             ids = debug_ids.get((run[C.SOURCE], run[C.RUN]))
             if ids is not None:
                 rows.append(("layer ids", "[" + ", ".join(str(i) for i in ids) + "] (debug lines)", ""))

@@ -275,6 +275,10 @@ class A:
     SPEEDUP_LOW = "speedup_ci_low"
     SPEEDUP_HIGH = "speedup_ci_high"
     BASELINE = "baseline"
+    SPEEDUP_NOTE = "speedup_note"  # why a run has no speedup, in words (null: it has one, or wants none)
+    # whether a run decodes speculatively, decided once (`runs.with_speculation`): every view reads it
+    SPECULATIVE = "speculative"
+    SPECULATIVE_FROM = "speculative_from"  # what says so: server args | decode lines | metrics lines
     MATCHED_BATCH_SIZES = "matched_batch_sizes"
     SAMPLES = "samples"
     FINDINGS = "findings"

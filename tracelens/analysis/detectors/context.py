@@ -71,4 +71,4 @@ def _fmt_ids(ids: Iterable[int]) -> str:
 
 
 def _spec_runs(ctx: Context) -> list[dict[str, Any]]:
-    return ctx.runs.filter(pl.col(C.SPEC_ALGORITHM).is_not_null()).to_dicts()
+    return ctx.runs.filter(pl.col(A.SPECULATIVE)).to_dicts()
