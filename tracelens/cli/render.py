@@ -3,6 +3,7 @@ Log text is printed with markup off, so a log line can never inject rich markup 
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from tracelens.analysis import Analysis
+from tracelens.analysis import Analysis, Status
+from tracelens.analysis.verdicts import status_rank
 from tracelens.formatting import (
     BENCH_COLUMNS,
     SEVERITY_STYLE,
@@ -151,6 +153,19 @@ def render_verdicts(console: Console, analysis: Analysis) -> None:
         line.append(verdict.label, style="bold")
         line.append(": " + verdict.headline)
         _hanging(console, line, 10)
+
+
+def render_next_steps(console: Console, analysis: Analysis, check: str) -> None:
+    """What to run after the demo: ``check`` (the command that shows its runs' findings), said with what
+    it shows of these runs, then the same for the user's own logs and live."""
+    counts = Counter(v.status for v in analysis.verdicts if v.status != Status.HEALTHY)
+    worst = ", ".join(
+        f"{n} {status}" for status, n in sorted(counts.items(), key=lambda c: status_rank(c[0]))
+    )
+    why = f"why {worst}: " if worst else ""
+    _hanging(console, Text.assemble(("next: ", "bold"), check), 6)
+    _hanging(console, Text(f"      {why}each run's findings, the log lines behind them and the fix"), 6)
+    _hanging(console, Text("      your logs: tracelens check LOGS...; live: tracelens tui server.log"), 6)
 
 
 def render_findings(console: Console, analysis: Analysis) -> None:
