@@ -87,6 +87,8 @@ def test_cited_lines_are_shown_under_the_path_the_user_typed() -> None:
         "/home/me/logs/a/server.log": "logs/a/server.log",
         "/home/me/b.tar.gz:h1/server.log": "b.tar.gz:h1/server.log",
     }
+    here = as_typed(["/w/a/server.log", "/w/x.log", "/w2/y.log"], [(".", "/w"), ("../w2/y.log", "/w2/y.log")])
+    assert here == {"/w/a/server.log": "a/server.log", "/w/x.log": "x.log", "/w2/y.log": "../w2/y.log"}
 
 
 # ----------------------------------------------------------------------------- batch commands
@@ -219,3 +221,17 @@ def test_two_ssh_hosts_keep_their_own_runs_live(sshd: dict, tmp_path: Path) -> N
         assert {v.label: v.status for v in analysis.verdicts} == status
     finally:
         session.stop()
+
+
+def test_follow_labels_an_archives_members_as_check_does(tmp_path: Path) -> None:
+    with tarfile.open(tmp_path / "logs.tar.gz", "w:gz") as tar:
+        tar.add(BROKEN, "host1/server.log")
+        tar.add(HEALTHY, "host2/server.log")
+    done = run("follow", "--json", "logs.tar.gz", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    stats = {e["label"] for e in events if e.get("event") == "stats" and e.get("label")}
+    assert stats == {"host1/server.log#1", "host2/server.log#1"}
+    embed = [e for e in events if e.get("event") == "finding" and e["code"] == "embed-capture-unexpected"]
+    assert embed and {e["label"] for e in embed} == {"host1/server.log#1"}
+    assert {e["source"] for e in embed} == {"logs.tar.gz:host1/server.log"}

@@ -125,6 +125,9 @@ def as_typed(sources: Iterable[str], typed: Iterable[tuple[str, str]]) -> dict[s
     for source in sources:
         for shown, resolved in pairs:
             if source == resolved or source.startswith((resolved + "/", resolved + ":")):
-                out[source] = shown.rstrip("/") + source[len(resolved) :] if shown.rstrip("/") else source
+                head, rest = shown.rstrip("/"), source[len(resolved) :]
+                if head == "." and rest.startswith("/"):  # `check .`: `a/server.log`, not `./a/...`
+                    head, rest = "", rest[1:]
+                out[source] = head + rest if head or rest else source
                 break
     return out
