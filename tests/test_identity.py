@@ -235,3 +235,42 @@ def test_follow_labels_an_archives_members_as_check_does(tmp_path: Path) -> None
     embed = [e for e in events if e.get("event") == "finding" and e["code"] == "embed-capture-unexpected"]
     assert embed and {e["label"] for e in embed} == {"host1/server.log#1"}
     assert {e["source"] for e in embed} == {"logs.tar.gz:host1/server.log"}
+
+
+# ----------------------------------------------------------------------------- the TUI
+
+
+@pytest.mark.asyncio
+@pytest.mark.timeout(120)
+async def test_the_tui_names_two_hosts_logs_apart(tmp_path: Path) -> None:
+    from tui_support import EMBED, append, decode, session_for, until, write_start
+
+    from tracelens.analysis.expectations import Expectations
+    from tracelens.tui.app import TraceLensApp
+
+    first, second = tmp_path / "a" / "server.log", tmp_path / "b" / "server.log"
+    for log in (first, second):
+        log.parent.mkdir()
+        write_start(log)
+    append(first, EMBED, decode(40, 1.7))  # the broken one: a capture the draft was not trained with
+    session = session_for(first, second, expectations=Expectations(embed_capture=False))
+    app = TraceLensApp(session, report_path=tmp_path / "report.html")
+    async with app.run_test(size=(150, 50)) as pilot:
+        assert await until(
+            lambda: {r.label for r in app.session.snapshot.runs} == {"a/server.log#1", "b/server.log#1"}
+        )
+        assert await until(lambda: "BROKEN" in str(app.verdicts.render_text()))
+        strip = str(app.verdicts.render_text())
+        assert "a/server.log#1" in strip and "b/server.log#1" in strip
+        status = {r.label: r.status for r in app.session.snapshot.runs}
+        assert status["a/server.log#1"] == "broken" and status["b/server.log#1"] != "broken"
+        seen = {app.acceptance.border_title}
+        await pilot.press("s")
+        assert await until(lambda: app.acceptance.border_title not in seen)
+        seen.add(app.acceptance.border_title)
+        assert seen == {"acceptance · a/server.log#1", "acceptance · b/server.log#1"}
+        # each log line is marked with its source's short name, the one its runs' labels start with
+        view = app.log_view
+        rows = [view.render_line(y).text.split() for y in range(view.size.height)]
+        shown = {row[1] for row in rows if len(row) > 1}
+        assert shown and shown <= {"a/server.log", "b/server.log"}, shown

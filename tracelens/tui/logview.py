@@ -176,9 +176,9 @@ class LogView(ScrollView, can_focus=True):
         segments = [Segment(gutter, GUTTER)]
         if len(self.index.labels) > 1:
             names = self._source_names()
-            width = min(max(len(n) for n in names.values()), _NAME_WIDTH)
-            label = names[self.index.label(key)][:width]
-            segments.append(Segment(f"{label:<{width}} ", Style(color="cyan", dim=True)))
+            column = min(max(len(n) for n in names.values()), _NAME_WIDTH)
+            label = names[self.index.label(key)][:column]
+            segments.append(Segment(f"{label:<{column}} ", Style(color="cyan", dim=True)))
         style = KIND_STYLE.get(kind, Style())
         if row == self.cursor:
             style = style + CURSOR
