@@ -274,3 +274,16 @@ async def test_the_tui_names_two_hosts_logs_apart(tmp_path: Path) -> None:
         rows = [view.render_line(y).text.split() for y in range(view.size.height)]
         shown = {row[1] for row in rows if len(row) > 1}
         assert shown and shown <= {"a/server.log", "b/server.log"}, shown
+
+
+def test_a_label_does_not_change_when_another_sources_first_lines_arrive() -> None:
+    """The live worker names runs among all the session's sources (`sources=`), not only those that
+    have lines yet: `a/server.log#1` stays `a/server.log#1` when b's first lines come."""
+    from tracelens.analysis import analyze_tables
+    from tracelens.engine.ingest import parse_text
+
+    alone = parse_text(BROKEN.read_text(), "/x/a/server.log")
+    before = analyze_tables(alone, sources=["/x/a/server.log", "/x/b/server.log"])
+    assert before.runs.get_column("label").to_list() == ["a/server.log#1"]
+    assert {v.label for v in before.verdicts} == {"a/server.log#1"}
+    assert analyze_tables(alone).runs.get_column("label").to_list() == ["server.log#1"]  # batch: one source
