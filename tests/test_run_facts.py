@@ -104,6 +104,9 @@ def test_compare_says_why_a_speedup_is_missing(tmp_path: Path) -> None:
     }
     text = run("compare", str(tmp_path), "--no-cache").stdout
     assert "EAGLE3 s3 k1 d4; no batch size shared with base.log#1" in text
+    page, _ = render_html(analysis)
+    card = page.split('<span class="label">big.log#1</span>', 1)[1].split("</article>", 1)[0]
+    assert "no speedup" in card and "no batch size shared with" in card
     # named, the baseline is still one of its model's: the other model's run is not measured against it
     named = analyze([tmp_path], baseline="base.log#1")
     assert _notes(named)["llama.log#1"] == "a different model from base.log#1 (/models/DeepSeek-V3)"

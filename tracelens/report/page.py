@@ -170,6 +170,8 @@ def _cards(analysis: Analysis, colors: dict[str, str]) -> list[dict[str, Any]]:
         rows: list[tuple[str, Any, str]] = []
         if run[A.BASELINE] is not None:
             rows.append(("baseline", run[A.BASELINE], "run"))
+        if run[A.SPEEDUP] is None and run[A.SPEEDUP_NOTE] and label not in base:  # why no speedup
+            rows.append(("no speedup", run[A.SPEEDUP_NOTE], ""))
         if run[A.SPECULATIVE]:
             ids = debug_ids.get((run[C.SOURCE], run[C.RUN]))
             if ids is not None:
