@@ -69,6 +69,7 @@ from tracelens.live.status import RunKey, newest_decode, snapshot, with_finding_
 from tracelens.live.window import LiveTables
 from tracelens.parsers import ParseState
 from tracelens.sources.files import block_lines
+from tracelens.sources.naming import short_names
 from tracelens.sources.protocol import Block
 from tracelens.tables.frames import Tables
 from tracelens.tables.schema import C, T
@@ -146,6 +147,7 @@ class _Worker:
 
     def __init__(self, config: WorkerConfig, out: BinaryIO) -> None:
         self.config = config
+        self._names = short_names(config.labels)  # label -> short name, as the analyses name runs
         self._out = out
         self._out_lock = threading.Lock()
         self._inbox: queue.Queue[ParseRequested | None] = queue.Queue(maxsize=_READ_AHEAD)
@@ -194,7 +196,7 @@ class _Worker:
                 verdicts.extend(analysis.verdicts)
                 return analysis.findings
 
-            found, ended = seed_findings(self.config.cuts, analyse)
+            found, ended = seed_findings(self.config.cuts, analyse, self._names)
             self._kept.update(found, ended, self._tables.window_start)
             named = {(cut.source, label) for label, cut in self.config.cuts.items()}
             for verdict in verdicts:  # the runs that ended before the cut, under their live labels
@@ -344,6 +346,7 @@ class _Worker:
             self.config.expectations,
             baseline=self.config.baseline,
             stall_seconds=self.config.stall_seconds,
+            sources=self.config.labels,  # all of them from the start: a label never changes
         )
 
     def _send_analysis(self, request: int) -> None:
