@@ -12,6 +12,7 @@ from tracelens.analysis import (
     acceptance,
     capture,
     compare,
+    configs,
     folding,
     incidents,
     load,
@@ -19,14 +20,17 @@ from tracelens.analysis import (
     startup,
     verdicts,
 )
+from tracelens.analysis.capture import is_embed
 from tracelens.analysis.defaults import DEFAULT_STALL_SECONDS
 from tracelens.analysis.detectors import Context, detect
+from tracelens.analysis.detectors.training_gap import gap_findings
 from tracelens.analysis.evidence import texts
-from tracelens.analysis.expectations import Expectations, describe_capture
+from tracelens.analysis.expectations import Expectations, describe_capture, describe_indices
 from tracelens.analysis.findings import Evidence, Finding, Severity, sort_findings
 from tracelens.analysis.runs import RUN_KEY, interesting_runs, label_expr, with_labels
+from tracelens.analysis.training import TrainingInputs
 from tracelens.analysis.verdicts import Verdict
-from tracelens.tables.frames import Tables
+from tracelens.tables.frames import Tables, collect
 from tracelens.tables.schema import A, C, T, W
 
 
@@ -75,9 +79,14 @@ def analyze_tables(
     *,
     baseline: str | None = None,
     stall_seconds: float = DEFAULT_STALL_SECONDS,
+    training: TrainingInputs | None = None,
 ) -> Analysis:
-    expect = (expectations or Expectations()).derived()
+    """``training``: what the draft was trained on and where its configs are (`--training`, discovery
+    from the logs' model paths); None looks nothing up."""
     runs = interesting_runs(tables[T.RUNS].with_columns(label_expr()), _busy_lines(tables))
+    inputs = training or TrainingInputs(discover=False)
+    run_configs = configs.run_configs(tables, runs, inputs)
+    expect = configs.configs_expectations(expectations or Expectations(), run_configs, inputs).derived()
     lifecycle = tables[T.LIFECYCLE]
     ready = startup.ready_times(lifecycle)
     readiness = startup.time_to_ready(runs, lifecycle)
@@ -111,6 +120,7 @@ def analyze_tables(
         curves=curves,
     )
     found, passed = detect(ctx)
+    found += gap_findings(ctx, run_configs, inputs.training)
     findings = sort_findings(folding.fold_repeats(found), verdicts.causal_rank)
     judged = verdicts.verdicts(runs, findings, tables, expect)
     _fill_evidence([*findings, *judged], tables)
@@ -228,8 +238,58 @@ def _overview(
         else None
         for spec, ids, was_printed in out.select(C.SPEC_ALGORITHM, C.LAYER_IDS, W.PRINTED).iter_rows()
     ]
+    words = _captured_as_printed(out, words, tables, expect)
     out = out.drop(W.PRINTED)
     return out.with_columns(pl.Series(A.CAPTURED_LAYERS, words, dtype=pl.String))
+
+
+def _captured_as_printed(
+    runs: pl.DataFrame, words: list[str | None], tables: Tables, expect: Expectations
+) -> list[str | None]:
+    """The captured layers in words follow what the debug lines show, never a rule's reading of the ids
+    that contradicts them: the capture indices a line prints (`layers_to_capture=[0, 3, 31]`) are what
+    the target does; an embedding captured (`layer_id=-1`) is said so even when the ids would not give it."""
+    debug = tables.scan(T.DEBUG)
+    indices = collect(
+        debug.filter(pl.col(C.ITEMS).list.eval(pl.element().struct.field(C.KEY) == CAPTURE_KEY).list.any())
+        .select(
+            *RUN_KEY,
+            pl.col(C.ITEMS)
+            .list.eval(
+                pl.element().filter(pl.element().struct.field(C.KEY) == CAPTURE_KEY).struct.field(C.VALUE)
+            )
+            .list.first()
+            .alias(W.CAPTURE_TEXT),
+        )
+        .group_by(RUN_KEY, maintain_order=True)
+        .agg(pl.col(W.CAPTURE_TEXT).first())
+    )
+    printed = {(s, r): _int_list(t) for s, r, t in indices.iter_rows()}
+    embedded = {(s, r) for s, r in collect(debug.filter(is_embed()).select(RUN_KEY).unique()).iter_rows()}
+    out = []
+    for (source, run, spec), text in zip(
+        runs.select(*RUN_KEY, C.SPEC_ALGORITHM).iter_rows(), words, strict=True
+    ):
+        at = printed.get((source, run))
+        if spec and at:
+            text = describe_indices(at, expect.num_layers, "as the debug lines print layers_to_capture")
+        elif spec and (source, run) in embedded and (text is None or "embedding" not in text):
+            before = f"; the ids alone would give {text}" if text else ""
+            text = f"the token embedding among them, as the debug lines show (layer_id -1){before}"
+        out.append(text)
+    return out
+
+
+CAPTURE_KEY = "layers_to_capture"
+
+
+def _int_list(text: str | None) -> tuple[int, ...] | None:
+    """`[0, 3, 31]` as a tuple; None for anything else."""
+    inner = (text or "").strip().removeprefix("[").removesuffix("]")
+    parts = [p.strip() for p in inner.split(",")]
+    if not inner or not all(p.lstrip("-").isdigit() for p in parts):
+        return None
+    return tuple(int(p) for p in parts)
 
 
 def _fill_evidence(findings: list[Finding | Verdict], tables: Tables) -> None:

@@ -1,0 +1,263 @@
+"""The gap from training to serving, named: what the server did (its server args, debug lines and the
+configs found for it) against what the draft was trained on (`--training`), one finding per silent
+cause, each with its evidence lines and, when it can be derived, the concrete fix (`Finding.fix`).
+
+The causes are those the engines' trackers report as "acceptance about 1, training looked good, the
+logs say nothing": the draft config without aux ids (the server's fallback list), ids in another
+convention (off by one), an EAGLE-3 draft run as `EAGLE`, speculation deeper than the trained TTT
+length, a context past what the draft was trained or built for, a draft trained for another target,
+a width or vocabulary that does not match the target's.
+
+SGLang's side (`python/sglang/srt/models/llama.py` and the other targets, `set_eagle3_layers_to_capture`):
+without ids the target captures at `[2, n//2, n-3]` as they are; explicit ids are shifted by one ("in
+sglang, for the ith layer, it takes the output of the (i-1)th layer"); `expectations.capture_indices`
+holds both rules and the DeepSeek-V2 exception. SpecForge trains through the same call, so trained ids
+and served ids are compared as the capture indices they give, and the fix writes the trained ids.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from tracelens.analysis.capture import is_embed, layer_id_lines
+from tracelens.analysis.configs import RunConfigs, text_config
+from tracelens.analysis.detectors.context import Context, _fmt_ids, _spec_runs
+from tracelens.analysis.expectations import capture_indices, default_layer_ids, describe_capture
+from tracelens.analysis.findings import Finding, Severity
+from tracelens.analysis.training import Training
+from tracelens.tables.frames import collect
+from tracelens.tables.schema import A, C, T
+
+KEY = "eagle_config.eagle_aux_hidden_state_layer_ids"
+# A served accept length under this share of the training's prediction is worth a warning: the
+# evaluation is on held-out data of the training's own distribution, so serving a little below it is
+# the norm; far below it is not.
+SERVED_SHARE_WARN = 0.8
+
+
+def _file(configs: RunConfigs, run: dict[str, Any]) -> str:
+    """The draft's config.json to change: where it was read, else the path the server was given."""
+    if configs.draft is not None:
+        return configs.draft.where.rsplit(" ", 1)[-1]
+    draft = run.get(C.SPEC_DRAFT_MODEL)
+    return f"{draft}/config.json" if draft else "the draft model's config.json"
+
+
+def _same_model(a: str, b: str) -> bool:
+    """Whether two model names name the same model: a hub id and a local copy share their last part."""
+
+    def last(name: str) -> str:
+        return name.rstrip("/").rsplit("/", 1)[-1].lower().removesuffix("-instruct")
+
+    return last(a) == last(b)
+
+
+def gap_findings(
+    ctx: Context, configs: dict[tuple[str, int], RunConfigs], training: Training | None
+) -> list[Finding]:
+    out: list[Finding] = []
+    printed = {(s, r): (tuple(i), n) for s, r, i, n in layer_id_lines(ctx.tables.scan(T.DEBUG)).iter_rows()}
+    embeds = collect(
+        ctx.tables.scan(T.DEBUG).filter(is_embed()).group_by(C.SOURCE, C.RUN).agg(pl.col(C.LINE_NO).min())
+    )
+    embed_line = {(s, r): n for s, r, n in embeds.iter_rows()}
+    for run in _spec_runs(ctx):
+        key = (run[C.SOURCE], int(run[C.RUN]))
+        rc = configs.get(key)
+        if rc is None:
+            continue
+        out.extend(_run_gap(ctx, run, rc, training, printed.get(key), embed_line.get(key)))
+    return out
+
+
+def _run_gap(
+    ctx: Context,
+    run: dict[str, Any],
+    rc: RunConfigs,
+    training: Training | None,
+    printed: tuple[tuple[int, ...], int] | None,
+    embed_line: int | None,
+) -> list[Finding]:
+    source, index = run[C.SOURCE], int(run[C.RUN])
+    args_line = [rc.args_line] if rc.args_line is not None else [run[C.START_LINE]]
+    out: list[Finding] = []
+
+    def add(severity: Severity, code: str, message: str, lines: list[int], fix: str | None = None) -> None:
+        finding = ctx.finding(severity, code, source, index, run[C.START_TS], message, lines)
+        finding.fix = fix
+        out.append(finding)
+
+    n = rc.num_layers or ctx.expect.num_layers
+    arch = ctx.expect.architecture
+    if rc.target is not None:
+        arch = (rc.target.data.get("architectures") or [arch])[0]
+    draft = rc.draft_facts or (training.draft if training else None)
+    algorithm = (run.get(C.SPEC_ALGORITHM) or "").upper()
+    steps = run.get(C.SPEC_NUM_STEPS) or rc.arg_int("speculative_num_steps")
+    served_len = run.get(A.MEAN_ACCEPT_LEN)
+    predicted = training.predicted_accept_len(steps) if training else None
+    gap = ""
+    if predicted is not None and served_len is not None:
+        gap = (
+            f" (predicted accept len {predicted:.2f} at {steps} steps from the training evaluation; served "
+            f"{served_len:.2f}, {served_len / predicted:.0%} of it)"
+        )
+
+    parts = []
+    if rc.target is not None:
+        parts.append(f"target config from {rc.target.where}" + (f" ({n} layers)" if n else ""))
+    if rc.draft is not None:
+        ids = draft.aux_ids if draft else None
+        parts.append(
+            f"draft config from {rc.draft.where} (aux ids {_fmt_ids(ids) if ids is not None else 'none'})"
+        )
+    if rc.looked_up:
+        parts.append("not found: " + ", ".join(rc.looked_up))
+    if training is not None:
+        parts.append("training: " + "; ".join(training.read))
+    if parts:
+        add(Severity.INFO, "configs-read", "; ".join(parts), args_line)
+
+    trained = training.trained_ids(n) if training else None
+    # What the server hands the draft: the ids a debug line printed, else the draft config's, else
+    # (a config without ids) SGLang's fallback list.
+    served_ids = printed[0] if printed else (draft.aux_ids if draft else None)
+    fallback = rc.draft is not None and draft is not None and draft.aux_ids is None and printed is None
+    if algorithm == "EAGLE3" and n is not None and (served_ids is not None or fallback):
+        served_at = capture_indices(served_ids, n, arch)
+        evidence = [printed[1]] if printed else args_line
+        if embed_line is not None:
+            evidence.append(embed_line)
+        if trained is not None:
+            trained_at = capture_indices(trained[0], n, arch)
+            if served_at != trained_at and printed is None:
+                shifted = len(served_at) == len(trained_at) and {
+                    s - t for s, t in zip(served_at, trained_at, strict=True)
+                } in ({1}, {-1})
+                what = (
+                    "no aux ids, so SGLang falls back to its default list"
+                    if fallback
+                    else f"aux ids {_fmt_ids(served_ids or ())}"
+                )
+                add(
+                    Severity.ERROR,
+                    "aux-ids-off-by-one" if shifted else "training-capture-mismatch",
+                    f"the draft config has {what}: the draft gets {describe_capture(served_ids, n, arch)}; it "
+                    f"was trained on {_fmt_ids(trained[0])} ({trained[1]}), {describe_capture(trained[0], n, arch)}"
+                    + (": every id off by one" if shifted else "")
+                    + gap,
+                    evidence,
+                    f"set {KEY} to {_fmt_ids(trained[0])} in {_file(rc, run)} and restart",
+                )
+            elif fallback:
+                add(
+                    Severity.INFO,
+                    "draft-ids-default-matches",
+                    f"the draft config lists no aux ids, so SGLang captures by its default "
+                    f"{_fmt_ids(default_layer_ids(n))} ({describe_capture(None, n, arch)}): the same layers "
+                    f"the training captured ({trained[1]}, {_fmt_ids(trained[0])})",
+                    evidence,
+                )
+        elif fallback:
+            add(
+                Severity.WARNING,
+                "draft-ids-fallback",
+                f"the draft config lists no aux ids, so SGLang captures by its default "
+                f"{_fmt_ids(default_layer_ids(n))}: {describe_capture(None, n, arch)}. SpecForge's default "
+                f"{_fmt_ids((1, n // 2 - 1, n - 4))} names those same layers; a draft trained on others accepts "
+                "almost nothing, and nothing in the log says so (--training checks it)",
+                evidence,
+            )
+
+    if algorithm == "EAGLE" and draft is not None and draft.eagle3:
+        add(
+            Severity.ERROR,
+            "eagle3-draft-as-eagle",
+            f"the server runs --speculative-algorithm EAGLE with an EAGLE-3 draft ({draft.architecture}): it "
+            "never hands the draft the aux hidden states, so every draft is rejected (accept len 1.00) with no "
+            "error" + gap,
+            args_line,
+            "start the server with --speculative-algorithm EAGLE3",
+        )
+
+    depth = (
+        training.ttt_length
+        if training and training.ttt_length
+        else (draft.speculative_tokens if draft else None)
+    )
+    if depth is not None and steps is not None and steps > depth:
+        at_depth = training.predicted_accept_len(depth) if training else None
+        more = f"; the training predicts accept len {at_depth:.2f} at {depth} steps" if at_depth else ""
+        add(
+            Severity.WARNING,
+            "steps-beyond-training",
+            f"speculative_num_steps {steps} is deeper than the {depth} positions the draft was trained for: "
+            f"positions past {depth} were never trained and add cost, not accepted tokens{more}",
+            args_line,
+            f"start the server with --speculative-num-steps {depth}",
+        )
+
+    context = rc.arg_int("context_length") or (
+        rc.target.data.get("max_position_embeddings") if rc.target is not None else None
+    )
+    if isinstance(context, int):
+        limit = draft.max_position_embeddings if draft else None
+        if limit is not None and context > limit:
+            add(
+                Severity.WARNING,
+                "context-beyond-draft",
+                f"the server takes contexts up to {context} tokens; the draft's max_position_embeddings is "
+                f"{limit}: past it the draft's positions are out of its range and acceptance falls on long "
+                "prompts",
+                args_line,
+            )
+        trained_len = training.max_length if training else None
+        if trained_len is not None and context > trained_len:
+            add(
+                Severity.INFO,
+                "context-beyond-training",
+                f"the draft was trained on sequences of at most {trained_len} tokens (data.max_length); the "
+                f"server takes up to {context}: expect lower acceptance on longer contexts",
+                args_line,
+            )
+
+    served_target = rc.args.get("model_path") or run.get(C.MODEL)
+    trained_for = (training.target if training else None) or (draft.verifier if draft else None)
+    if served_target and trained_for and not _same_model(str(served_target), trained_for):
+        add(
+            Severity.WARNING,
+            "draft-for-another-target",
+            f"the draft was trained for {trained_for}; the server's target is {served_target}",
+            args_line,
+        )
+    target = text_config(rc.target)
+    for key, code, what in (
+        ("hidden_size", "draft-hidden-size-mismatch", "hidden size (the width of the states it reads)"),
+        ("vocab_size", "draft-vocab-mismatch", "vocabulary"),
+    ):
+        want, has = target.get(key), getattr(draft, key) if draft else None
+        if isinstance(want, int) and has and has != want:
+            add(
+                Severity.ERROR,
+                code,
+                f"the draft's {what} is {has}; the target's is {want}: it was made for another target",
+                args_line,
+            )
+
+    if predicted is not None and served_len is not None:
+        share = served_len / predicted
+        add(
+            Severity.WARNING if share < SERVED_SHARE_WARN else Severity.INFO,
+            "accept-below-training",
+            f"served accept len {served_len:.2f} is {share:.0%} of the {predicted:.2f} the training evaluation "
+            f"predicts at {steps} steps"
+            + (
+                f" (per-position accuracy {', '.join(f'{a:.2f}' for a in training.per_position_acc or ())})"
+                if training
+                else ""
+            ),
+            args_line,
+        )
+    return out
