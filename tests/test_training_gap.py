@@ -100,6 +100,10 @@ def test_without_debug_lines_the_draft_config_is_what_the_server_captures(tmp_pa
     assert "it was trained on [2, 30, 58] (the recipe's model.aux_hidden_state_layer_ids" in cause["message"]
     assert "served 1.7" in cause["message"] and "of it)" in cause["message"]
     assert cause["evidence"][0]["text"].find("server_args=") >= 0
+    # What was captured is what the served config gives, never the trained ids the expectations hold.
+    found = analyze([log], training=TrainingInputs(load_training(recipe)))
+    (captured,) = found.runs.get_column("captured_layers").to_list()
+    assert captured.endswith(f", per local path {draft_config}") and "layer 57" not in captured
 
 
 def test_a_config_without_ids_on_an_80_layer_target(tmp_path: Path) -> None:

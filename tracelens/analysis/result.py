@@ -104,6 +104,7 @@ def analyze_tables(
     folded = with_labels(incidents.fold(tables[T.FAULTS]), runs)
     changes = load.explain_steps(made.changes, series)
     runs = _overview(runs, made, readiness, speedups, folded, expect, tables[T.SPEC_METRICS], tables)
+    runs = _captured_as_served(runs, tables, expect, run_configs)
     curves = acceptance.position_curves(tables[T.SPEC_METRICS])
     ctx = Context(
         tables=tables,
@@ -238,26 +239,29 @@ def _overview(
         else None
         for spec, ids, was_printed in out.select(C.SPEC_ALGORITHM, C.LAYER_IDS, W.PRINTED).iter_rows()
     ]
-    words = _captured_as_printed(out, words, tables, expect)
     out = out.drop(W.PRINTED)
     return out.with_columns(pl.Series(A.CAPTURED_LAYERS, words, dtype=pl.String))
 
 
-def _captured_as_printed(
-    runs: pl.DataFrame, words: list[str | None], tables: Tables, expect: Expectations
-) -> list[str | None]:
-    """The captured layers in words follow what the debug lines show, never a rule's reading of the ids
-    that contradicts them: the capture indices a line prints (`layers_to_capture=[0, 3, 31]`) are what
-    the target does; an embedding captured (`layer_id=-1`) is said so even when the ids would not give it."""
+def _captured_as_served(
+    runs: pl.DataFrame,
+    tables: Tables,
+    expect: Expectations,
+    served: dict[tuple[str, int], configs.RunConfigs],
+) -> pl.DataFrame:
+    """The captured layers in words follow what the server did, never a reading that contradicts a
+    finding: the capture indices a debug line prints (`layers_to_capture=[0, 3, 31]`) are what the
+    target does; else the ids of the draft config the server read, when it was found (not the ids the
+    draft was trained on, which the expectations hold); an embedding captured (`layer_id=-1`) is said
+    so even when the ids would not give it."""
     debug = tables.scan(T.DEBUG)
+    key_is = pl.element().struct.field(C.KEY) == CAPTURE_KEY
     indices = collect(
-        debug.filter(pl.col(C.ITEMS).list.eval(pl.element().struct.field(C.KEY) == CAPTURE_KEY).list.any())
+        debug.filter(pl.col(C.ITEMS).list.eval(key_is).list.any())
         .select(
             *RUN_KEY,
             pl.col(C.ITEMS)
-            .list.eval(
-                pl.element().filter(pl.element().struct.field(C.KEY) == CAPTURE_KEY).struct.field(C.VALUE)
-            )
+            .list.eval(pl.element().filter(key_is).struct.field(C.VALUE))
             .list.first()
             .alias(W.CAPTURE_TEXT),
         )
@@ -266,18 +270,21 @@ def _captured_as_printed(
     )
     printed = {(s, r): _int_list(t) for s, r, t in indices.iter_rows()}
     embedded = {(s, r) for s, r in collect(debug.filter(is_embed()).select(RUN_KEY).unique()).iter_rows()}
-    out = []
-    for (source, run, spec), text in zip(
-        runs.select(*RUN_KEY, C.SPEC_ALGORITHM).iter_rows(), words, strict=True
-    ):
-        at = printed.get((source, run))
+    words = []
+    rows = runs.select(*RUN_KEY, C.SPEC_ALGORITHM, A.CAPTURED_LAYERS).iter_rows()
+    for source, run, spec, text in rows:
+        at, rc = printed.get((source, run)), served.get((source, run))
+        draft = rc.draft_facts if rc is not None else None
+        n = (rc.num_layers if rc is not None else None) or expect.num_layers
         if spec and at:
-            text = describe_indices(at, expect.num_layers, "as the debug lines print layers_to_capture")
-        elif spec and (source, run) in embedded and (text is None or "embedding" not in text):
+            text = describe_indices(at, n, "as the debug lines print layers_to_capture")
+        elif spec and rc is not None and rc.draft is not None and draft is not None and n is not None:
+            text = describe_capture(draft.aux_ids, n, expect.architecture) + f", per {rc.draft.where}"
+        if spec and (source, run) in embedded and (text is None or "embedding" not in text):
             before = f"; the ids alone would give {text}" if text else ""
             text = f"the token embedding among them, as the debug lines show (layer_id -1){before}"
-        out.append(text)
-    return out
+        words.append(text)
+    return runs.with_columns(pl.Series(A.CAPTURED_LAYERS, words, dtype=pl.String))
 
 
 CAPTURE_KEY = "layers_to_capture"
