@@ -18,7 +18,7 @@ from training_support import DEEPSEEK_V3, v3_log, write_json
 from tracelens.analysis.training import TrainingInputs
 from tracelens.engine.ingest import analyze
 from tracelens.sources.model_files import MAX_BYTES, find_local, find_remote, remote_script
-from tracelens.sources.ssh import RemoteTarget
+from tracelens.sources.ssh import Backoff, RemoteTarget
 
 COMMIT_A = "a" * 40
 COMMIT_B = "b" * 40
@@ -193,3 +193,26 @@ def test_the_remote_script_reads_the_hub_cache_as_find_local_does(tmp_path: Path
     assert remote("deepseek-ai/DeepSeek-V3", "nope") is None
     scope = remote("Qwen/Qwen2.5-7B")
     assert scope is not None and scope[0].startswith("tracelens-found ModelScope cache\t")
+
+
+@pytest.mark.timeout(180)
+def test_a_log_followed_over_ssh_has_its_configs_read_on_that_host(sshd: dict, tmp_path: Path) -> None:  # noqa: F811
+    from live_support import ssh_session, wait_for
+
+    target = write_json(tmp_path / "models" / "DeepSeek-V3" / "config.json", DEEPSEEK_V3).parent
+    draft = tmp_path / "models" / "draft"
+    write_json(draft / "config.json", {"architectures": ["LlamaForCausalLMEagle3"], "hidden_size": 7168})
+    log = v3_log(tmp_path / "serve.log", str(target), str(draft))
+    session = ssh_session(sshd, log, 0.2, Backoff(first=0.1, limit=0.5), training=TrainingInputs())
+    session.start()
+    try:
+
+        def read() -> list[str]:
+            return [f.message for f in session.findings if f.code == "configs-read"]
+
+        assert wait_for(lambda: bool(read()), timeout=120), [f.code for f in session.findings]
+        (message,) = read()
+        assert f"target config from local path 127.0.0.1:{target}/config.json (61 layers)" in message
+        assert f"draft config from local path 127.0.0.1:{draft}/config.json (aux ids none)" in message
+    finally:
+        session.stop()

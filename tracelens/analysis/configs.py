@@ -120,7 +120,7 @@ def run_configs(
         given_target = Config(given_target.data, f"--target-config {inputs.target_config}")
     if given_draft is not None:
         given_draft = Config(given_draft.data, f"--draft-config {inputs.draft_config}")
-    memo: dict[tuple[str, str | None], Config | None] = {}
+    memo = inputs.found
 
     def look(name: str | None, revision: str | None) -> Config | None:
         if not inputs.discover or name is None:

@@ -26,7 +26,7 @@ The formats, from the sources (sgl-project/SpecForge at a6b6b02, 2026-08-08):
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -281,3 +281,6 @@ class TrainingInputs:
     target_config: Path | None = None
     remote: RemoteTarget | None = None
     remote_options: tuple[str, ...] = ()
+    # the configs looked up so far, by (name, revision): a live session analyses every second and asks
+    # once (a config that appears later is seen by the next session)
+    found: dict[tuple[str, str | None], Any] = field(default_factory=dict, compare=False, repr=False)

@@ -323,6 +323,7 @@ class _Worker:
             self.config.expectations,
             baseline=self.config.baseline,
             stall_seconds=self.config.stall_seconds,
+            training=self.config.training,
         )
 
     def _send_analysis(self, request: int) -> None:
