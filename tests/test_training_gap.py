@@ -278,3 +278,17 @@ def test_discovery_can_be_turned_off(tmp_path: Path) -> None:
     log, _, _ = story(tmp_path, layers=())
     assert "configs-read" in check(log).stdout or "config from local path" in check(log, "--json").stdout
     assert "config from local path" not in check(log, "--no-discover", "--json").stdout
+
+
+def test_an_embedding_captured_against_a_config_of_other_ids_is_said_and_the_fix_names_them() -> None:
+    # Debug lines show the embedding captured; the draft config a new user tried lists [1, 39, 76].
+    embed = "EAGLE3_DEBUG[dsv2] embed capture: layer_id=-1 shape=torch.Size([1, 8]) norm=10.6"
+    analysis = run(spec_run([embed, AUX3], accept=1.4), Expectations(aux_layer_ids=(1, 39, 76)))
+    (captured,) = analysis.runs.get_column("captured_layers").to_list()
+    assert captured.startswith("the token embedding among them, as the debug lines show (layer_id -1)")
+    (verdict,) = analysis.verdicts
+    assert verdict.causes[0] == "embed-capture-unexpected"
+    assert (
+        verdict.fix
+        == f"set {KEY} to [1, 39, 76] in /d/config.json (the ids the draft was trained on) and restart"
+    )

@@ -189,6 +189,8 @@ def _fix(rule: Rule, facts: _Facts) -> str | None:
             )
         if facts.expect.embed_capture is True:
             return f"the draft expects the embedding (layer id -1): add -1 to {key} in {facts.config_file}"
+        if trained is not None:  # known (a config, a recipe, the trainer's default): the fix names them
+            return f"set {key} to {_ids(trained)} in {facts.config_file} (the ids the draft was trained on) and restart"
         return f"set {key} in {facts.config_file} to the layer ids the draft was trained on"
     if rule.name == "aux-shape":
         want = facts.expect.expect_aux or (len(trained) if trained else None) or facts.fc_aux
