@@ -292,3 +292,30 @@ def test_an_embedding_captured_against_a_config_of_other_ids_is_said_and_the_fix
         verdict.fix
         == f"set {KEY} to [1, 39, 76] in /d/config.json (the ids the draft was trained on) and restart"
     )
+
+
+def safetensors(folder: Path, names: list[str]) -> None:
+    """A `model.safetensors` with these tensor names in its header (one float each), as safetensors
+    lays a file out: the header's length in 8 bytes, the JSON header, the data."""
+    header = {
+        n: {"dtype": "F32", "shape": [1], "data_offsets": [4 * i, 4 * i + 4]} for i, n in enumerate(names)
+    }
+    raw = json.dumps(header).encode()
+    (folder / "model.safetensors").write_bytes(len(raw).to_bytes(8, "little") + raw + bytes(4 * len(names)))
+
+
+def test_a_draft_without_its_vocab_mapping_and_with_norm_flags(tmp_path: Path) -> None:
+    target = write(tmp_path / "DeepSeek-V3" / "config.json", DEEPSEEK_V3).parent
+    draft = write(tmp_path / "d" / "config.json", specforge_config("deepseek-v3-671b-eagle3.json")).parent
+    log = v3_log(tmp_path / "s.log", str(target), str(draft))
+    safetensors(draft, ["midlayer.self_attn.q_proj.weight", "fc.weight", "lm_head.weight"])
+    (missing,) = [
+        f for f in analyze([log], training=TrainingInputs()).findings if f.code == "vocab-mapping-missing"
+    ]
+    assert missing.severity == "error" and "predicts 32000 of the target's 129280 tokens" in missing.message
+    safetensors(draft, ["fc.weight", "lm_head.weight", "d2t", "t2d"])
+    assert "vocab-mapping-missing" not in {f.code for f in analyze([log], training=TrainingInputs()).findings}
+    # SpecForge's EAGLE-3.1 config for Qwen3-30B-A3B trains with fc_norm
+    write(draft / "config.json", specforge_config("qwen3-30B-A3B-eagle3.1.json"))
+    (flags,) = [f for f in analyze([log], training=TrainingInputs()).findings if f.code == "draft-norm-flags"]
+    assert "sets fc_norm" in flags.message

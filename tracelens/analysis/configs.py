@@ -8,7 +8,8 @@ facts."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -40,6 +41,7 @@ class Config:
 
     data: dict[str, Any]
     where: str
+    folder: Path | None = None  # the folder it was found in on this machine (its weights are beside it)
 
 
 @dataclass
@@ -81,7 +83,7 @@ def _parse(found: Found | None) -> Config | None:
         data = json.loads(found.text)
     except ValueError:
         return None
-    return Config(data, found.where) if isinstance(data, dict) else None
+    return Config(data, found.where, found.folder) if isinstance(data, dict) else None
 
 
 def server_args_of(
@@ -100,12 +102,11 @@ def server_args_of(
     return out
 
 
-def _given(path: Any) -> Config | None:
+def _given(path: Path | None) -> Config | None:
     if path is None:
         return None
     text = read_limited(path, path.parent)
-    config = _parse(Found(text, f"--draft-config/--target-config {path}") if text is not None else None)
-    return config
+    return _parse(Found(text, str(path), path.parent) if text is not None else None)
 
 
 def run_configs(
@@ -117,9 +118,9 @@ def run_configs(
     printed = server_args_of(tables, keys)
     given_target, given_draft = _given(inputs.target_config), _given(inputs.draft_config)
     if given_target is not None:
-        given_target = Config(given_target.data, f"--target-config {inputs.target_config}")
+        given_target = replace(given_target, where=f"--target-config {inputs.target_config}")
     if given_draft is not None:
-        given_draft = Config(given_draft.data, f"--draft-config {inputs.draft_config}")
+        given_draft = replace(given_draft, where=f"--draft-config {inputs.draft_config}")
     memo = inputs.found
 
     def look(name: str | None, revision: str | None) -> Config | None:

@@ -89,6 +89,7 @@ RULES: tuple[Rule, ...] = (
             "eagle3-draft-as-eagle",
             "draft-hidden-size-mismatch",
             "draft-vocab-mismatch",
+            "vocab-mapping-missing",
             "steps-beyond-training",
             "draft-for-another-target",
             "context-beyond-draft",

@@ -21,6 +21,7 @@ Where a name is looked up, in order:
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -48,6 +49,7 @@ class Found:
 
     text: str
     where: str
+    folder: Path | None = None  # the folder it was found in, on this machine (None: remote)
 
 
 @dataclass(frozen=True)
@@ -167,7 +169,7 @@ def find_local(
     for candidate in _candidates(name, revision, env, home):
         text = read_limited(candidate.folder / filename, candidate.root)
         if text is not None:
-            return Found(text, f"{candidate.how} {candidate.folder / filename}")
+            return Found(text, f"{candidate.how} {candidate.folder / filename}", candidate.folder)
     return None
 
 
@@ -252,3 +254,35 @@ def find_remote(
         return Found(data.decode("utf-8"), f"{how} {target.host}:{path}")
     except UnicodeDecodeError:
         return None
+
+
+# The weight names that carry an EAGLE-3 draft's vocabulary mapping (draft token -> target token and
+# back): SGLang's llama_eagle3 loads `d2t` as the hot-token map; SpecForge and speculators save both.
+VOCAB_MAP_NAMES = ("d2t", "t2d")
+
+
+def weight_names(folder: Path) -> list[str] | None:
+    """The tensor names of the safetensors weights in ``folder``: from `model.safetensors.index.json`,
+    else from `model.safetensors`'s header (its first 8 bytes give the header's length, a JSON object
+    read only when under `MAX_BYTES`); None when neither is readable. Nothing else of a weight file
+    is read."""
+    index = read_limited(folder / "model.safetensors.index.json", folder)
+    if index is not None:
+        try:
+            mapping = json.loads(index).get("weight_map")
+        except (ValueError, AttributeError):
+            return None
+        return list(mapping) if isinstance(mapping, dict) else None
+    weights = folder / "model.safetensors"
+    try:
+        real, top = weights.resolve(strict=True), folder.resolve(strict=True)
+        if top not in real.parents or not real.is_file():
+            return None
+        with real.open("rb") as handle:
+            size = int.from_bytes(handle.read(8), "little")
+            if not 0 < size <= MAX_BYTES:
+                return None
+            header = json.loads(handle.read(size))
+    except (OSError, RuntimeError, ValueError):
+        return None
+    return [name for name in header if name != "__metadata__"] if isinstance(header, dict) else None

@@ -27,6 +27,7 @@ from tracelens.analysis.detectors.context import Context, _fmt_ids, _spec_runs
 from tracelens.analysis.expectations import capture_indices, default_layer_ids, describe_capture
 from tracelens.analysis.findings import Finding, Severity
 from tracelens.analysis.training import Training
+from tracelens.sources.model_files import VOCAB_MAP_NAMES, weight_names
 from tracelens.tables.frames import collect
 from tracelens.tables.schema import A, C, T
 
@@ -245,6 +246,27 @@ def _run_gap(
                 f"the draft's {what} is {has}; the target's is {want}: it was made for another target",
                 args_line,
             )
+
+    if draft is not None and rc.draft is not None and rc.draft.folder is not None:
+        narrow = draft.draft_vocab_size and draft.vocab_size and draft.draft_vocab_size < draft.vocab_size
+        names = weight_names(rc.draft.folder) if narrow else None
+        if names is not None and not any(n.rsplit(".", 1)[-1] in VOCAB_MAP_NAMES for n in names):
+            add(
+                Severity.ERROR,
+                "vocab-mapping-missing",
+                f"the draft predicts {draft.draft_vocab_size} of the target's {draft.vocab_size} tokens, but its "
+                f"weights in {rc.draft.folder} hold no d2t/t2d mapping: its token ids are read as the target's, "
+                "and almost nothing is accepted",
+                args_line,
+            )
+    if draft is not None and draft.norm_flags:
+        add(
+            Severity.INFO,
+            "draft-norm-flags",
+            f"the draft config sets {', '.join(draft.norm_flags)}: the draft was trained with that normalization; "
+            "a server whose EAGLE-3 draft model ignores the flag feeds it other states, with no error",
+            args_line,
+        )
 
     if predicted is not None and served_len is not None:
         share = served_len / predicted
