@@ -69,6 +69,8 @@ def test_hf_cache_snapshot_by_revision(tmp_path: Path) -> None:
     # HF_HUB_CACHE names the hub folder itself; the default is ~/.cache/huggingface/hub
     assert find_local("deepseek-ai/DeepSeek-V3", env={"HF_HUB_CACHE": str(hub)}, home=tmp_path) is not None
     assert find_local("deepseek-ai/DeepSeek-V3", env={}, home=tmp_path) is None
+    # a server's download_dir is a hub cache folder of its own (SGLang hands it to huggingface_hub)
+    assert find_local("deepseek-ai/DeepSeek-V3", env={}, home=tmp_path, hubs=(str(hub),)) is not None
 
 
 def test_a_log_naming_a_hub_model_finds_its_cached_configs(tmp_path: Path) -> None:

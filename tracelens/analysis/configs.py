@@ -32,6 +32,7 @@ ARG_KEYS = (
     "speculative_eagle_topk",
     "speculative_num_draft_tokens",
     "context_length",
+    "download_dir",
 )
 
 
@@ -123,24 +124,25 @@ def run_configs(
         given_draft = replace(given_draft, where=f"--draft-config {inputs.draft_config}")
     memo = inputs.found
 
-    def look(name: str | None, revision: str | None) -> Config | None:
+    def look(name: str | None, revision: str | None, download_dir: str | None) -> Config | None:
         if not inputs.discover or name is None:
             return None
-        if (name, revision) not in memo:
+        if (name, revision, download_dir) not in memo:
             if inputs.remote is not None:
                 found = find_remote(inputs.remote, name, revision, extra_options=inputs.remote_options)
             else:
-                found = find_local(name, revision)
-            memo[(name, revision)] = _parse(found)
-        return memo[(name, revision)]
+                found = find_local(name, revision, hubs=(download_dir,) if download_dir else ())
+            memo[(name, revision, download_dir)] = _parse(found)
+        return memo[(name, revision, download_dir)]
 
     out = {}
     for key in keys:
         args, line = printed[key]
         configs = RunConfigs(args, line)
-        configs.target = given_target or look(args.get("model_path"), args.get("revision"))
+        hub = args.get("download_dir")
+        configs.target = given_target or look(args.get("model_path"), args.get("revision"), hub)
         configs.draft = given_draft or look(
-            args.get("speculative_draft_model_path"), args.get("speculative_draft_model_revision")
+            args.get("speculative_draft_model_path"), args.get("speculative_draft_model_revision"), hub
         )
         for role, name, config in (
             ("target", args.get("model_path"), configs.target),

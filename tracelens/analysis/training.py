@@ -281,6 +281,8 @@ class TrainingInputs:
     target_config: Path | None = None
     remote: RemoteTarget | None = None
     remote_options: tuple[str, ...] = ()
-    # the configs looked up so far, by (name, revision): a live session analyses every second and asks
+    # the configs looked up so far, by (name, revision, download_dir): a live session analyses every second and asks
     # once (a config that appears later is seen by the next session)
-    found: dict[tuple[str, str | None], Any] = field(default_factory=dict, compare=False, repr=False)
+    found: dict[tuple[str, str | None, str | None], Any] = field(
+        default_factory=dict, compare=False, repr=False
+    )

@@ -129,14 +129,16 @@ def _modelscope_names(repo_id: str) -> list[str]:
     return list(dict.fromkeys([f"{org}/{name}", f"{org}/{name.replace('.', '___')}"]))
 
 
-def _candidates(name: str, revision: str | None, env: Mapping[str, str], home: Path) -> list[_Candidate]:
+def _candidates(
+    name: str, revision: str | None, env: Mapping[str, str], home: Path, hubs: tuple[Path, ...] = ()
+) -> list[_Candidate]:
     out = []
     local = Path(name).expanduser()
     if local.is_dir():
         out.append(_Candidate(local, local, "local path"))
     if _REPO_ID.match(name) and ".." not in name:
         org, repo_name = name.split("/", 1)
-        for hub in _hub_roots(env, home):
+        for hub in [*hubs, *_hub_roots(env, home)]:
             repo = hub / f"models--{org}--{repo_name}"
             snapshot = _snapshot(repo, revision) if repo.is_dir() else None
             if snapshot is not None:
@@ -159,14 +161,18 @@ def find_local(
     filename: str = "config.json",
     env: Mapping[str, str] | None = None,
     home: Path | None = None,
+    hubs: tuple[str, ...] = (),
 ) -> Found | None:
-    """``filename`` of the model a log calls ``name`` (at ``revision``), read on this machine."""
+    """``filename`` of the model a log calls ``name`` (at ``revision``), read on this machine;
+    ``hubs``: more hub-cache folders to look in first (a server's `download_dir`, which SGLang hands
+    huggingface_hub as its cache folder)."""
     name, revision = _clean(name), _clean(revision)
     if name is None or "/" in filename or filename.startswith("."):
         return None
     env = os.environ if env is None else env
     home = Path.home() if home is None else home
-    for candidate in _candidates(name, revision, env, home):
+    extra = tuple(Path(h).expanduser() for h in (_clean(h) for h in hubs) if h is not None)
+    for candidate in _candidates(name, revision, env, home, extra):
         text = read_limited(candidate.folder / filename, candidate.root)
         if text is not None:
             return Found(text, f"{candidate.how} {candidate.folder / filename}", candidate.folder)

@@ -17,6 +17,7 @@ and served ids are compared as the capture indices they give, and the fix writes
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
@@ -26,7 +27,7 @@ from tracelens.analysis.configs import RunConfigs, text_config
 from tracelens.analysis.detectors.context import Context, _fmt_ids, _spec_runs
 from tracelens.analysis.expectations import capture_indices, default_layer_ids, describe_capture
 from tracelens.analysis.findings import Finding, Severity
-from tracelens.analysis.training import Training
+from tracelens.analysis.training import DraftFacts, Training
 from tracelens.sources.model_files import VOCAB_MAP_NAMES, weight_names
 from tracelens.tables.frames import collect
 from tracelens.tables.schema import A, C, T
@@ -73,6 +74,65 @@ def gap_findings(
     return out
 
 
+@dataclass
+class _Run:
+    """One speculative run as the gap's checks read it, and the findings they make of it."""
+
+    ctx: Context
+    run: dict[str, Any]
+    rc: RunConfigs
+    training: Training | None
+    out: list[Finding] = field(default_factory=list)
+
+    def add(
+        self, severity: Severity, code: str, message: str, lines: list[int], fix: str | None = None
+    ) -> None:
+        run = self.run
+        finding = self.ctx.finding(
+            severity, code, run[C.SOURCE], int(run[C.RUN]), run[C.START_TS], message, lines
+        )
+        finding.fix = fix
+        self.out.append(finding)
+
+    @property
+    def args_line(self) -> list[int]:
+        """The evidence of what the server was told: its server_args line."""
+        return [self.rc.args_line] if self.rc.args_line is not None else [self.run[C.START_LINE]]
+
+    @property
+    def n(self) -> int | None:
+        return self.rc.num_layers or self.ctx.expect.num_layers
+
+    @property
+    def arch(self) -> str | None:
+        if self.rc.target is not None:
+            return (self.rc.target.data.get("architectures") or [self.ctx.expect.architecture])[0]
+        return self.ctx.expect.architecture
+
+    @property
+    def draft(self) -> DraftFacts | None:
+        return self.rc.draft_facts or (self.training.draft if self.training else None)
+
+    @property
+    def steps(self) -> int | None:
+        return self.run.get(C.SPEC_NUM_STEPS) or self.rc.arg_int("speculative_num_steps")
+
+    @property
+    def predicted(self) -> float | None:
+        return self.training.predicted_accept_len(self.steps) if self.training else None
+
+    @property
+    def gap(self) -> str:
+        """The measured gap as a clause, when the training predicts an accept length."""
+        predicted, served = self.predicted, self.run.get(A.MEAN_ACCEPT_LEN)
+        if predicted is None or served is None:
+            return ""
+        return (
+            f" (predicted accept len {predicted:.2f} at {self.steps} steps from the training evaluation; served "
+            f"{served:.2f}, {served / predicted:.0%} of it)"
+        )
+
+
 def _run_gap(
     ctx: Context,
     run: dict[str, Any],
@@ -81,31 +141,18 @@ def _run_gap(
     printed: tuple[tuple[int, ...], int] | None,
     embed_line: int | None,
 ) -> list[Finding]:
-    source, index = run[C.SOURCE], int(run[C.RUN])
-    args_line = [rc.args_line] if rc.args_line is not None else [run[C.START_LINE]]
-    out: list[Finding] = []
+    r = _Run(ctx, run, rc, training)
+    _configs_read(r)
+    _capture(r, printed, embed_line)
+    _served_as_trained(r)
+    _made_for_this_target(r)
+    _measured(r)
+    return r.out
 
-    def add(severity: Severity, code: str, message: str, lines: list[int], fix: str | None = None) -> None:
-        finding = ctx.finding(severity, code, source, index, run[C.START_TS], message, lines)
-        finding.fix = fix
-        out.append(finding)
 
-    n = rc.num_layers or ctx.expect.num_layers
-    arch = ctx.expect.architecture
-    if rc.target is not None:
-        arch = (rc.target.data.get("architectures") or [arch])[0]
-    draft = rc.draft_facts or (training.draft if training else None)
-    algorithm = (run.get(C.SPEC_ALGORITHM) or "").upper()
-    steps = run.get(C.SPEC_NUM_STEPS) or rc.arg_int("speculative_num_steps")
-    served_len = run.get(A.MEAN_ACCEPT_LEN)
-    predicted = training.predicted_accept_len(steps) if training else None
-    gap = ""
-    if predicted is not None and served_len is not None:
-        gap = (
-            f" (predicted accept len {predicted:.2f} at {steps} steps from the training evaluation; served "
-            f"{served_len:.2f}, {served_len / predicted:.0%} of it)"
-        )
-
+def _configs_read(r: _Run) -> None:
+    """Where each config came from (and what was looked up and not found), as an info finding."""
+    rc, training, draft, n, add, args_line = r.rc, r.training, r.draft, r.n, r.add, r.args_line
     parts = []
     if rc.target is not None:
         parts.append(f"target config from {rc.target.where}" + (f" ({n} layers)" if n else ""))
@@ -114,13 +161,28 @@ def _run_gap(
         parts.append(
             f"draft config from {rc.draft.where} (aux ids {_fmt_ids(ids) if ids is not None else 'none'})"
         )
-    if rc.looked_up:
-        parts.append("not found: " + ", ".join(rc.looked_up))
     if training is not None:
         parts.append("training: " + "; ".join(training.read))
+    # Said only when something was read: a log read away from its cluster finds nothing, every run.
+    if parts and rc.looked_up:
+        parts.append("not found: " + ", ".join(rc.looked_up))
     if parts:
         add(Severity.INFO, "configs-read", "; ".join(parts), args_line)
 
+
+def _capture(r: _Run, printed: tuple[tuple[int, ...], int] | None, embed_line: int | None) -> None:
+    """The layers the server hands the draft against those it was trained on."""
+    rc, run, training, draft, n, arch, add, args_line = (
+        r.rc,
+        r.run,
+        r.training,
+        r.draft,
+        r.n,
+        r.arch,
+        r.add,
+        r.args_line,
+    )
+    algorithm, gap = (run.get(C.SPEC_ALGORITHM) or "").upper(), r.gap
     trained = training.trained_ids(n) if training else None
     # What the server hands the draft: the ids a debug line printed, else the draft config's, else
     # (a config without ids) SGLang's fallback list.
@@ -172,6 +234,20 @@ def _run_gap(
                 evidence,
             )
 
+
+def _served_as_trained(r: _Run) -> None:
+    """The algorithm, the depth and the context the server runs the draft at."""
+    rc, run, training, draft, add, args_line, steps, gap = (
+        r.rc,
+        r.run,
+        r.training,
+        r.draft,
+        r.add,
+        r.args_line,
+        r.steps,
+        r.gap,
+    )
+    algorithm = (run.get(C.SPEC_ALGORITHM) or "").upper()
     if algorithm == "EAGLE" and draft is not None and draft.eagle3:
         add(
             Severity.ERROR,
@@ -224,6 +300,10 @@ def _run_gap(
                 args_line,
             )
 
+
+def _made_for_this_target(r: _Run) -> None:
+    """Whether the draft was made for the target it is served with: its name, width, vocabulary."""
+    rc, run, training, draft, add, args_line = r.rc, r.run, r.training, r.draft, r.add, r.args_line
     served_target = rc.args.get("model_path") or run.get(C.MODEL)
     trained_for = (training.target if training else None) or (draft.verifier if draft else None)
     if served_target and trained_for and not _same_model(str(served_target), trained_for):
@@ -268,6 +348,18 @@ def _run_gap(
             args_line,
         )
 
+
+def _measured(r: _Run) -> None:
+    """The served accept length against the training's prediction at the served depth."""
+    run, training, add, args_line, steps, predicted = (
+        r.run,
+        r.training,
+        r.add,
+        r.args_line,
+        r.steps,
+        r.predicted,
+    )
+    served_len = run.get(A.MEAN_ACCEPT_LEN)
     if predicted is not None and served_len is not None:
         share = served_len / predicted
         add(
@@ -282,4 +374,3 @@ def _run_gap(
             ),
             args_line,
         )
-    return out
