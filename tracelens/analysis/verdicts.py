@@ -91,8 +91,6 @@ RULES: tuple[Rule, ...] = (
             "draft-vocab-mismatch",
             "vocab-mapping-missing",
             "steps-beyond-training",
-            "draft-for-another-target",
-            "context-beyond-draft",
         ),
         symptoms=(*ACCEPTANCE_SYMPTOMS, "accept-below-training"),
         headline="the server does not run the draft as it was trained, so {symptom}",

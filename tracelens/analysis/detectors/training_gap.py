@@ -282,12 +282,13 @@ def _served_as_trained(r: _Run) -> None:
     if isinstance(context, int):
         limit = draft.max_position_embeddings if draft else None
         if limit is not None and context > limit:
+            # Info: the log does not say how long the prompts were, and rope scaling may stretch the
+            # draft's positions; a judgement, like a draft for a target of another name, not a cause.
             add(
-                Severity.WARNING,
+                Severity.INFO,
                 "context-beyond-draft",
                 f"the server takes contexts up to {context} tokens; the draft's max_position_embeddings is "
-                f"{limit}: past it the draft's positions are out of its range and acceptance falls on long "
-                "prompts",
+                f"{limit}: on longer prompts the draft works past the positions it was built for",
                 args_line,
             )
         trained_len = training.max_length if training else None
