@@ -142,7 +142,7 @@ def test_configs_found_over_ssh_on_the_followed_host(sshd: dict, tmp_path: Path)
     write_json(odd / "config.json", {"num_hidden_layers": 61, "hidden_size": 7168})
     found = find_remote(target, str(odd), extra_options=sshd["options"])
     assert found is not None and json.loads(found.text)["num_hidden_layers"] == 61
-    assert found.where == f"local path 127.0.0.1:{odd}/config.json"
+    assert found.where == f"path 127.0.0.1:{odd}/config.json"
     assert not list(tmp_path.glob("pwned*")) and not list(Path.home().glob("pwned*"))
     # The same refusals as here: a link out of the folder, a file over the limit, nothing there.
     (tmp_path / "secret").write_text("{}")
@@ -214,7 +214,7 @@ def test_a_log_followed_over_ssh_has_its_configs_read_on_that_host(sshd: dict, t
 
         assert wait_for(lambda: bool(read()), timeout=120), [f.code for f in session.findings]
         (message,) = read()
-        assert f"target config from local path 127.0.0.1:{target}/config.json (61 layers)" in message
-        assert f"draft config from local path 127.0.0.1:{draft}/config.json (aux ids none)" in message
+        assert f"target config from path 127.0.0.1:{target}/config.json (61 layers)" in message
+        assert f"draft config from path 127.0.0.1:{draft}/config.json (aux ids none)" in message
     finally:
         session.stop()

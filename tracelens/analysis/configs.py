@@ -43,6 +43,7 @@ class Config:
     data: dict[str, Any]
     where: str
     folder: Path | None = None  # the folder it was found in on this machine (its weights are beside it)
+    file: str = ""  # the file to change, as a user names it
 
 
 @dataclass
@@ -84,7 +85,7 @@ def _parse(found: Found | None) -> Config | None:
         data = json.loads(found.text)
     except ValueError:
         return None
-    return Config(data, found.where, found.folder) if isinstance(data, dict) else None
+    return Config(data, found.where, found.folder, found.file) if isinstance(data, dict) else None
 
 
 def server_args_of(
@@ -107,7 +108,7 @@ def _given(path: Path | None) -> Config | None:
     if path is None:
         return None
     text = read_limited(path, path.parent)
-    return _parse(Found(text, str(path), path.parent) if text is not None else None)
+    return _parse(Found(text, str(path), path.parent, str(path)) if text is not None else None)
 
 
 def run_configs(

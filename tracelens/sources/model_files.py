@@ -50,6 +50,7 @@ class Found:
     text: str
     where: str
     folder: Path | None = None  # the folder it was found in, on this machine (None: remote)
+    file: str = ""  # the file, as a user names it to change it (`HOST:/m/config.json` when remote)
 
 
 @dataclass(frozen=True)
@@ -175,7 +176,8 @@ def find_local(
     for candidate in _candidates(name, revision, env, home, extra):
         text = read_limited(candidate.folder / filename, candidate.root)
         if text is not None:
-            return Found(text, f"{candidate.how} {candidate.folder / filename}", candidate.folder)
+            file = str(candidate.folder / filename)
+            return Found(text, f"{candidate.how} {file}", candidate.folder, file)
     return None
 
 
@@ -257,7 +259,9 @@ def find_remote(
     if len(data) > MAX_BYTES:
         return None
     try:
-        return Found(data.decode("utf-8"), f"{how} {target.host}:{path}")
+        # `path HOST:/m/config.json`, `Hugging Face cache HOST:/...`: the host's, not this machine's
+        file = f"{target.host}:{path}"
+        return Found(data.decode("utf-8"), f"{how.replace('local path', 'path')} {file}", None, file)
     except UnicodeDecodeError:
         return None
 

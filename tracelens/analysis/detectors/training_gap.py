@@ -41,8 +41,8 @@ SERVED_SHARE_WARN = 0.8
 
 def _file(configs: RunConfigs, run: dict[str, Any]) -> str:
     """The draft's config.json to change: where it was read, else the path the server was given."""
-    if configs.draft is not None:
-        return configs.draft.where.rsplit(" ", 1)[-1]
+    if configs.draft is not None and configs.draft.file:
+        return configs.draft.file
     draft = run.get(C.SPEC_DRAFT_MODEL)
     return f"{draft}/config.json" if draft else "the draft model's config.json"
 
