@@ -20,7 +20,6 @@ from tracelens.analysis import (
     startup,
     verdicts,
 )
-from tracelens.analysis.capture import is_embed
 from tracelens.analysis.defaults import DEFAULT_STALL_SECONDS
 from tracelens.analysis.detectors import Context, detect
 from tracelens.analysis.detectors.training_gap import gap_findings
@@ -104,7 +103,6 @@ def analyze_tables(
     folded = with_labels(incidents.fold(tables[T.FAULTS]), runs)
     changes = load.explain_steps(made.changes, series)
     runs = _overview(runs, made, readiness, speedups, folded, expect, tables[T.SPEC_METRICS], tables)
-    runs = _captured_as_served(runs, tables, expect, run_configs)
     curves = acceptance.position_curves(tables[T.SPEC_METRICS])
     ctx = Context(
         tables=tables,
@@ -121,6 +119,7 @@ def analyze_tables(
         curves=curves,
     )
     found, passed = detect(ctx)
+    runs = _captured_as_served(runs, tables, expect, run_configs, passed.embed_stats)
     found += gap_findings(ctx, run_configs, inputs.training)
     findings = sort_findings(folding.fold_repeats(found), verdicts.causal_rank)
     judged = verdicts.verdicts(runs, findings, tables, expect)
@@ -248,16 +247,22 @@ def _captured_as_served(
     tables: Tables,
     expect: Expectations,
     served: dict[tuple[str, int], configs.RunConfigs],
+    embed_stats: pl.DataFrame,
 ) -> pl.DataFrame:
     """The captured layers in words follow what the server did, never a reading that contradicts a
     finding: the capture indices a debug line prints (`layers_to_capture=[0, 3, 31]`) are what the
     target does; else the ids of the draft config the server read, when it was found (not the ids the
     draft was trained on, which the expectations hold); an embedding captured (`layer_id=-1`) is said
     so even when the ids would not give it."""
-    debug = tables.scan(T.DEBUG)
+    # A setup print (`set aux layers: layer_ids=..., layers_to_capture=...`) carries no measurement;
+    # the many per-step prints carry a norm or a count: only the few others are searched for the key.
+    setup = pl.col(C.NORM).is_null() & pl.col(C.NUM_AUX).is_null() & pl.col(C.NUM_ITEMS).is_null()
     key_is = pl.element().struct.field(C.KEY) == CAPTURE_KEY
     indices = collect(
-        debug.filter(pl.col(C.ITEMS).list.eval(key_is).list.any())
+        tables.scan(T.DEBUG)
+        .select(*RUN_KEY, C.NORM, C.NUM_AUX, C.NUM_ITEMS, C.ITEMS)
+        .filter(setup)
+        .filter(pl.col(C.ITEMS).list.eval(key_is).list.any())
         .select(
             *RUN_KEY,
             pl.col(C.ITEMS)
@@ -269,7 +274,7 @@ def _captured_as_served(
         .agg(pl.col(W.CAPTURE_TEXT).first())
     )
     printed = {(s, r): _int_list(t) for s, r, t in indices.iter_rows()}
-    embedded = {(s, r) for s, r in collect(debug.filter(is_embed()).select(RUN_KEY).unique()).iter_rows()}
+    embedded = {(s, r) for s, r in embed_stats.filter(pl.col(W.SEEN)).select(RUN_KEY).iter_rows()}
     words = []
     rows = runs.select(*RUN_KEY, C.SPEC_ALGORITHM, A.CAPTURED_LAYERS).iter_rows()
     for source, run, spec, text in rows:

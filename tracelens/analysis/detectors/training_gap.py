@@ -18,9 +18,7 @@ and served ids are compared as the capture indices they give, and the fix writes
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
-
-import polars as pl
+from typing import Any, cast
 
 from tracelens.analysis.capture import is_embed, layer_id_lines
 from tracelens.analysis.configs import RunConfigs, text_config
@@ -29,7 +27,6 @@ from tracelens.analysis.expectations import capture_indices, default_layer_ids, 
 from tracelens.analysis.findings import Finding, Severity
 from tracelens.analysis.training import DraftFacts, Training
 from tracelens.sources.model_files import VOCAB_MAP_NAMES, weight_names
-from tracelens.tables.frames import collect
 from tracelens.tables.schema import A, C, T
 
 KEY = "eagle_config.eagle_aux_hidden_state_layer_ids"
@@ -61,16 +58,12 @@ def gap_findings(
 ) -> list[Finding]:
     out: list[Finding] = []
     printed = {(s, r): (tuple(i), n) for s, r, i, n in layer_id_lines(ctx.tables.scan(T.DEBUG)).iter_rows()}
-    embeds = collect(
-        ctx.tables.scan(T.DEBUG).filter(is_embed()).group_by(C.SOURCE, C.RUN).agg(pl.col(C.LINE_NO).min())
-    )
-    embed_line = {(s, r): n for s, r, n in embeds.iter_rows()}
     for run in _spec_runs(ctx):
         key = (run[C.SOURCE], int(run[C.RUN]))
         rc = configs.get(key)
         if rc is None:
             continue
-        out.extend(_run_gap(ctx, run, rc, training, printed.get(key), embed_line.get(key)))
+        out.extend(_run_gap(ctx, run, rc, training, printed.get(key)))
     return out
 
 
@@ -139,11 +132,10 @@ def _run_gap(
     rc: RunConfigs,
     training: Training | None,
     printed: tuple[tuple[int, ...], int] | None,
-    embed_line: int | None,
 ) -> list[Finding]:
     r = _Run(ctx, run, rc, training)
     _configs_read(r)
-    _capture(r, printed, embed_line)
+    _capture(r, printed)
     _served_as_trained(r)
     _made_for_this_target(r)
     _measured(r)
@@ -170,7 +162,13 @@ def _configs_read(r: _Run) -> None:
         add(Severity.INFO, "configs-read", "; ".join(parts), args_line)
 
 
-def _capture(r: _Run, printed: tuple[tuple[int, ...], int] | None, embed_line: int | None) -> None:
+def _first_embed_line(r: _Run) -> int | None:
+    """The run's first debug line that shows an embedding capture (read only when a finding cites it)."""
+    rows = r.ctx.debug_of(r.run[C.SOURCE], int(r.run[C.RUN]), C.LAYER_ID, C.EVENT, where=is_embed())
+    return cast(int | None, rows.get_column(C.LINE_NO).min()) if rows.height else None
+
+
+def _capture(r: _Run, printed: tuple[tuple[int, ...], int] | None) -> None:
     """The layers the server hands the draft against those it was trained on."""
     rc, run, training, draft, n, arch, add, args_line = (
         r.rc,
@@ -191,11 +189,11 @@ def _capture(r: _Run, printed: tuple[tuple[int, ...], int] | None, embed_line: i
     if algorithm == "EAGLE3" and n is not None and (served_ids is not None or fallback):
         served_at = capture_indices(served_ids, n, arch)
         evidence = [printed[1]] if printed else args_line
-        if embed_line is not None:
-            evidence.append(embed_line)
         if trained is not None:
             trained_at = capture_indices(trained[0], n, arch)
             if served_at != trained_at and printed is None:
+                embed_line = _first_embed_line(r)
+                evidence = evidence + ([embed_line] if embed_line is not None else [])
                 shifted = len(served_at) == len(trained_at) and {
                     s - t for s, t in zip(served_at, trained_at, strict=True)
                 } in ({1}, {-1})
