@@ -221,7 +221,7 @@ def from_recipe(path: Path) -> Training:
     out = Training(
         read=(f"recipe {path}",),
         aux_ids=ids,
-        aux_from=f"the recipe's model.aux_hidden_state_layer_ids ({path.name})" if ids is not None else None,
+        aux_from=f"the recipe's model.aux_hidden_state_layer_ids in {path.name}" if ids is not None else None,
         ttt_length=_int(run.get("ttt_length")),
         max_length=_int((data.get("data") or {}).get("max_length")),
         target=str(model["target_model_path"]) if model.get("target_model_path") else None,
