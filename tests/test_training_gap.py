@@ -330,3 +330,19 @@ def test_a_draft_without_its_vocab_mapping_and_with_norm_flags(tmp_path: Path) -
     write(draft / "config.json", specforge_config("qwen3-30B-A3B-eagle3.1.json"))
     (flags,) = [f for f in analyze([log], training=TrainingInputs()).findings if f.code == "draft-norm-flags"]
     assert "sets fc_norm" in flags.message
+
+
+def test_a_training_folder_of_the_trainer_output(tmp_path: Path) -> None:
+    # `--training outputs/RUN/`: the best checkpoint's record alone says the accuracy per position.
+    recipe = training_folder(tmp_path, "qwen3-8b-eagle3-offline.yaml", [0.8, 0.6, 0.5])
+    output = next((tmp_path / "outputs").iterdir())
+    training = load_training(output)
+    assert training.per_position_acc == (0.8, 0.6, 0.5) and training.best_step == 9000
+    assert training.ttt_length == 3 and training.trained_ids(36) is None  # no recipe: no default to assume
+    # the recipe's folder: the recipe, its draft config and the record it points to
+    whole = load_training(recipe)
+    assert whole.target == "Qwen/Qwen3-8B" and whole.per_position_acc == (0.8, 0.6, 0.5)
+    assert whole.ttt_length == 7 and whole.trained_ids(36) == (
+        (1, 17, 32),
+        "SpecForge's default for a 36-layer target",
+    )
