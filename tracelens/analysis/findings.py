@@ -37,10 +37,12 @@ class Evidence:
     source: str
     line_no: int
     text: str = ""
+    shown: str = ""  # the source's name as the user typed it, when that is not `source`
 
     @property
     def where(self) -> str:
-        return f"{self.source}:{self.line_no}"
+        """`PATH:LINE`, the path as the user typed it: what `tracelens explain` takes."""
+        return f"{self.shown or self.source}:{self.line_no}"
 
 
 @dataclass

@@ -4,6 +4,7 @@ their series, comparisons, incidents, findings and verdicts, each computed by it
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -26,9 +27,16 @@ from tracelens.analysis.detectors.training_gap import gap_findings
 from tracelens.analysis.evidence import texts
 from tracelens.analysis.expectations import Expectations, describe_capture, describe_indices
 from tracelens.analysis.findings import Evidence, Finding, Severity, sort_findings
-from tracelens.analysis.runs import RUN_KEY, interesting_runs, label_expr, with_labels
+from tracelens.analysis.runs import (
+    RUN_KEY,
+    interesting_runs,
+    with_labels,
+    with_run_labels,
+    with_speculation,
+)
 from tracelens.analysis.training import TrainingInputs
 from tracelens.analysis.verdicts import Verdict
+from tracelens.sources.naming import run_label, short_names
 from tracelens.tables.frames import Tables, collect
 from tracelens.tables.schema import A, C, T, W
 
@@ -62,6 +70,19 @@ class Analysis:
     # (label, accept_len) and its (batch size, accept len) pairs with counts, made on every round
     distributions: pl.DataFrame = field(default_factory=pl.DataFrame)
     batch_pairs: pl.DataFrame = field(default_factory=pl.DataFrame)
+    # source -> its short name (`sources.naming`), of every source the command reads: runs are labelled
+    # `<short name>#<run>`, the same in every view
+    names: dict[str, str] = field(default_factory=dict)
+    # source -> its name as the user typed it (a cited line's `where`), when that is not its name
+    typed: dict[str, str] = field(default_factory=dict)
+
+    def label_of(self, source: str, run: int) -> str:
+        """The label of any run of a source the command read (those `runs` leaves out too)."""
+        return run_label(self.names.get(source, source), run)
+
+    def shown_source(self, source: str) -> str:
+        """A source's name as the user typed it."""
+        return self.typed.get(source, source)
 
     @property
     def errors(self) -> list[Finding]:
@@ -78,11 +99,18 @@ def analyze_tables(
     *,
     baseline: str | None = None,
     stall_seconds: float = DEFAULT_STALL_SECONDS,
+    sources: Iterable[str] = (),
+    typed: Mapping[str, str] | None = None,
     training: TrainingInputs | None = None,
 ) -> Analysis:
-    """``training``: what the draft was trained on and where its configs are (`--training`, discovery
+    """The analysis of ``tables``. ``sources``: every source the command reads, besides those of the
+    tables (the live session names all of its sources from the start, so a run keeps its label when
+    another source's first lines arrive); ``typed``: source -> its name as the user typed it;
+    ``training``: what the draft was trained on and where its configs are (`--training`, discovery
     from the logs' model paths); None looks nothing up."""
-    runs = interesting_runs(tables[T.RUNS].with_columns(label_expr()), _busy_lines(tables))
+    names = short_names([*sources, *tables[T.RUNS].get_column(C.SOURCE).unique(maintain_order=True)])
+    runs = interesting_runs(with_run_labels(tables[T.RUNS], names), _busy_lines(tables))
+    runs = with_speculation(runs, tables)
     inputs = training or TrainingInputs(discover=False)
     run_configs = configs.run_configs(tables, runs, inputs)
     expect = configs.configs_expectations(expectations or Expectations(), run_configs, inputs).derived()
@@ -103,6 +131,7 @@ def analyze_tables(
     folded = with_labels(incidents.fold(tables[T.FAULTS]), runs)
     changes = load.explain_steps(made.changes, series)
     runs = _overview(runs, made, readiness, speedups, folded, expect, tables[T.SPEC_METRICS], tables)
+    runs = runs.join(compare.speedup_notes(runs, baselines, speedups), on=RUN_KEY, how="left")
     curves = acceptance.position_curves(tables[T.SPEC_METRICS])
     ctx = Context(
         tables=tables,
@@ -117,13 +146,14 @@ def analyze_tables(
         changes=changes,
         speedups=speedups,
         curves=curves,
+        names=names,
     )
     found, passed = detect(ctx)
     runs = _captured_as_served(runs, tables, expect, run_configs, passed.embed_stats)
     found += gap_findings(ctx, run_configs, inputs.training)
     findings = sort_findings(folding.fold_repeats(found), verdicts.causal_rank)
     judged = verdicts.verdicts(runs, findings, tables, expect)
-    _fill_evidence([*findings, *judged], tables)
+    _fill_evidence([*findings, *judged], tables, typed or {})
     counts = (
         pl.DataFrame(
             {
@@ -172,6 +202,8 @@ def analyze_tables(
         rate_stats=made.rate_stats,
         distributions=with_labels(made.distributions, runs),
         batch_pairs=with_labels(made.batch_pairs, runs),
+        names=names,
+        typed=dict(typed or {}),
     )
 
 
@@ -236,7 +268,7 @@ def _overview(
         + ("" if was_printed or ids is None else ", per the draft config (no debug line prints the ids)")
         if spec and (ids is not None or expect.num_layers is not None)
         else None
-        for spec, ids, was_printed in out.select(C.SPEC_ALGORITHM, C.LAYER_IDS, W.PRINTED).iter_rows()
+        for spec, ids, was_printed in out.select(A.SPECULATIVE, C.LAYER_IDS, W.PRINTED).iter_rows()
     ]
     out = out.drop(W.PRINTED)
     return out.with_columns(pl.Series(A.CAPTURED_LAYERS, words, dtype=pl.String))
@@ -304,12 +336,14 @@ def _int_list(text: str | None) -> tuple[int, ...] | None:
     return tuple(int(p) for p in parts)
 
 
-def _fill_evidence(findings: list[Finding | Verdict], tables: Tables) -> None:
+def _fill_evidence(findings: list[Finding | Verdict], tables: Tables, typed: Mapping[str, str]) -> None:
     """The text of each evidence line: kept in the dataset, or read from its source (only the few lines
-    findings cite, one pass per source; see `tracelens.analysis.evidence`)."""
+    findings cite, one pass per source; see `tracelens.analysis.evidence`); and where it is, written
+    from what the user typed."""
     wanted = {(e.source, e.line_no) for f in findings for e in f.evidence}
     found = texts(wanted, tables.scan(T.LINES), tables.scan(T.EVIDENCE), tables.scan(T.BATCHES))
     for finding in findings:
         finding.evidence = [
-            Evidence(e.source, e.line_no, found.get((e.source, e.line_no), "")) for e in finding.evidence
+            Evidence(e.source, e.line_no, found.get((e.source, e.line_no), ""), typed.get(e.source, ""))
+            for e in finding.evidence
         ]

@@ -164,7 +164,7 @@ def parse(
 def summary(
     paths: Paths,
     as_json: Annotated[
-        bool, typer.Option("--json", help="Print the stable JSON layout (see README).")
+        bool, typer.Option("--json", help="Print the stable JSON layout (see docs/json.md).")
     ] = False,
     date: DateOpt = None,
     quiet: QuietOpt = False,
@@ -225,15 +225,23 @@ def _analyse(
 ) -> None:
     """Parse ``paths`` into their dataset, analyse it and ``show`` the result, under the dataset's read lock."""
     from tracelens.analysis import analyze_tables
+    from tracelens.sources.naming import as_typed
     from tracelens.tables.frames import Tables
+    from tracelens.tables.schema import C, T
 
     with logs.open(paths) as folder:
         tables = Tables.read_dataset(folder)
-        show(
-            analyze_tables(
-                tables, expectations, baseline=baseline, stall_seconds=stall_seconds, training=training
-            )
+        # a cited line is shown under the path the user typed, not the cache's resolved one
+        typed = as_typed(tables[T.RUNS].get_column(C.SOURCE).unique(), cli_dataset.typed_paths(paths))
+        analysis = analyze_tables(
+            tables,
+            expectations,
+            baseline=baseline,
+            stall_seconds=stall_seconds,
+            typed=typed,
+            training=training,
         )
+        show(analysis)
 
 
 @app.command()
@@ -398,10 +406,10 @@ def demo(
     no_cache: NoCacheOpt = False,
     lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT,
 ) -> None:
-    """Parse the bundled sample logs (an EAGLE-3 tuning story), print their summary and write their HTML
-    report."""
+    """Parse the bundled sample logs (an EAGLE-3 tuning story), print their summary and each run's verdict,
+    write their HTML report and say what to run next."""
     from tracelens.analysis.summary import summarize
-    from tracelens.cli.render import render_summary
+    from tracelens.cli.render import render_next_steps, render_summary, render_verdicts
 
     if not logs.is_dir():
         raise InputError(f"sample logs not found at {logs}")
@@ -411,9 +419,24 @@ def demo(
 
     def show(analysis: Analysis) -> None:
         render_summary(out, summarize(analysis))
+        out.print()
+        render_verdicts(out, analysis)
+        out.print()
         _write_report(analysis, output, None)
+        render_next_steps(out, analysis, _demo_check(logs, date))
 
     _analyse([logs], _Logs(date, quiet, None, no_cache, lock_timeout), show)
+
+
+def _demo_check(logs: Path, date: str | None) -> str:
+    """The `check` command of the demo's logs, to paste: the path as short as it can be from here."""
+    import shlex
+
+    try:
+        shown = str(logs.resolve().relative_to(Path.cwd().resolve())) or "."
+    except ValueError:
+        shown = str(logs)
+    return shlex.join(["tracelens", "check", shown, *(["--date", date] if date else [])])
 
 
 cli_live.register(app)  # tui and follow

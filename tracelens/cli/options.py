@@ -85,7 +85,7 @@ BaselineOpt = Annotated[
     str | None,
     typer.Option(
         "--baseline",
-        help="The run to compare against, by label (`file.log#N`, as the summary shows). Default: per model, the run without speculative decoding with the most decode lines.",
+        help="The run to compare against, by label as the summary shows it (`server.log#N`; `a/server.log#N` when two sources share a file name). Default: per model, the run without speculative decoding with the most decode lines.",
     ),
 ]
 StallOpt = Annotated[

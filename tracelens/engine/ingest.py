@@ -75,7 +75,9 @@ def explain_text(text: str, options: ParseOptions | None = None) -> Explanation:
     """How a single line of text is read."""
     line = text.splitlines()[0] if text.strip() else text
     tables = parse_text(line, "<line>", options)
-    return explain(tables, "<line>", 1, line, (options or ParseOptions()).base_date)
+    result = explain(tables, "<line>", 1, line, (options or ParseOptions()).base_date)
+    result.run = None  # a line alone belongs to no server start
+    return result
 
 
 def explain_file_line(path: Path, line_no: int, options: ParseOptions | None = None) -> Explanation:

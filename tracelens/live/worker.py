@@ -69,6 +69,7 @@ from tracelens.live.status import newest_decode, snapshot, with_finding_counts
 from tracelens.live.window import LiveTables
 from tracelens.parsers import ParseState
 from tracelens.sources.files import block_lines
+from tracelens.sources.naming import short_names
 from tracelens.sources.protocol import Block
 from tracelens.tables.frames import Tables
 from tracelens.tables.schema import C, T
@@ -146,6 +147,7 @@ class _Worker:
 
     def __init__(self, config: WorkerConfig, out: BinaryIO) -> None:
         self.config = config
+        self._names = short_names(config.labels)  # label -> short name, as the analyses name runs
         self._out = out
         self._out_lock = threading.Lock()
         self._inbox: queue.Queue[ParseRequested | None] = queue.Queue(maxsize=_READ_AHEAD)
@@ -184,7 +186,9 @@ class _Worker:
         analyse what is parsed from the cuts, and the screen says so."""
         try:
             self._tables.seed(read_seed(self.config.cuts))
-            found, ended = seed_findings(self.config.cuts, lambda tables: self._analyse(tables).findings)
+            found, ended = seed_findings(
+                self.config.cuts, lambda tables: self._analyse(tables).findings, self._names
+            )
             self._kept.update(found, ended, self._tables.window_start)
         except Exception as exc:
             self.reply(ParseFailed(f"reading the lines before the cut from the dataset failed: {exc}"))
@@ -324,6 +328,7 @@ class _Worker:
             baseline=self.config.baseline,
             stall_seconds=self.config.stall_seconds,
             training=self.config.training,
+            sources=self.config.labels,  # all of them from the start: a label never changes
         )
 
     def _send_analysis(self, request: int) -> None:

@@ -101,6 +101,8 @@ class W:
     PRINTED = "_printed"  # the run printed the layer ids it captures
     BUSY = "_busy"  # the run has batch, fault, debug or vLLM metrics lines
     SEEN = "_seen"  # the run's debug lines show an embedding capture
+    MEASURED = "_measured"  # why a compared run's speedup could not be measured (`compare.speedup_notes`)
+    SPEC_SEEN = "_spec_seen"  # which stats lines of a run show it drafts (`runs.with_speculation`)
     SITES = "_s"  # a run's debug sites, `tag/site/event`
     WIDTH = "_w"  # the last dimension of a debug shape
     NORM_Z = "_z"  # a norm's distance from its site's median, in robust standard deviations
