@@ -13,6 +13,7 @@ from tracelens.analysis import (
     acceptance,
     capture,
     compare,
+    configs,
     folding,
     incidents,
     load,
@@ -22,8 +23,9 @@ from tracelens.analysis import (
 )
 from tracelens.analysis.defaults import DEFAULT_STALL_SECONDS
 from tracelens.analysis.detectors import Context, detect
+from tracelens.analysis.detectors.training_gap import gap_findings
 from tracelens.analysis.evidence import texts
-from tracelens.analysis.expectations import Expectations, describe_capture
+from tracelens.analysis.expectations import Expectations, describe_capture, describe_indices
 from tracelens.analysis.findings import Evidence, Finding, Severity, sort_findings
 from tracelens.analysis.runs import (
     RUN_KEY,
@@ -32,9 +34,10 @@ from tracelens.analysis.runs import (
     with_run_labels,
     with_speculation,
 )
+from tracelens.analysis.training import TrainingInputs
 from tracelens.analysis.verdicts import Verdict
 from tracelens.sources.naming import run_label, short_names
-from tracelens.tables.frames import Tables
+from tracelens.tables.frames import Tables, collect
 from tracelens.tables.schema import A, C, T, W
 
 
@@ -98,14 +101,19 @@ def analyze_tables(
     stall_seconds: float = DEFAULT_STALL_SECONDS,
     sources: Iterable[str] = (),
     typed: Mapping[str, str] | None = None,
+    training: TrainingInputs | None = None,
 ) -> Analysis:
     """The analysis of ``tables``. ``sources``: every source the command reads, besides those of the
     tables (the live session names all of its sources from the start, so a run keeps its label when
-    another source's first lines arrive); ``typed``: source -> its name as the user typed it."""
-    expect = (expectations or Expectations()).derived()
+    another source's first lines arrive); ``typed``: source -> its name as the user typed it;
+    ``training``: what the draft was trained on and where its configs are (`--training`, discovery
+    from the logs' model paths); None looks nothing up."""
     names = short_names([*sources, *tables[T.RUNS].get_column(C.SOURCE).unique(maintain_order=True)])
     runs = interesting_runs(with_run_labels(tables[T.RUNS], names), _busy_lines(tables))
     runs = with_speculation(runs, tables)
+    inputs = training or TrainingInputs(discover=False)
+    run_configs = configs.run_configs(tables, runs, inputs)
+    expect = configs.configs_expectations(expectations or Expectations(), run_configs, inputs).derived()
     lifecycle = tables[T.LIFECYCLE]
     ready = startup.ready_times(lifecycle)
     readiness = startup.time_to_ready(runs, lifecycle)
@@ -141,6 +149,8 @@ def analyze_tables(
         names=names,
     )
     found, passed = detect(ctx)
+    runs = _captured_as_served(runs, tables, expect, run_configs, passed.embed_stats)
+    found += gap_findings(ctx, run_configs, inputs.training)
     findings = sort_findings(folding.fold_repeats(found), verdicts.causal_rank)
     judged = verdicts.verdicts(runs, findings, tables, expect)
     _fill_evidence([*findings, *judged], tables, typed or {})
@@ -262,6 +272,68 @@ def _overview(
     ]
     out = out.drop(W.PRINTED)
     return out.with_columns(pl.Series(A.CAPTURED_LAYERS, words, dtype=pl.String))
+
+
+def _captured_as_served(
+    runs: pl.DataFrame,
+    tables: Tables,
+    expect: Expectations,
+    served: dict[tuple[str, int], configs.RunConfigs],
+    embed_stats: pl.DataFrame,
+) -> pl.DataFrame:
+    """The captured layers in words follow what the server did, never a reading that contradicts a
+    finding: the capture indices a debug line prints (`layers_to_capture=[0, 3, 31]`) are what the
+    target does; else the ids of the draft config the server read, when it was found (not the ids the
+    draft was trained on, which the expectations hold); an embedding captured (`layer_id=-1`) is said
+    so even when the ids would not give it."""
+    # A setup print (`set aux layers: layer_ids=..., layers_to_capture=...`) carries no measurement;
+    # the many per-step prints carry a norm or a count: only the few others are searched for the key.
+    setup = pl.col(C.NORM).is_null() & pl.col(C.NUM_AUX).is_null() & pl.col(C.NUM_ITEMS).is_null()
+    key_is = pl.element().struct.field(C.KEY) == CAPTURE_KEY
+    indices = collect(
+        tables.scan(T.DEBUG)
+        .select(*RUN_KEY, C.NORM, C.NUM_AUX, C.NUM_ITEMS, C.ITEMS)
+        .filter(setup)
+        .filter(pl.col(C.ITEMS).list.eval(key_is).list.any())
+        .select(
+            *RUN_KEY,
+            pl.col(C.ITEMS)
+            .list.eval(pl.element().filter(key_is).struct.field(C.VALUE))
+            .list.first()
+            .alias(W.CAPTURE_TEXT),
+        )
+        .group_by(RUN_KEY, maintain_order=True)
+        .agg(pl.col(W.CAPTURE_TEXT).first())
+    )
+    printed = {(s, r): _int_list(t) for s, r, t in indices.iter_rows()}
+    embedded = {(s, r) for s, r in embed_stats.filter(pl.col(W.SEEN)).select(RUN_KEY).iter_rows()}
+    words = []
+    rows = runs.select(*RUN_KEY, C.SPEC_ALGORITHM, A.CAPTURED_LAYERS).iter_rows()
+    for source, run, spec, text in rows:
+        at, rc = printed.get((source, run)), served.get((source, run))
+        draft = rc.draft_facts if rc is not None else None
+        n = (rc.num_layers if rc is not None else None) or expect.num_layers
+        if spec and at:
+            text = describe_indices(at, n, "as the debug lines print layers_to_capture")
+        elif spec and rc is not None and rc.draft is not None and draft is not None and n is not None:
+            text = describe_capture(draft.aux_ids, n, expect.architecture) + f", per {rc.draft.where}"
+        if spec and (source, run) in embedded and (text is None or "embedding" not in text):
+            before = f"; the ids alone would give {text}" if text else ""
+            text = f"the token embedding among them, as the debug lines show (layer_id -1){before}"
+        words.append(text)
+    return runs.with_columns(pl.Series(A.CAPTURED_LAYERS, words, dtype=pl.String))
+
+
+CAPTURE_KEY = "layers_to_capture"
+
+
+def _int_list(text: str | None) -> tuple[int, ...] | None:
+    """`[0, 3, 31]` as a tuple; None for anything else."""
+    inner = (text or "").strip().removeprefix("[").removesuffix("]")
+    parts = [p.strip() for p in inner.split(",")]
+    if not inner or not all(p.lstrip("-").isdigit() for p in parts):
+        return None
+    return tuple(int(p) for p in parts)
 
 
 def _fill_evidence(findings: list[Finding | Verdict], tables: Tables, typed: Mapping[str, str]) -> None:

@@ -27,10 +27,13 @@ from tracelens.cli.options import (
     ExpectAuxOpt,
     ExpectFileOpt,
     HiddenSizeOpt,
+    NoDiscoverOpt,
     StallOpt,
     TargetConfigOpt,
+    TrainingOpt,
     date_option,
     expectations_from,
+    training_from,
 )
 from tracelens.engine.lock import DEFAULT_LOCK_TIMEOUT
 from tracelens.errors import InputError
@@ -39,6 +42,7 @@ from tracelens.formatting import megabytes
 if TYPE_CHECKING:  # the analysis, the parsers and the renderers are imported by the commands that use them
     from tracelens.analysis import Analysis
     from tracelens.analysis.expectations import Expectations
+    from tracelens.analysis.training import TrainingInputs
     from tracelens.parsers import ParseOptions
 
 app = typer.Typer(
@@ -217,6 +221,7 @@ def _analyse(
     expectations: Expectations | None = None,
     baseline: str | None = None,
     stall_seconds: float = DEFAULT_STALL,
+    training: TrainingInputs | None = None,
 ) -> None:
     """Parse ``paths`` into their dataset, analyse it and ``show`` the result, under the dataset's read lock."""
     from tracelens.analysis import analyze_tables
@@ -229,7 +234,12 @@ def _analyse(
         # a cited line is shown under the path the user typed, not the cache's resolved one
         typed = as_typed(tables[T.RUNS].get_column(C.SOURCE).unique(), cli_dataset.typed_paths(paths))
         analysis = analyze_tables(
-            tables, expectations, baseline=baseline, stall_seconds=stall_seconds, typed=typed
+            tables,
+            expectations,
+            baseline=baseline,
+            stall_seconds=stall_seconds,
+            typed=typed,
+            training=training,
         )
         show(analysis)
 
@@ -243,6 +253,8 @@ def check(
     expect_aux: ExpectAuxOpt = None,
     hidden_size: HiddenSizeOpt = None,
     embed_capture: EmbedCaptureOpt = None,
+    training: TrainingOpt = None,
+    no_discover: NoDiscoverOpt = False,
     baseline: BaselineOpt = None,
     stall_seconds: StallOpt = DEFAULT_STALL,
     as_json: Annotated[bool, typer.Option("--json", help="Print the findings as JSON.")] = False,
@@ -274,7 +286,8 @@ def check(
             raise typer.Exit(1)
 
     logs = _Logs(date, quiet or as_json, dataset, no_cache, lock_timeout)
-    _analyse(paths, logs, show, expect, baseline, stall_seconds)
+    trained = training_from(training, no_discover, draft_config, target_config)
+    _analyse(paths, logs, show, expect, baseline, stall_seconds, trained)
 
 
 @app.command()
@@ -324,6 +337,8 @@ def report(
     expect_aux: ExpectAuxOpt = None,
     hidden_size: HiddenSizeOpt = None,
     embed_capture: EmbedCaptureOpt = None,
+    training: TrainingOpt = None,
+    no_discover: NoDiscoverOpt = False,
     baseline: BaselineOpt = None,
     stall_seconds: StallOpt = DEFAULT_STALL,
     date: DateOpt = None,
@@ -339,8 +354,15 @@ def report(
         draft_config, target_config, expectations_file, expect_aux, hidden_size, embed_capture
     )
     logs = _Logs(date, quiet, dataset, no_cache, lock_timeout)
+    trained = training_from(training, no_discover, draft_config, target_config)
     _analyse(
-        paths, logs, lambda analysis: _write_report(analysis, output, title), expect, baseline, stall_seconds
+        paths,
+        logs,
+        lambda analysis: _write_report(analysis, output, title),
+        expect,
+        baseline,
+        stall_seconds,
+        trained,
     )
 
 

@@ -27,7 +27,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,12 +36,13 @@ import numpy as np
 from tracelens.analysis import Analysis, Evidence, Finding
 from tracelens.analysis.defaults import DEFAULT_STALL_SECONDS
 from tracelens.analysis.expectations import Expectations
+from tracelens.analysis.training import TrainingInputs
 from tracelens.live import events as ev
 from tracelens.live.index import NOT_HELD, LogIndex
 from tracelens.live.kept import finding_changed, finding_id
 from tracelens.live.messages import Analysed, FromWorker, NotAnalysed, ParseFailed, RowsParsed, WorkerConfig
 from tracelens.live.seed import Cut, index_lines, opened
-from tracelens.live.spec import FILE, RECORDED, SourceSpec
+from tracelens.live.spec import FILE, RECORDED, SSH, SourceSpec
 from tracelens.live.status import Snapshot
 from tracelens.live.store import SCROLLBACK_LINES, TextStore
 from tracelens.live.window import WINDOW_LINES
@@ -99,11 +100,13 @@ class LiveSession:
         follower_options: dict[str, dict[str, Any]] | None = None,
         clock: Callable[[], float] = time.monotonic,
         cuts: dict[str, Cut] | None = None,
+        training: TrainingInputs | None = None,
     ) -> None:
         labels = [s.label for s in specs]
         if len(set(labels)) != len(labels):
             raise ValueError("two sources with the same label")
         self.expectations = expectations
+        self.training = training
         self.baseline = baseline
         self.stall_seconds = stall_seconds
         self.interval = interval
@@ -139,6 +142,20 @@ class LiveSession:
         self._seq_lock = threading.Lock()
         self._fetched: tuple[int, Analysis | None] = (0, None)  # (analyses, full analysis) last fetched
 
+    def _training_where_followed(self) -> TrainingInputs | None:
+        """The training inputs, the configs looked up on the host the logs come from: when every source
+        is followed over ssh from one host, there, through the same ssh options as its follower."""
+        training = self.training
+        if training is None or not training.discover or training.remote is not None:
+            return training
+        remote = [s.spec for s in self.sources if s.spec.kind == SSH and s.spec.target is not None]
+        hosts = {(t.host, t.user, t.port) for t in (spec.target for spec in remote) if t is not None}
+        if not remote or len(remote) != len(self.sources) or len(hosts) != 1:
+            return training
+        spec = remote[0]
+        options = tuple(self._follower_options.get(spec.label, {}).get("extra_options", ()))
+        return replace(training, remote=spec.target, remote_options=options)
+
     # ----- lifecycle -----
 
     def subscribe(self, listener: Listener) -> None:
@@ -169,6 +186,7 @@ class LiveSession:
             interval=self.interval,
             window_lines=self.window_lines,
             cuts=self.cuts,
+            training=self._training_where_followed(),
         )
         try:
             self._worker = WorkerClient(config, self._from_worker, self._worker_ended)

@@ -346,6 +346,7 @@ class _Worker:
             self.config.expectations,
             baseline=self.config.baseline,
             stall_seconds=self.config.stall_seconds,
+            training=self.config.training,
             sources=self.config.labels,  # all of them from the start: a label never changes
         )
 

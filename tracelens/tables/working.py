@@ -113,6 +113,7 @@ class W:
     HIGH = "_hi"  # a bucket's highest row
     MIDDLE = "_mid"  # a bucket's middle row
     BIN = "_bin"  # which time bin of the TUI's acceptance plot a decode round falls in
+    CAPTURE_TEXT = "_capture_text"  # a debug line's printed `layers_to_capture` value
 
     # The live worker's running figures (tracelens/live/running.py): partial sums of decode rounds.
     DP_KEY = "_dp_key"  # a decode line's DP rank, -1 without one (each key counts its own rounds)
