@@ -117,7 +117,8 @@ def analyze_tables(
     lifecycle = tables[T.LIFECYCLE]
     ready = startup.ready_times(lifecycle)
     readiness = startup.time_to_ready(runs, lifecycle)
-    baselines = compare.pick_baselines(runs, per_run.decode_rounds(tables), baseline)
+    rounds = per_run.decode_rounds(tables)
+    baselines = compare.pick_baselines(runs, rounds, baseline)
     # The series is made one run at a time; the runs a speedup compares keep their steady rows for it.
     compared = baselines.filter(pl.col(A.BASELINE).is_not_null())
     keep = set(compared.select(RUN_KEY).iter_rows()) | set(
@@ -125,7 +126,7 @@ def analyze_tables(
         .select(RUN_KEY)
         .iter_rows()
     )
-    made = per_run.series_by_run(tables, runs, ready, keep)
+    made = per_run.series_by_run(tables, runs, ready, keep, rounds)
     series = made.series
     speedups = with_labels(compare.speedups(made.speed_groups, runs, baselines), runs)
     folded = with_labels(incidents.fold(tables[T.FAULTS]), runs)
