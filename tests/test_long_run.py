@@ -18,7 +18,7 @@ from polars.testing import assert_frame_equal
 
 from tracelens import analyze
 from tracelens.analysis import long_run, per_run, sketch, startup
-from tracelens.analysis.runs import RUN_KEY, label_expr
+from tracelens.analysis.runs import RUN_KEY, with_run_labels
 from tracelens.tables.schema import A, C, T
 
 from conftest import SAMPLE_LOGS
@@ -26,7 +26,7 @@ from conftest import SAMPLE_LOGS
 
 def _series(paths: list[Path], monkeypatch: pytest.MonkeyPatch, piece: int | None) -> per_run.RunSeries:
     tables = analyze(paths).tables
-    runs = tables[T.RUNS].with_columns(label_expr())
+    runs = with_run_labels(tables[T.RUNS], {})
     keys = set(runs.select(RUN_KEY).iter_rows())
     if piece is not None:
         monkeypatch.setattr(long_run, "LONG_RUN", 0)
