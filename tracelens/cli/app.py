@@ -28,10 +28,13 @@ from tracelens.cli.options import (
     ExpectAuxOpt,
     ExpectFileOpt,
     HiddenSizeOpt,
+    NoDiscoverOpt,
     StallOpt,
     TargetConfigOpt,
+    TrainingOpt,
     date_option,
     expectations_from,
+    training_from,
 )
 from tracelens.engine.lock import DEFAULT_LOCK_TIMEOUT
 from tracelens.errors import InputError
@@ -40,6 +43,7 @@ from tracelens.formatting import megabytes
 if TYPE_CHECKING:  # the analysis, the parsers and the renderers are imported by the commands that use them
     from tracelens.analysis import Analysis
     from tracelens.analysis.expectations import Expectations
+    from tracelens.analysis.training import TrainingInputs
     from tracelens.parsers import ParseOptions
 
 app = typer.Typer(
@@ -161,7 +165,7 @@ def parse(
 def summary(
     paths: Paths,
     as_json: Annotated[
-        bool, typer.Option("--json", help="Print the stable JSON layout (see README).")
+        bool, typer.Option("--json", help="Print the stable JSON layout (see docs/json.md).")
     ] = False,
     date: DateOpt = None,
     quiet: QuietOpt = False,
@@ -219,22 +223,28 @@ def _analyse(
     baseline: str | None = None,
     stall_seconds: float = DEFAULT_STALL,
     position_margin: float = DEFAULT_POSITION_MARGIN,
+    training: TrainingInputs | None = None,
 ) -> None:
     """Parse ``paths`` into their dataset, analyse it and ``show`` the result, under the dataset's read lock."""
     from tracelens.analysis import analyze_tables
+    from tracelens.sources.naming import as_typed
     from tracelens.tables.frames import Tables
+    from tracelens.tables.schema import C, T
 
     with logs.open(paths) as folder:
         tables = Tables.read_dataset(folder)
-        show(
-            analyze_tables(
-                tables,
-                expectations,
-                baseline=baseline,
-                stall_seconds=stall_seconds,
-                position_margin=position_margin,
-            )
+        # a cited line is shown under the path the user typed, not the cache's resolved one
+        typed = as_typed(tables[T.RUNS].get_column(C.SOURCE).unique(), cli_dataset.typed_paths(paths))
+        analysis = analyze_tables(
+            tables,
+            expectations,
+            baseline=baseline,
+            stall_seconds=stall_seconds,
+            typed=typed,
+            training=training,
+            position_margin=position_margin,
         )
+        show(analysis)
 
 
 @app.command()
@@ -246,6 +256,8 @@ def check(
     expect_aux: ExpectAuxOpt = None,
     hidden_size: HiddenSizeOpt = None,
     embed_capture: EmbedCaptureOpt = None,
+    training: TrainingOpt = None,
+    no_discover: NoDiscoverOpt = False,
     baseline: BaselineOpt = None,
     stall_seconds: StallOpt = DEFAULT_STALL,
     position_margin: Annotated[
@@ -293,7 +305,8 @@ def check(
             raise typer.Exit(1)
 
     logs = _Logs(date, quiet or as_json, dataset, no_cache, lock_timeout)
-    _analyse(paths, logs, show, expect, baseline, stall_seconds, position_margin)
+    trained = training_from(training, no_discover, draft_config, target_config)
+    _analyse(paths, logs, show, expect, baseline, stall_seconds, position_margin, trained)
 
 
 @app.command()
@@ -343,6 +356,8 @@ def report(
     expect_aux: ExpectAuxOpt = None,
     hidden_size: HiddenSizeOpt = None,
     embed_capture: EmbedCaptureOpt = None,
+    training: TrainingOpt = None,
+    no_discover: NoDiscoverOpt = False,
     baseline: BaselineOpt = None,
     stall_seconds: StallOpt = DEFAULT_STALL,
     date: DateOpt = None,
@@ -358,8 +373,15 @@ def report(
         draft_config, target_config, expectations_file, expect_aux, hidden_size, embed_capture
     )
     logs = _Logs(date, quiet, dataset, no_cache, lock_timeout)
+    trained = training_from(training, no_discover, draft_config, target_config)
     _analyse(
-        paths, logs, lambda analysis: _write_report(analysis, output, title), expect, baseline, stall_seconds
+        paths,
+        logs,
+        lambda analysis: _write_report(analysis, output, title),
+        expect,
+        baseline,
+        stall_seconds,
+        training=trained,
     )
 
 
@@ -403,10 +425,10 @@ def demo(
     no_cache: NoCacheOpt = False,
     lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT,
 ) -> None:
-    """Parse the bundled sample logs (an EAGLE-3 tuning story), print their summary and write their HTML
-    report."""
+    """Parse the bundled sample logs (an EAGLE-3 tuning story), print their summary and each run's verdict,
+    write their HTML report and say what to run next."""
     from tracelens.analysis.summary import summarize
-    from tracelens.cli.render import render_summary
+    from tracelens.cli.render import render_next_steps, render_summary, render_verdicts
 
     if not logs.is_dir():
         raise InputError(f"sample logs not found at {logs}")
@@ -416,9 +438,24 @@ def demo(
 
     def show(analysis: Analysis) -> None:
         render_summary(out, summarize(analysis))
+        out.print()
+        render_verdicts(out, analysis)
+        out.print()
         _write_report(analysis, output, None)
+        render_next_steps(out, analysis, _demo_check(logs, date))
 
     _analyse([logs], _Logs(date, quiet, None, no_cache, lock_timeout), show)
+
+
+def _demo_check(logs: Path, date: str | None) -> str:
+    """The `check` command of the demo's logs, to paste: the path as short as it can be from here."""
+    import shlex
+
+    try:
+        shown = str(logs.resolve().relative_to(Path.cwd().resolve())) or "."
+    except ValueError:
+        shown = str(logs)
+    return shlex.join(["tracelens", "check", shown, *(["--date", date] if date else [])])
 
 
 cli_live.register(app)  # tui and follow

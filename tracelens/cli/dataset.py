@@ -61,6 +61,18 @@ LockTimeoutOpt = Annotated[
 ]
 
 
+def typed_paths(paths: list[Path]) -> list[tuple[str, str]]:
+    """(as typed, resolved) of each command-line path, for `sources.naming.as_typed`: a glob pattern by
+    its part before the first wildcard (`logs/*/server.log` by `logs`)."""
+    out = []
+    for path in paths:
+        parts = path.parts
+        fixed = next((i for i, part in enumerate(parts) if any(ch in part for ch in "*?[")), len(parts))
+        head = str(Path(*parts[:fixed])) if fixed else "."
+        out.append((head, resolve_args([head])[0]))
+    return out
+
+
 def report_problems(err: Console, report: Report) -> None:
     """Inputs not read at all, or read only in part: one line each, the same in every command."""
     for problem in report.unread:

@@ -14,6 +14,7 @@ import polars as pl
 from tracelens.analysis import Analysis, analyze_tables
 from tracelens.analysis.defaults import DEFAULT_STALL_SECONDS
 from tracelens.analysis.expectations import Expectations
+from tracelens.analysis.training import TrainingInputs
 from tracelens.engine.stream import parse_blocks
 from tracelens.errors import InputError
 from tracelens.parsers import ParseOptions, ParseState, parse_lines
@@ -74,7 +75,9 @@ def explain_text(text: str, options: ParseOptions | None = None) -> Explanation:
     """How a single line of text is read."""
     line = text.splitlines()[0] if text.strip() else text
     tables = parse_text(line, "<line>", options)
-    return explain(tables, "<line>", 1, line, (options or ParseOptions()).base_date)
+    result = explain(tables, "<line>", 1, line, (options or ParseOptions()).base_date)
+    result.run = None  # a line alone belongs to no server start
+    return result
 
 
 def explain_file_line(path: Path, line_no: int, options: ParseOptions | None = None) -> Explanation:
@@ -111,10 +114,15 @@ def analyze(
     baseline: str | None = None,
     stall_seconds: float = DEFAULT_STALL_SECONDS,
     options: ParseOptions | None = None,
+    training: TrainingInputs | None = None,
 ) -> Analysis:
-    """Parse (unless given tables) and analyse logs. ``baseline``: a run label such as `baseline.log#1`."""
+    """Parse (unless given tables) and analyse logs. ``baseline``: a run label such as `baseline.log#1`;
+    ``training``: the training to compare the runs with and where their configs are (see
+    `analysis.training`)."""
     if isinstance(paths_or_dataset, Tables):
-        return analyze_tables(paths_or_dataset, expectations, baseline=baseline, stall_seconds=stall_seconds)
+        return analyze_tables(
+            paths_or_dataset, expectations, baseline=baseline, stall_seconds=stall_seconds, training=training
+        )
     paths = [Path(p) for p in paths_or_dataset]
     tables: Tables
     if len(paths) == 1 and Tables.is_dataset(paths[0]):
@@ -122,4 +130,6 @@ def analyze(
         tables = Tables.read_dataset(paths[0])
     else:
         tables = parse_paths(paths, options)
-    return analyze_tables(tables, expectations, baseline=baseline, stall_seconds=stall_seconds)
+    return analyze_tables(
+        tables, expectations, baseline=baseline, stall_seconds=stall_seconds, training=training
+    )

@@ -271,7 +271,7 @@ KINDS: tuple[str, ...] = tuple(KIND_TABLE)
 class A:
     """Columns of the analysis frames (`tracelens.analysis.Analysis`); table columns are in `C`."""
 
-    LABEL = "label"  # a run's display name: `<file name>#<run>`
+    LABEL = "label"  # a run's display name: `<short name>#<run>` (`sources.naming`), unique per command
     # client-side results of an sglang.bench_serving block (analysis/benchmarks.py), beside the run's
     BENCH_LINE = "bench_line"  # the line of the block's header
     BENCH_BACKEND = "bench_backend"
@@ -285,7 +285,7 @@ class A:
     BENCH_MEAN_ITL_MS = "bench_mean_itl_ms"
     T_SINCE_START = "t_since_start_s"
     DP_RANKS = "dp_ranks"
-    ACCEPTANCE_RATE = "acceptance_rate"  # recomputed, one definition across versions (README)
+    ACCEPTANCE_RATE = "acceptance_rate"  # recomputed, one definition across versions (docs/findings.md)
     ACCEPT_RATE_LOGGED = "accept_rate_logged"  # the `accept rate` SGLang printed, as printed
     ACCEPT_RATE_DEFINITION = "accept_rate_definition"  # which formula the logged value follows
     STAGE = "stage"  # warmup | steady
@@ -309,6 +309,10 @@ class A:
     SPEEDUP_LOW = "speedup_ci_low"
     SPEEDUP_HIGH = "speedup_ci_high"
     BASELINE = "baseline"
+    SPEEDUP_NOTE = "speedup_note"  # why a run has no speedup, in words (null: it has one, or wants none)
+    # whether a run decodes speculatively, decided once (`runs.with_speculation`): every view reads it
+    SPECULATIVE = "speculative"
+    SPECULATIVE_FROM = "speculative_from"  # what says so: server args | decode lines | metrics lines
     MATCHED_BATCH_SIZES = "matched_batch_sizes"
     SAMPLES = "samples"
     FINDINGS = "findings"

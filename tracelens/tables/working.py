@@ -101,6 +101,8 @@ class W:
     PRINTED = "_printed"  # the run printed the layer ids it captures
     BUSY = "_busy"  # the run has batch, fault, debug or vLLM metrics lines
     SEEN = "_seen"  # the run's debug lines show an embedding capture
+    MEASURED = "_measured"  # why a compared run's speedup could not be measured (`compare.speedup_notes`)
+    SPEC_SEEN = "_spec_seen"  # which stats lines of a run show it drafts (`runs.with_speculation`)
     SITES = "_s"  # a run's debug sites, `tag/site/event`
     WIDTH = "_w"  # the last dimension of a debug shape
     NORM_Z = "_z"  # a norm's distance from its site's median, in robust standard deviations
@@ -111,6 +113,7 @@ class W:
     HIGH = "_hi"  # a bucket's highest row
     MIDDLE = "_mid"  # a bucket's middle row
     BIN = "_bin"  # which time bin of the TUI's acceptance plot a decode round falls in
+    CAPTURE_TEXT = "_capture_text"  # a debug line's printed `layers_to_capture` value
 
     # The live worker's running figures (tracelens/live/running.py): partial sums of decode rounds.
     DP_KEY = "_dp_key"  # a decode line's DP rank, -1 without one (each key counts its own rounds)

@@ -19,9 +19,7 @@ def acceptance(ctx: Context) -> list[Finding]:
     """Acceptance stuck near 1 (the draft is useless), low, or far below the same draft's earlier runs."""
     out = []
     best: dict[str, float] = {}
-    for run in (
-        ctx.runs.filter(pl.col(C.SPEC_ALGORITHM).is_not_null()).sort(C.START_TS, nulls_last=True).to_dicts()
-    ):
+    for run in ctx.runs.filter(pl.col(A.SPECULATIVE)).sort(C.START_TS, nulls_last=True).to_dicts():
         mean = run[A.MEAN_ACCEPT_LEN]
         if mean is None or math.isnan(mean):
             continue
@@ -49,8 +47,8 @@ def acceptance(ctx: Context) -> list[Finding]:
                     run[C.SOURCE],
                     run[C.RUN],
                     ts,
-                    f"low acceptance: {rate:.0%} of drafted tokens accepted (mean accept len {mean:.2f} "
-                    f"with {run[C.SPEC_NUM_STEPS]} steps)",
+                    f"low acceptance: {rate:.0%} of drafted tokens accepted (mean accept len {mean:.2f}"
+                    + (f" with {run[C.SPEC_NUM_STEPS]} steps)" if run[C.SPEC_NUM_STEPS] is not None else ")"),
                     lines,
                 )
             )
