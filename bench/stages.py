@@ -13,7 +13,7 @@ seconds of each stage of the engine's own code path:
 - write: those tables into Parquet with the engine's writer and row-group size (`engine.store`).
 
 It prints JSON: per stage, CPU seconds and MB/s of input per core. `bench/throughput.py` runs it and puts
-the figures in the README, so the gap between the targets and what Arrow and Parquet alone allow is
+the figures in bench/RESULTS.md, so the gap between the targets and what Arrow and Parquet alone allow is
 measured, not argued.
 """
 

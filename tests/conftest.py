@@ -14,6 +14,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_LOGS = ROOT / "sample_logs"
 REAL_CORPUS = ROOT.parent / "shared" / "corpus" / "real"
+# SpecForge's draft configs (configs/*.json) and training recipes (examples/*.yaml), unedited
+SPECFORGE = ROOT.parent / "shared" / "corpus" / "specforge"
 
 
 def real_corpus_files() -> list[Path]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -323,3 +324,23 @@ def test_demo_prints_the_sample_story() -> None:
     assert result.returncode == 0, result.stderr
     for name in ("baseline_tp8.log", "eagle3_embed_capture.log", "eagle3_fixed.log", "sweep_and_crash.log"):
         assert name in result.stdout
+
+
+def _verdict_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.split(" ", 1)[0] in ("BROKEN", "DEGRADED", "HEALTHY")]
+
+
+def test_demo_prints_the_verdicts_and_the_command_to_run_next(tmp_path: Path) -> None:
+    result = run("demo", "-q", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    verdicts = _verdict_lines(result.stdout)
+    assert verdicts[0].startswith("BROKEN    eagle3_embed_capture.log#1: ")
+    assert any(line.startswith("HEALTHY   eagle3_fixed.log#1: ") for line in verdicts)
+    (step,) = [line for line in result.stdout.splitlines() if line.startswith("next: ")]
+    command = shlex.split(step.removeprefix("next: "))
+    assert command[:2] == ["tracelens", "check"]
+    # the command as printed runs, from where the demo ran, and explains the same verdicts
+    checked = run(*command[1:], cwd=tmp_path)
+    assert checked.returncode == 1, checked.stderr  # errors among the findings: check gates CI
+    assert _verdict_lines(checked.stdout) == verdicts
+    assert "fix:" in checked.stdout

@@ -28,6 +28,7 @@ from tracelens.engine.cache import (
     entries,
     evict,
     mark_used,
+    resolve_args,
 )
 from tracelens.engine.lock import DEFAULT_LOCK_TIMEOUT
 from tracelens.engine.logs import opened_logs
@@ -61,6 +62,18 @@ LockTimeoutOpt = Annotated[
         rich_help_panel=_PANEL,
     ),
 ]
+
+
+def typed_paths(paths: list[Path]) -> list[tuple[str, str]]:
+    """(as typed, resolved) of each command-line path, for `sources.naming.as_typed`: a glob pattern by
+    its part before the first wildcard (`logs/*/server.log` by `logs`)."""
+    out = []
+    for path in paths:
+        parts = path.parts
+        fixed = next((i for i, part in enumerate(parts) if any(ch in part for ch in "*?[")), len(parts))
+        head = str(Path(*parts[:fixed])) if fixed else "."
+        out.append((head, resolve_args([head])[0]))
+    return out
 
 
 def report_problems(err: Console, report: Report) -> None:

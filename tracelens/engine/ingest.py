@@ -16,6 +16,7 @@ import polars as pl
 from tracelens.analysis import Analysis, analyze_tables
 from tracelens.analysis.defaults import DEFAULT_STALL_SECONDS
 from tracelens.analysis.expectations import Expectations
+from tracelens.analysis.training import TrainingInputs
 from tracelens.engine.stream import parse_blocks
 from tracelens.errors import InputError
 from tracelens.parsers import ParseOptions, ParseState, parse_lines
@@ -78,7 +79,9 @@ def explain_text(text: str, options: ParseOptions | None = None) -> Explanation:
     """How a single line of text is read."""
     line = text.splitlines()[0] if text.strip() else text
     tables = parse_text(line, "<line>", options)
-    return explain(tables, "<line>", 1, line, (options or ParseOptions()).base_date)
+    result = explain(tables, "<line>", 1, line, (options or ParseOptions()).base_date)
+    result.run = None  # a line alone belongs to no server start
+    return result
 
 
 def explain_file_line(path: Path, line_no: int, options: ParseOptions | None = None) -> Explanation:
@@ -126,6 +129,7 @@ def analyze(
     baseline: str | None = None,
     stall_seconds: float = DEFAULT_STALL_SECONDS,
     options: ParseOptions | None = None,
+    training: TrainingInputs | None = None,
 ) -> Analysis:
     """Analyse logs as the commands do: ``paths_or_dataset`` are read as `tracelens check` reads its
     paths (files, folders, glob patterns, compressed files, archives, or a dataset of `tracelens parse
@@ -133,7 +137,9 @@ def analyze(
     An input read only in part is kept up to its break and named in a `UserWarning`. ``options``: its
     ``base_date`` is `--date`. ``baseline``: a run label such as `baseline.log#1`."""
     if isinstance(paths_or_dataset, Tables):
-        return analyze_tables(paths_or_dataset, expectations, baseline=baseline, stall_seconds=stall_seconds)
+        return analyze_tables(
+            paths_or_dataset, expectations, baseline=baseline, stall_seconds=stall_seconds, training=training
+        )
     from tracelens.engine.cache import cache_limit
     from tracelens.engine.logs import opened_logs
 
@@ -143,4 +149,6 @@ def analyze(
             warnings.warn(f"tracelens: read in part or not at all: {problem}", UserWarning, stacklevel=2)
         # Evidence text stays on disk: only the cited lines are read from it.
         tables = Tables.read_dataset(opened.path)
-        return analyze_tables(tables, expectations, baseline=baseline, stall_seconds=stall_seconds)
+        return analyze_tables(
+            tables, expectations, baseline=baseline, stall_seconds=stall_seconds, training=training
+        )

@@ -28,7 +28,7 @@ from __future__ import annotations
 import hashlib
 import mmap
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import cast
@@ -45,6 +45,7 @@ from tracelens.live.index import LogIndex, parsed_columns
 from tracelens.live.running import DECODE_COLUMNS
 from tracelens.sizes import DEFAULT_RANGE_BYTES
 from tracelens.sources.generation import FileGeneration
+from tracelens.sources.naming import run_label
 from tracelens.tables.frames import DatasetTables, Tables
 from tracelens.tables.schema import C, T
 
@@ -293,10 +294,11 @@ def older_rows(cuts: dict[str, Cut], names: list[str], where: pl.Expr | None) ->
 
 
 def seed_findings(
-    cuts: dict[str, Cut], analyse: Callable[[Tables], list[Finding]]
+    cuts: dict[str, Cut], analyse: Callable[[Tables], list[Finding]], short: Mapping[str, str]
 ) -> tuple[list[Finding], set[tuple[str, int]]]:
     """The findings of each dataset's analysis (``analyse``, as `tracelens check` would make them) for
-    the cut sources, named by their labels, and the runs that ended before their cut (judged whole)."""
+    the cut sources, named by their labels, their runs labelled by the session's short names (``short``:
+    label -> short name), and the runs that ended before their cut (judged whole)."""
     found: list[Finding] = []
     ended: set[tuple[str, int]] = set()
     datasets: dict[str, dict[str, str]] = {}
@@ -305,7 +307,7 @@ def seed_findings(
     for dataset, names in datasets.items():
         with reading_dataset(dataset):
             tables = Tables.read_dataset(Path(dataset))
-            found += renamed(analyse(tables), names)
+            found += renamed(analyse(tables), names, short)
             runs = tables[T.RUNS].select(C.SOURCE, C.RUN)
         for label, cut in cuts.items():
             if cut.dataset == dataset:
@@ -314,8 +316,9 @@ def seed_findings(
     return found, ended
 
 
-def renamed(findings: list[Finding], names: dict[str, str]) -> list[Finding]:
-    """Findings of a dataset's analysis with each source's dataset name replaced by its live label."""
+def renamed(findings: list[Finding], names: dict[str, str], short: Mapping[str, str]) -> list[Finding]:
+    """Findings of a dataset's analysis with each source's dataset name replaced by its live label, and
+    the run's label by the session's (`sources.naming`: among the session's sources, not the dataset's)."""
     out = []
     for finding in findings:
         label = names.get(finding.source)
@@ -324,7 +327,10 @@ def renamed(findings: list[Finding], names: dict[str, str]) -> list[Finding]:
         evidence = [Evidence(names.get(e.source, e.source), e.line_no, e.text) for e in finding.evidence]
         out.append(
             replace(
-                finding, source=label, label=finding.label.replace(finding.source, label), evidence=evidence
+                finding,
+                source=label,
+                label=run_label(short.get(label, label), finding.run),
+                evidence=evidence,
             )
         )
     return out

@@ -253,6 +253,39 @@ SCHEMAS: dict[str, pa.Schema] = {
             (C.VALUE, pa.string()),
         ]
     ),
+    T.REQUESTS: pa.schema(
+        [
+            *_COMMON,
+            (C.LAYOUT, pa.string()),
+            (C.EVENT, pa.string()),
+            (C.RID, pa.string()),
+            (C.PROMPT_TOKENS, pa.int64()),
+            (C.COMPLETION_TOKENS, pa.int64()),
+            (C.CACHED_TOKENS, pa.int64()),
+            (C.FINISH_REASON, pa.string()),
+            (C.E2E_LATENCY_S, pa.float64()),
+            (C.QUEUE_TIME_S, pa.float64()),
+            (C.PREFILL_LAUNCH_LATENCY_S, pa.float64()),
+            (C.SPEC_VERIFY_CT, pa.int64()),
+            (C.SPEC_ACCEPT_LENGTH, pa.float64()),
+            (C.SPEC_ACCEPT_RATE, pa.float64()),
+            (C.SPEC_ACCEPTED_TOKENS, pa.int64()),
+            (C.SPEC_DRAFT_TOKENS, pa.int64()),
+            (C.SPEC_ACCEPT_HISTOGRAM, pa.list_(pa.int64())),
+        ]
+    ),
+    T.ENDPOINT_METRICS: pa.schema(
+        [
+            *_COMMON,
+            (C.METRIC_ITEM, pa.string()),
+            (C.METRIC_NAME, pa.string()),
+            (C.METRIC_LABELS, KV_LIST),
+            (C.METRIC_VALUE, pa.float64()),
+            (C.METRIC_POSITION, pa.int64()),
+            (C.SPEC_NUM_STEPS, pa.int64()),
+            (C.DETAIL, pa.string()),
+        ]
+    ),
     T.FOREIGN: pa.schema(
         [*_COMMON, (C.FORMAT, pa.string()), (C.LEVEL, pa.string()), (C.MESSAGE, pa.string())]
     ),
