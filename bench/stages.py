@@ -30,11 +30,11 @@ import time
 from pathlib import Path
 
 from tracelens.engine.executors import WORKER_ENV
-from tracelens.engine.plan import DEFAULT_BLOCK_BYTES
 from tracelens.engine.store import Store
 from tracelens.engine.stream import parse_blocks
 from tracelens.engine.task import PartWriter
 from tracelens.parsers import ParseOptions
+from tracelens.sizes import DEFAULT_BLOCK_BYTES
 from tracelens.sources.files import block_lines, iter_blocks
 
 _AS_WORKER = "TRACELENS_STAGES_AS_WORKER"  # set once the process runs with the workers' environment

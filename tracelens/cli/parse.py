@@ -11,14 +11,13 @@ from rich.table import Table
 from rich.text import Text
 
 from tracelens.cli.dataset import report_problems
-from tracelens.cli.options import parse_size
 from tracelens.cli.progress import engine_progress
 from tracelens.engine import EngineOptions, Report, parse_to_dataset
 from tracelens.engine.executors import EXECUTORS, LOCAL
-from tracelens.engine.plan import DEFAULT_BLOCK_BYTES, DEFAULT_RANGE_BYTES
 from tracelens.engine.sizing import DEFAULT_MAX_MEMORY, MIN_MAX_MEMORY
 from tracelens.errors import InputError
 from tracelens.formatting import megabytes
+from tracelens.sizes import DEFAULT_BLOCK_BYTES, DEFAULT_RANGE_BYTES, parse_size
 from tracelens.tables.names import TABLES
 
 OutputOpt = Annotated[

@@ -27,12 +27,10 @@ from pathlib import Path
 
 from tracelens.engine import manifest as mf
 from tracelens.engine.commit import STAGING, commit_run, load_table_libraries, recover
-from tracelens.engine.executors import LOCAL, Executor, make_executor
+from tracelens.engine.executors import LOCAL, Executor, TaskFailed, make_executor
 from tracelens.engine.lock import DEFAULT_LOCK_TIMEOUT, Notify, reading, writing
 from tracelens.engine.manifest import Manifest, TaskRecord, UnitRecord
 from tracelens.engine.plan import (
-    DEFAULT_BLOCK_BYTES,
-    DEFAULT_RANGE_BYTES,
     ScanResult,
     SourceResult,
     TaskResult,
@@ -43,6 +41,7 @@ from tracelens.engine.records import RecordError
 from tracelens.engine.sizing import DEFAULT_MAX_MEMORY, TASKS_PER_WORKER, size_run
 from tracelens.engine.store import META, Store
 from tracelens.errors import InputError
+from tracelens.sizes import DEFAULT_BLOCK_BYTES, DEFAULT_RANGE_BYTES
 from tracelens.sources.inputs import Input, discover
 
 # Called with (bytes done, bytes in total) as tasks finish.
@@ -322,6 +321,8 @@ def parse_to_dataset(
         raise InputError(
             f"a worker process died before its task was done ({exc}); the dataset at {out} is as it was, run again"
         ) from exc
+    except TaskFailed as exc:
+        raise InputError(f"{exc}; the dataset at {out} is as it was") from exc
     report.seconds = time.perf_counter() - started
     return report
 

@@ -12,13 +12,32 @@ from contextlib import contextmanager
 from multiprocessing import forkserver
 from typing import Any, Protocol
 
-from tracelens.engine.plan import DEFAULT_BLOCK_BYTES
 from tracelens.errors import InputError
+from tracelens.sizes import DEFAULT_BLOCK_BYTES
 
 LOCAL = "local"
 DASK = "dask"
 DASK_LOCAL = "dask-local"
 EXECUTORS = (LOCAL, DASK, DASK_LOCAL)
+
+
+class TaskFailed(InputError):
+    """A task that raised on a worker (or inline): an error of the whole run, one line and exit 2, the
+    dataset left as it was. Never taken for an input read in part (exit 1), which a task reports in its
+    result, not by raising."""
+
+
+@contextmanager
+def _task_errors() -> Iterator[None]:
+    """Turn what a task raised into `TaskFailed`; an `InputError` (a user's) and a dead worker
+    (`BrokenExecutor`, said by the engine) stay as they are."""
+    try:
+        yield
+    except (InputError, cf.BrokenExecutor):
+        raise
+    except Exception as exc:
+        text = (str(exc).strip().splitlines() or [""])[0][:300]
+        raise TaskFailed(f"a worker task failed ({type(exc).__name__}: {text})") from exc
 
 
 class Executor(Protocol):
@@ -86,7 +105,9 @@ class InlineExecutor:
 
     def run(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
         for item in items:
-            yield item, fn(item)
+            with _task_errors():
+                result = fn(item)
+            yield item, result
 
     def close(self) -> None:
         pass
@@ -111,7 +132,9 @@ class PoolExecutor:
     def run(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
         futures = {self.pool.submit(fn, item): item for item in items}
         for future in cf.as_completed(futures):
-            yield futures[future], future.result()
+            with _task_errors():
+                result = future.result()
+            yield futures[future], result
 
     def close(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)
@@ -124,7 +147,9 @@ class DaskExecutor:
         try:
             from distributed import Client, LocalCluster
         except ImportError as exc:  # pragma: no cover - an extra of the package
-            raise InputError("--executor dask needs the dask extra: pip install 'tracelens[dask]'") from exc
+            raise InputError(
+                "--executor dask needs the dask extra: pip install 'tracelens-logs[dask]'"
+            ) from exc
         self.cluster = None
         with _worker_environment():
             if scheduler is None:
@@ -146,7 +171,9 @@ class DaskExecutor:
         for item in items:
             futures[self.client.submit(fn, item, pure=False)] = item
         for future in as_completed(list(futures)):
-            yield futures[future], future.result()
+            with _task_errors():  # distributed re-raises the task's own exception, or KilledWorker
+                result = future.result()
+            yield futures[future], result
 
     def close(self) -> None:
         self.client.close()
