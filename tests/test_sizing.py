@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from tracelens.engine.plan import DEFAULT_BLOCK_BYTES, DEFAULT_RANGE_BYTES
 from tracelens.engine.sizing import (
     DEFAULT_MAX_MEMORY,
     MIN_BLOCK_BYTES,
@@ -20,6 +19,7 @@ from tracelens.engine.sizing import (
     size_run,
     tree_bytes,
 )
+from tracelens.sizes import DEFAULT_BLOCK_BYTES, DEFAULT_RANGE_BYTES
 
 from conftest import SAMPLE_LOGS
 
