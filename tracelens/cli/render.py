@@ -3,6 +3,7 @@ Log text is printed with markup off, so a log line can never inject rich markup 
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from tracelens.analysis import Analysis
+from tracelens.analysis import Analysis, Status
+from tracelens.analysis.verdicts import status_rank
 from tracelens.formatting import (
     BENCH_COLUMNS,
     SEVERITY_STYLE,
@@ -27,6 +29,7 @@ from tracelens.formatting import (
     timestamp,
 )
 from tracelens.parsers.explain import Explanation
+from tracelens.sources.naming import run_label
 from tracelens.tables.schema import A, C
 
 WIDE = 150  # below this many columns, `summary` shows its compact table
@@ -46,7 +49,7 @@ def render_summary_compact(console: Console, summary: dict[str, Any]) -> None:
         status = run.get("status")
         rate = run["acceptance_rate"]["mean"]
         model = Path(run["model"]).name if run["model"] else "-"
-        name = Text.assemble((f"{Path(run['source']).name}#{run['run']}", "bold"), "\n  ")
+        name = Text.assemble((run["label"], "bold"), "\n  ")
         name.append(f"{model}, {speculative(run['speculative'], short=True)}", style="dim")
         table.add_row(
             name,
@@ -66,8 +69,7 @@ def render_summary(console: Console, summary: dict[str, Any]) -> None:
         return
     table = Table(title="tracelens summary", title_justify="left", show_lines=False)
     for header, justify in (
-        ("source", "left"),
-        ("run", "right"),
+        ("run", "left"),
         ("status", "left"),
         ("model", "left"),
         ("speculative", "left"),
@@ -81,8 +83,8 @@ def render_summary(console: Console, summary: dict[str, Any]) -> None:
         ("findings", "right"),
         ("unparsed", "right"),
     ):
-        # File names stay whole (users grep for them); other columns fold when the terminal is narrow.
-        table.add_column(header, justify=justify, overflow="fold", no_wrap=header == "source")  # type: ignore[arg-type]
+        # Run labels stay whole (users grep for them); other columns fold when the terminal is narrow.
+        table.add_column(header, justify=justify, overflow="fold", no_wrap=header == "run")  # type: ignore[arg-type]
     for run in summary["runs"]:
         acc = run["accept_len"]
         tput = run["gen_throughput"]
@@ -92,8 +94,7 @@ def render_summary(console: Console, summary: dict[str, Any]) -> None:
             else f"{number(acc['mean'])}/{number(acc['median'])} [{number(acc['p10'])}-{number(acc['p90'])}]"
         )
         table.add_row(
-            Text(Path(run["source"]).name),
-            str(run["run"]),
+            Text(run["label"]),
             Text(run.get("status") or "-", style=STATUS_STYLE.get(run.get("status") or "", "")),
             Text(run["model"] or "-"),
             Text(speculative(run["speculative"])),
@@ -113,6 +114,8 @@ def render_summary(console: Console, summary: dict[str, Any]) -> None:
 def render_explanation(console: Console, ex: Explanation) -> None:
     """How one line was read."""
     console.print(Text(f"{ex.source}:{ex.line_no}", style="bold"))
+    if ex.run is not None:  # the path as typed names the run as `check` did for this path
+        console.print(Text(f"  run    {run_label(ex.source, ex.run)}"))
     console.print(Text("  text   ") + Text(ex.text))
     if ex.clean != ex.text:
         console.print(Text("  clean  ") + Text(ex.clean))
@@ -150,6 +153,19 @@ def render_verdicts(console: Console, analysis: Analysis) -> None:
         line.append(verdict.label, style="bold")
         line.append(": " + verdict.headline)
         _hanging(console, line, len(status_tag(verdict.status)))
+
+
+def render_next_steps(console: Console, analysis: Analysis, check: str) -> None:
+    """What to run after the demo: ``check`` (the command that shows its runs' findings), said with what
+    it shows of these runs, then the same for the user's own logs and live."""
+    counts = Counter(v.status for v in analysis.verdicts if v.status != Status.HEALTHY)
+    worst = ", ".join(
+        f"{n} {status}" for status, n in sorted(counts.items(), key=lambda c: status_rank(c[0]))
+    )
+    why = f"why {worst}: " if worst else ""
+    _hanging(console, Text.assemble(("next: ", "bold"), check), 6)
+    _hanging(console, Text(f"      {why}each run's findings, the log lines behind them and the fix"), 6)
+    _hanging(console, Text("      your logs: tracelens check LOGS...; live: tracelens tui server.log"), 6)
 
 
 def render_findings(console: Console, analysis: Analysis) -> None:
@@ -209,7 +225,7 @@ def render_benchmarks(console: Console, analysis: Analysis) -> None:
     for header, _, _ in BENCH_COLUMNS:
         table.add_column(header, justify="right")
     for row in bench.iter_rows(named=True):
-        label = row[A.LABEL] or f"{Path(row[C.SOURCE]).name}#{row[C.RUN]}"
+        label = row[A.LABEL] or analysis.label_of(row[C.SOURCE], row[C.RUN])
         cells = [number(row[column], digits) for _, column, digits in BENCH_COLUMNS]
         table.add_row(Text(label), str(row[A.BENCH_LINE]), *cells)
     console.print(table)
@@ -226,11 +242,11 @@ def render_comparison(console: Console, analysis: Analysis) -> None:
     for header in ("acc len", "acc %", "tok/s", "speedup [95%]", "ready"):
         table.add_column(header, justify="right", no_wrap=True)
     for run in analysis.runs.to_dicts():
-        spec = "no speculation" if run[A.MEAN_ACCEPT_LEN] is None else "speculative (metrics lines)"
-        if run[C.SPEC_ALGORITHM]:
-            spec = speculative_of_run(run, short=True)
+        spec = speculative_of_run(run, short=True) if run[A.SPECULATIVE] else "no speculation"
         if run[A.BASELINE] and baselines.len() > 1:
             spec += f" vs {run[A.BASELINE]}"
+        if run[A.SPEEDUP] is None and run[A.SPEEDUP_NOTE]:  # why the `-`
+            spec += f"; {run[A.SPEEDUP_NOTE]}"
         name = Text.assemble((run[A.LABEL], "bold"), "\n  ", (spec, "dim"))
         table.add_row(
             name,
