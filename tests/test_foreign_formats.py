@@ -8,9 +8,9 @@ import gzip
 import polars as pl
 import pytest
 
-from tracelens.parsers.first_match import first_match
 from tracelens.parsers.foreign import FOREIGN_FORMATS, ForeignFormat, formats_of, may_match_expr
 from tracelens.parsers.kinds import SAMPLES
+from tracelens.tables.first_match import first_match
 from tracelens.tables.schema import Kind, W
 
 from conftest import SAMPLE_LOGS, real_corpus_files

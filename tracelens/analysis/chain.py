@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from tracelens.analysis.catalog import FAILURES, HANG, Failure, Weight
-from tracelens.parsers.faults import EXCEPTION_LINE_PATTERN
-from tracelens.parsers.first_match import first_match
+from tracelens.tables.exceptions import EXCEPTION_LINE_PATTERN
+from tracelens.tables.first_match import first_match
 from tracelens.tables.frames import Tables, collect
 from tracelens.tables.schema import C, T
 

@@ -35,8 +35,8 @@ import polars as pl
 
 from tracelens.parsers.batch_lane import Kind, Lane, read_lanes
 from tracelens.parsers.distinct import with_groups
-from tracelens.parsers.first_match import first_match
 from tracelens.parsers.literals import has_literal
+from tracelens.tables.first_match import first_match
 from tracelens.tables.schema import (
     BATCH_FIELDS,
     COMMON_COLUMNS,

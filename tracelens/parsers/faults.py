@@ -11,19 +11,11 @@ from functools import cache
 import polars as pl
 
 from tracelens.parsers.distinct import groups_expr
-from tracelens.parsers.first_match import first_match
 from tracelens.parsers.kinds import FAULT_PHRASES
 from tracelens.parsers.literals import has_literal
+from tracelens.tables.exceptions import EXCEPTION_LINE_PATTERN
+from tracelens.tables.first_match import first_match
 from tracelens.tables.schema import COMMON_COLUMNS, C, T, W, conform, project
-
-# An exception's name: `...Error`, `...Exception`, bare `Exception`, or a dotted module path ending in a
-# class name (`triton.runtime.errors.OutOfResources`).
-EXCEPTION_NAME = (
-    r"(?:[A-Za-z_][\w.]*)?(?:Error|Exception|Exit|Interrupt|Timeout|Warning)\w*"
-    r"|[a-z_]\w*(?:\.[a-z_]\w*)*\.[A-Z]\w*"
-)
-# `torch.OutOfMemoryError: CUDA out of memory...`, `RuntimeError: NCCL error`, `KeyError: 'x'`.
-EXCEPTION_LINE_PATTERN = rf"^(?P<type>{EXCEPTION_NAME})(?::\s*(?P<msg>.*))?$"
 
 
 @cache  # one chain of thirty phrases, built once rather than per block

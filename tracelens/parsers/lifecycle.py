@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from tracelens.parsers.first_match import first_match
 from tracelens.parsers.kinds import LIFECYCLE_EVENTS
 from tracelens.parsers.literals import has_literal
+from tracelens.tables.first_match import first_match
 from tracelens.tables.schema import COMMON_COLUMNS, C, T, W, conform, project
 
 _GB = r"\s*GB"

@@ -20,8 +20,7 @@ from tracelens.parsers.batch import parse_batches
 from tracelens.parsers.bench_serving import parse_benchmarks
 from tracelens.parsers.debug import parse_debug
 from tracelens.parsers.endpoint_metrics import parse_endpoint_metrics
-from tracelens.parsers.faults import EXCEPTION_NAME, parse_faults
-from tracelens.parsers.first_match import first_match
+from tracelens.parsers.faults import parse_faults
 from tracelens.parsers.foreign import formats_of, parse_foreign
 from tracelens.parsers.http import parse_http
 from tracelens.parsers.kinds import ROUTES, Route
@@ -35,6 +34,8 @@ from tracelens.parsers.spec_metrics import (
     parse_spec_metrics,
     vllm_timestamps,
 )
+from tracelens.tables.exceptions import EXCEPTION_NAME
+from tracelens.tables.first_match import first_match
 from tracelens.tables.frames import PARTS, Tables
 from tracelens.tables.schema import (
     COMMON_COLUMNS,
