@@ -321,7 +321,10 @@ def chains(tables: Tables) -> dict[tuple[str, int], Chain]:
     for (source, run), group in _reduce(found).group_by(C.SOURCE, C.RUN, maintain_order=True):
         key = (str(source), int(run))
         out[key] = _chain(group, backwards.get(key, 1), serving.get(key), starting.get(key))
-        _went_on(out[key], last_batch.get(key), max(answers.get(key, 0), ready.get(key, 0)) or None)
+        # a ready line counts only after a start-up failure: a log that joins two servers' excerpts
+        # holds the second one's ready line after the first one's crash
+        became_ready = ready.get(key, 0) if out[key].phase != "serving" else 0
+        _went_on(out[key], last_batch.get(key), max(answers.get(key, 0), became_ready) or None)
         out[key].noise = noise.get(key, set())
     return out
 

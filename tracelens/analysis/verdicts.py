@@ -310,8 +310,10 @@ def chain_headline(chain: Chain) -> str:
         head = f"stopped{when}: {what}; the failure behind it is not in the log"
     else:
         head = f"crashed{when}: {what}"
-    if chain.explains and chain.weight != Weight.CONSEQUENCE:
-        head += f"; what follows ({', '.join(chain.explains[:2])}) is its consequence"
+    # the detail named before ("after NCCL warning") is not named again among what follows
+    follows = [e for e in chain.explains if chain.detail is None or e != chain.detail[0]]
+    if follows and chain.weight != Weight.CONSEQUENCE:
+        head += f"; what follows ({', '.join(follows[:2])}) is its consequence"
     return head
 
 
