@@ -34,7 +34,7 @@ from tracelens.cli.options import (
 )
 from tracelens.engine.lock import DEFAULT_LOCK_TIMEOUT
 from tracelens.errors import InputError
-from tracelens.formatting import megabytes
+from tracelens.formatting import megabytes, terminal_text
 
 if TYPE_CHECKING:  # the analysis, the parsers and the renderers are imported by the commands that use them
     from tracelens.analysis import Analysis
@@ -362,7 +362,9 @@ def sql(
     with _Logs(date, quiet or csv, dataset, no_cache, lock_timeout).open(paths) as folder:
         frame = run_sql(Tables.read_dataset(folder), query)
         if csv:
-            sys.stdout.write(frame.write_csv())
+            # CSV keeps the log's bytes for a file or a pipe; on a terminal it is log text on screen.
+            text = frame.write_csv()
+            sys.stdout.write(terminal_text(text) if sys.stdout.isatty() else text)
         else:
             render_frame(out, frame)
 
@@ -409,7 +411,8 @@ def main() -> None:
     try:
         app()
     except InputError as exc:
-        err.print(f"tracelens: error: {exc}", markup=False)
+        # The message may quote log text (a bad line, a file name): no escape sequence reaches the terminal.
+        err.print(f"tracelens: error: {terminal_text(str(exc))}", markup=False)
         sys.exit(2)
     except KeyboardInterrupt:
         err.print("tracelens: interrupted", markup=False)

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from tracelens.formatting import number, severity_tag, speedup
+from tracelens.formatting import number, severity_tag, speedup, terminal_text
 from tracelens.live import events as ev
 from tracelens.live.status import RunStatus
 
@@ -109,7 +109,9 @@ class FollowPrinter:
                 + "\n"
             )
         else:
-            self.write(f"{now:%H:%M:%S} {text}\n")
+            # Findings, evidence and labels are log text: no escape sequence reaches the terminal
+            # (JSON escapes control characters itself).
+            self.write(f"{now:%H:%M:%S} {terminal_text(text)}\n")
 
 
 def _json_default(value: Any) -> Any:
