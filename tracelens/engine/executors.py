@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from tracelens.engine.plan import DEFAULT_BLOCK_BYTES
 from tracelens.errors import InputError
+from tracelens.sources.lifeline import die_with
 
 LOCAL = "local"
 DASK = "dask"
@@ -72,10 +73,13 @@ def _worker_environment() -> Iterator[None]:
                 os.environ[key] = value
 
 
-def _ignore_interrupts() -> None:
+def _start_worker(parent: int) -> None:
     """Workers leave Ctrl-C to the parent, which stops handing out tasks, lets the running ones end
-    and removes what they staged; a worker would otherwise die mid-write with a traceback."""
+    and removes what they staged; a worker would otherwise die mid-write with a traceback. They end
+    when the parent ends, however it ends (`sources.lifeline`): what they staged is the journal's to
+    clear, as after any crash."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with(parent)
 
 
 class InlineExecutor:
@@ -101,7 +105,9 @@ class PoolExecutor:
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(PRELOAD + FSSPEC_PRELOAD if via_fsspec else PRELOAD)
         with _worker_environment():
-            self.pool = cf.ProcessPoolExecutor(jobs, mp_context=context, initializer=_ignore_interrupts)
+            self.pool = cf.ProcessPoolExecutor(
+                jobs, mp_context=context, initializer=_start_worker, initargs=(os.getpid(),)
+            )
             # Start the fork server and the workers now, while the variable is set.
             list(self.pool.map(int, range(jobs)))
 
