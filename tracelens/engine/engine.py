@@ -387,7 +387,7 @@ def reading_dataset(
     manifest = read_manifest(store, path)
     # Unlocked datasets (fsspec URLs) and ones this user cannot write are left as they are.
     writable = store.local and os.access(store.path(META), os.W_OK)
-    if writable and (store.exists(mf.JOURNAL) or store.exists(STAGING)):
+    if writable and (store.exists(mf.JOURNAL) or store.listdir(STAGING)):
         with _locked(store, path, "write", timeout, notify):
             recover(store)
     with _locked(store, path, "read", timeout, notify):
@@ -439,11 +439,16 @@ def _parse_locked(
             new_tasks.update(_run(executor, _tasks(again, {}, out, staging, options, executor.workers), None))
     except BaseException:
         executor.close()
-        store.delete(staging)
+        store.delete(STAGING)  # this run's, the only one under the write lock (recover cleared the rest)
         raise
     executor.close()
     report.bytes_read = sum(r.bytes_read for _, r in new_tasks.values())
-    manifest = commit_run(store, staging, old, kept, new_tasks, inputs)
+    try:
+        manifest = commit_run(store, staging, old, kept, new_tasks, inputs)
+    except BaseException:
+        if not store.exists(mf.JOURNAL):  # stopped before its journal (a full disk): as it was
+            store.delete(STAGING)
+        raise
     report.rows = manifest.rows
     report.problems = [e for s in manifest.sources.values() for e in s.errors]
     return report
