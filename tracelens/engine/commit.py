@@ -7,6 +7,7 @@ module imports polars, the parsers and the tables' types only in the functions t
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import hashlib
 import posixpath
@@ -204,6 +205,13 @@ def commit_run(
         sources=_source_summaries(tasks, input_records),
         rows=_rows(tasks, runs.height),
     )
+    # One stat per new part file (a kept one keeps its size): what a read checks the files against.
+    new = {dst: src for src, dst in moves}
+    sizes = {
+        rel: store.size(new[rel]) if rel in new else old.sizes.get(rel) or store.size(rel)
+        for rel in mf.part_files(manifest)
+    }
+    manifest = dataclasses.replace(manifest, sizes=sizes)
     moves += _stage_the_rest(store, staging, manifest)
     journal = Journal(moves, deletes, manifest)
     store.write_json(mf.JOURNAL, mf.to_json(journal))

@@ -92,12 +92,15 @@ class _Work:
 
 
 def _plan_inputs(
-    inputs: list[Input], old: Manifest, report: Report
+    inputs: list[Input], old: Manifest, report: Report, damaged: frozenset[str] = frozenset()
 ) -> tuple[dict[str, TaskRecord], list[_Work], list[Unit]]:
     """Decide per input: keep, read from where it grew, or read whole. Returns the kept tasks, the work
-    to plan, and units of unchanged inputs to read again because they shared a task with a changed one."""
+    to plan, and units of unchanged inputs to read again because they shared a task with a changed one.
+    A ``damaged`` input (a part file of it missing or cut) is read again as a changed one."""
     given = {i.path: i for i in inputs}
-    changes = {i.path: mf.change_of(i, old.inputs.get(i.path)) for i in inputs}
+    changes: dict[str, mf.Change] = {
+        i.path: "changed" if i.path in damaged else mf.change_of(i, old.inputs.get(i.path)) for i in inputs
+    }
     last_unit: dict[str, UnitRecord] = {}
     for task in old.tasks.values():
         for unit in task.units:
@@ -391,7 +394,42 @@ def reading_dataset(
         with _locked(store, path, "write", timeout, notify):
             recover(store)
     with _locked(store, path, "read", timeout, notify):
-        yield read_manifest(store, path) if store.exists(mf.MANIFEST) else manifest
+        current = read_manifest(store, path) if store.exists(mf.MANIFEST) else manifest
+        check_parts(store, current, path)
+        yield current
+
+
+def _damaged_inputs(store: Store, manifest: Manifest) -> frozenset[str]:
+    """Inputs of tasks whose part files are missing or not of their committed size (one stat each):
+    a parse reads them again, and the dataset mends."""
+    damaged: set[str] = set()
+    for task in manifest.tasks.values():
+        for rel in (f for files in task.files.values() for f in files):
+            try:
+                bad = manifest.sizes.get(rel, -1) not in (-1, store.size(rel))
+            except FileNotFoundError:
+                bad = True
+            if bad:
+                damaged.update(u.input for u in task.units)
+                break
+    return frozenset(damaged)
+
+
+def check_parts(store: Store, manifest: Manifest, path: str) -> None:
+    """Every part file the manifest names is there, of the size it was committed with: one stat each
+    (a file deleted or cut short would otherwise be read as rows that never were). An `InputError`
+    naming the first that is not."""
+    for rel in mf.part_files(manifest):
+        try:
+            size = store.size(rel)
+        except FileNotFoundError:
+            raise InputError(f"{path}: its part file {rel} is missing; parse its logs again") from None
+        expected = manifest.sizes.get(rel)
+        if expected is not None and size != expected:
+            raise InputError(
+                f"{path}: its part file {rel} is damaged ({size:,} bytes, committed with {expected:,}); "
+                "parse its logs again"
+            )
 
 
 def _parse_locked(
@@ -404,7 +442,7 @@ def _parse_locked(
 ) -> Report:
     recover(store)
     old = read_manifest(store, out)
-    kept, work, redo = _plan_inputs(inputs, old, report)
+    kept, work, redo = _plan_inputs(inputs, old, report, _damaged_inputs(store, old))
     if not work and not redo and set(old.inputs) == {i.path for i in inputs} and old.tasks:
         report.rows = old.rows
         report.problems = [e for s in old.sources.values() for e in s.errors]

@@ -119,6 +119,10 @@ class Store:
     def exists(self, rel: str) -> bool:
         return bool(self.fs.exists(self.path(rel)))
 
+    def size(self, rel: str) -> int:
+        """The file's bytes (one stat); FileNotFoundError when it is not there."""
+        return os.stat(self.path(rel)).st_size if self.local else int(self.fs.size(self.path(rel)))
+
     def _parent(self, rel: str) -> None:
         self.fs.makedirs(posixpath.dirname(self.path(rel)), exist_ok=True)
 
