@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from tracelens.errors import InputError, SourceReadError
 from tracelens.sources.logfiles import is_read_error, open_source
+from tracelens.sources.long_lines import cut_line, max_line_bytes, too_long
 from tracelens.sources.protocol import Block, BlockBytes
 from tracelens.tables.schema import C
 
@@ -68,6 +69,7 @@ def blocks_from_stream(
     rewind = _seekable_file(fh)
     again = 0  # bytes stepped back over, read again in front of the next piece
     broken: Exception | None = None
+    longest = max_line_bytes()
     while broken is None:
         want = block_bytes + again if left is None else min(block_bytes + again, left)
         chunk, broken = _read_up_to(fh, want)
@@ -77,7 +79,16 @@ def blocks_from_stream(
             left -= len(chunk)
         data = carry + chunk if carry else chunk
         newlines = _newlines(data)
-        if not len(newlines):  # no newline yet: one very long line, keep reading
+        if not len(newlines) and len(data) > longest:  # a line over the limit: keep its head, skip on
+            total, rest, ended, broken, read = _skip_line(fh, len(data), block_bytes, left, broken)
+            if left is not None:
+                left -= read
+            yield Block(source, line_no, offset, cut_line(data, total, longest, ended))
+            offset += total + ended
+            line_no += 1
+            carry, again = rest, 0
+            continue
+        if not len(newlines):  # no newline yet: a long line, keep reading
             carry, again = data, 0
             continue
         cut = int(newlines[-1]) + 1
@@ -101,13 +112,61 @@ def blocks_from_stream(
             block = data
         else:
             block = data[:cut]
-        yield SplitBlock(source, line_no, offset, block, newlines)
+        if too_long(newlines, longest):
+            yield from _cut_long_lines(SplitBlock(source, line_no, offset, block, newlines), longest)
+        else:
+            yield SplitBlock(source, line_no, offset, block, newlines)
         offset += len(block)
         line_no += len(newlines)
+    if len(carry) > longest:
+        carry = cut_line(carry, len(carry), longest, False)
     if carry:  # the last line, also when a break cut it short: partial input is kept
         yield Block(source, line_no, offset, carry)
     if broken is not None:
         raise SourceReadError(source, offset + len(carry), _describe(broken)) from broken
+
+
+def _skip_line(
+    fh: BinaryIO, seen: int, block_bytes: int, left: int | None, broken: Exception | None
+) -> tuple[int, bytes, bool, Exception | None, int]:
+    """Read on to the end of a line of which ``seen`` bytes were read, holding one piece at a time:
+    the line's length (without its newline), what follows its newline in the last piece, whether a
+    newline ended it, the read error that stopped the reading, and the bytes read."""
+    total = seen
+    read = 0
+    while broken is None and (left is None or left > read):
+        want = block_bytes if left is None else min(block_bytes, left - read)
+        chunk, broken = _read_up_to(fh, want)
+        if not chunk:
+            break
+        read += len(chunk)
+        at = chunk.find(b"\n")
+        if at >= 0:
+            return total + at, bytes(chunk[at + 1 :]), True, broken, read
+        total += len(chunk)
+    return total, b"", False, broken, read
+
+
+def _cut_long_lines(block: SplitBlock, limit: int) -> Iterator[Block]:
+    """``block`` again with its lines over ``limit`` cut: each a block of its own, the runs of lines
+    between them blocks as they were (with their own newline positions)."""
+    newlines = block.newlines
+    starts = np.concatenate(([0], newlines[:-1] + 1))
+    lengths = newlines - starts
+    first, offset, data = block.first_line_no, block.start_offset, block.data
+    at = 0
+    for i in (int(i) for i in np.flatnonzero(lengths > limit)):
+        if i > at:
+            s, e = int(starts[at]), int(newlines[i - 1]) + 1
+            yield SplitBlock(block.source, first + at, offset + s, data[s:e], newlines[at:i] - s)
+        s = int(starts[i])
+        yield Block(
+            block.source, first + i, offset + s, cut_line(data[s : s + limit], int(lengths[i]), limit, True)
+        )
+        at = i + 1
+    if at < len(newlines):
+        s = int(starts[at])
+        yield SplitBlock(block.source, first + at, offset + s, data[s:], newlines[at:] - s)
 
 
 @dataclass(frozen=True)

@@ -113,7 +113,7 @@ class FileFollower:
                 self._preview(fd, generation, size, emit)
                 stop.wait(self.preview_grace)
         emit(SourceConnected(self.label, self.path))
-        cutter = LineCutter()
+        cutter = LineCutter(cut=False)  # its lines are read back from the file by their offsets
         while not stop.is_set():
             data = os.pread(fd, self.block_bytes, cursor)
             if data and idle and anchor and os.pread(fd, len(anchor), cursor - len(anchor)) != anchor:
