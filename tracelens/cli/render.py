@@ -112,27 +112,41 @@ def render_summary(console: Console, summary: dict[str, Any]) -> None:
     console.print(table)
 
 
+# rich wraps a text by putting newlines into it and then splitting the rest at each one, a copy of the
+# rest per screen line: quadratic (a 4 MiB line took 16 s, 1 MiB 1.4). A longer text is left to the
+# terminal to wrap.
+_RICH_WRAPS_UP_TO = 16_384
+
+
+def _labelled(console: Console, label: str, value: str) -> None:
+    _print_long(console, Text(label) + Text(terminal_text(value)))
+
+
+def _print_long(console: Console, text: Text) -> None:
+    console.print(text, soft_wrap=len(text) > _RICH_WRAPS_UP_TO)
+
+
 def render_explanation(console: Console, ex: Explanation) -> None:
     """How one line was read."""
     console.print(Text(terminal_text(f"{ex.source}:{ex.line_no}"), style="bold"))
-    console.print(Text("  text   ") + Text(terminal_text(ex.text)))
+    _labelled(console, "  text   ", ex.text)
     if ex.clean != ex.text:
-        console.print(Text("  clean  ") + Text(terminal_text(ex.clean)))
+        _labelled(console, "  clean  ", ex.clean)
     prefix = ", ".join(f"{k}={v}" for k, v in ex.prefix.items()) or "none"
     console.print(Text(terminal_text(f"  prefix {prefix}")))
-    console.print(Text("  body   ") + Text(terminal_text(ex.body)))
+    _labelled(console, "  body   ", ex.body)
     record = "" if ex.record in (None, ex.line_no) else f" (continues the record at line {ex.record})"
     console.print(Text(f"  kind   {ex.kind} -> table {ex.table}{record}"))
     if ex.fields:
         console.print("  fields")
         for key, value in ex.fields.items():
-            console.print(Text(terminal_text(f"    {key} = {value!r}")))
+            _print_long(console, Text(terminal_text(f"    {key} = {value!r}")))
     if ex.near_miss is not None:
         miss = ex.near_miss
         console.print(
             Text(f"  closest kind: {miss.kind}; it matched {miss.matched} of {len(miss.text)} characters:")
         )
-        console.print(Text("    ") + Text(terminal_text(miss.pointer())))
+        _print_long(console, Text("    ") + Text(terminal_text(miss.pointer())))
 
 
 def _hanging(console: Console, text: Text, indent: int) -> None:
