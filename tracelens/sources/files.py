@@ -10,13 +10,14 @@ characters, so a binary file is accounted for instead of crashing the parser).
 
 from __future__ import annotations
 
+import _compression
 import io
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, cast
+from typing import Any, BinaryIO, cast
 
 import numpy as np
 import polars as pl
@@ -223,9 +224,10 @@ def _read_up_to(fh: BinaryIO, size: int) -> tuple[BlockBytes, Exception | None]:
         return buf, None
     pieces: list[bytes] = []
     got = 0
+    read = _decoder_of(fh)
     while got < size:
         try:
-            piece = fh.read(min(_PIECE, size - got))
+            piece = read(min(_PIECE, size - got))
         except Exception as exc:
             if not is_read_error(exc):
                 raise
@@ -235,6 +237,20 @@ def _read_up_to(fh: BinaryIO, size: int) -> tuple[BlockBytes, Exception | None]:
         pieces.append(piece)
         got += len(piece)
     return b"".join(pieces), None
+
+
+def _decoder_of(fh: BinaryIO) -> Callable[[int], bytes]:
+    """How to read ``fh`` so that a break loses nothing decoded before it. gzip, bz2 and lzma files put
+    a BufferedReader over their decoder, which gathers a read from several decodes and drops them all
+    when one fails: a truncated .gz or .xz lost up to 64 KiB of lines before the break, one whose
+    checksum is wrong its last read's lines. Their decoder itself returns what each decode gives and
+    raises only on a read that gives nothing."""
+    buffer: Any = getattr(fh, "_buffer", None)
+    raw = getattr(buffer, "raw", None)
+    # the buffer holds nothing read ahead (its position is its decoder's)
+    if isinstance(raw, _compression.DecompressReader) and buffer.tell() == raw.tell():
+        return cast(Callable[[int], bytes], raw.read)
+    return fh.read
 
 
 def _left_in(fh: BinaryIO) -> int | None:
