@@ -346,7 +346,9 @@ def _check_folder_usable(store: Store, out: str) -> None:
         except OSError as exc:
             raise InputError(f"cannot create the dataset folder {out}: {exc.strerror or exc}") from exc
         if not os.access(store.root, os.W_OK):
-            raise InputError(f"cannot write to the dataset folder {out}: permission denied")
+            read_only = bool(os.statvfs(store.root).f_flag & os.ST_RDONLY)
+            why = "it is on a read-only file system" if read_only else "permission denied"
+            raise InputError(f"cannot write to the dataset folder {out}: {why}")
     read_manifest(store, out)
 
 
