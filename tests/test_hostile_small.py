@@ -51,3 +51,16 @@ def test_a_dataset_on_a_file_system_made_read_only_says_so(tmpfs: Path) -> None:
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1 and "read-only file system" in done.stderr, done.stderr
     assert "permission denied" not in done.stderr
+
+
+def test_a_usage_error_is_one_line() -> None:
+    for args in (
+        ["summary", "--bogus", "x"],
+        ["summary"],
+        ["sumary", "x"],
+        ["check", "--stall-seconds", "0", "x"],
+    ):
+        done = run(*args)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.count("\n") == 1 and done.stderr.startswith("tracelens: error: "), done.stderr
+        assert "--help" in done.stderr

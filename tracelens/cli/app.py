@@ -408,8 +408,26 @@ def main() -> None:
     # spins for a while: 0.1 CPU-s in every process that imports numpy (this one, the fork server, the
     # live worker). Set before anything imports numpy; the user's own setting wins.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    from typer import Abort
+    from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
+
     try:
-        app()
+        # Not standalone: a usage error comes here, to be told in one line as every other error is
+        # (typer prints the usage, a hint and the error on four).
+        code = app(standalone_mode=False)
+    except NoArgsIsHelpError as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except UsageError as exc:
+        where = f"; see {exc.ctx.command_path} --help" if exc.ctx is not None else ""
+        err.print(f"tracelens: error: {terminal_text(exc.format_message().rstrip('.'))}{where}", markup=False)
+        sys.exit(2)
+    except ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except Abort:
+        err.print("tracelens: interrupted", markup=False)
+        sys.exit(130)
     except InputError as exc:
         # The message may quote log text (a bad line, a file name): no escape sequence reaches the terminal.
         err.print(f"tracelens: error: {terminal_text(str(exc))}", markup=False)
@@ -425,3 +443,4 @@ def main() -> None:
             markup=False,
         )
         sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)
