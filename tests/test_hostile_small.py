@@ -64,3 +64,28 @@ def test_a_usage_error_is_one_line() -> None:
         assert done.returncode == 2, done.stderr
         assert done.stderr.count("\n") == 1 and done.stderr.startswith("tracelens: error: "), done.stderr
         assert "--help" in done.stderr
+
+
+def test_a_log_whose_lines_end_by_lone_crs_is_read_line_by_line(tmp_path: Path) -> None:
+    import gzip
+
+    lines = (SAMPLE_LOGS / "era_2026_comma.log").read_bytes().splitlines()
+    text = b"\r".join(lines) + b"\r"
+    for name, data in (("cr.log", text), ("cr.log.gz", gzip.compress(text))):
+        path = tmp_path / name
+        path.write_bytes(data)
+        done = run("sql", "--csv", "-q", "--no-cache", "select count(*) from lines", path)
+        assert done.returncode == 0, done.stderr
+        assert int(done.stdout.split()[1]) == len(lines), name
+    plain = run(
+        "sql",
+        "--csv",
+        "-q",
+        "--no-cache",
+        "select count(*) as n from batches",
+        SAMPLE_LOGS / "era_2026_comma.log",
+    )
+    from_cr = run(
+        "sql", "--csv", "-q", "--no-cache", "select count(*) as n from batches", tmp_path / "cr.log"
+    )
+    assert plain.stdout == from_cr.stdout

@@ -71,11 +71,16 @@ def blocks_from_stream(
     again = 0  # bytes stepped back over, read again in front of the next piece
     broken: Exception | None = None
     longest = max_line_bytes()
+    cr_lines: bool | None = None  # its lines end by lone CRs (no LF in its first read): known at once
     while broken is None:
         want = block_bytes + again if left is None else min(block_bytes + again, left)
         chunk, broken = _read_up_to(fh, want)
         if not chunk:
             break
+        if cr_lines is None:
+            cr_lines = b"\n" not in chunk and b"\r" in chunk
+        if cr_lines:  # a byte for a byte: every offset stays that of the source
+            chunk = chunk.translate(_CR_AS_LF)
         if left is not None:
             left -= len(chunk)
         data = carry + chunk if carry else chunk
@@ -125,6 +130,11 @@ def blocks_from_stream(
         yield Block(source, line_no, offset, carry)
     if broken is not None:
         raise SourceReadError(source, offset + len(carry), _describe(broken)) from broken
+
+
+# A log whose lines end by lone CRs (an old Mac's, some serial consoles') was one line: its CRs are read
+# as LFs. Only when its first read holds no LF, so that tqdm's CRs inside LF lines stay as they are.
+_CR_AS_LF = bytes.maketrans(b"\r", b"\n")
 
 
 def _skip_line(
