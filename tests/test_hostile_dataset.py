@@ -60,3 +60,17 @@ def test_a_cached_dataset_that_lost_a_part_is_read_again(tmp_path: Path) -> None
     again = count(*LOGS, "--dataset", cache)
     assert again.returncode == 0, again.stderr
     assert again.stdout == first.stdout
+
+
+def test_a_table_that_gains_files_loses_its_empty_placeholder(tmp_path: Path) -> None:
+    dataset = tmp_path / "ds"
+    assert run("parse", "-q", LOGS[0], "-o", dataset).returncode == 0
+    assert (dataset / "faults" / "empty.parquet").exists()  # no fault in that log
+    crash = SAMPLE_LOGS / "sweep_and_crash.log"
+    assert run("parse", "-q", LOGS[0], crash, "-o", dataset).returncode == 0
+    assert sorted(p.name for p in (dataset / "faults").iterdir()) != ["empty.parquet"]
+    assert not (dataset / "faults" / "empty.parquet").exists()
+    litter = [p for p in dataset.rglob("*") if p.name.endswith(".tmp")]
+    assert litter == []
+    faults = run("sql", "--csv", "-q", "select count(*) as n from faults", dataset)
+    assert int(faults.stdout.split()[1]) > 0

@@ -212,14 +212,16 @@ def commit_run(
         for rel in mf.part_files(manifest)
     }
     manifest = dataclasses.replace(manifest, sizes=sizes)
-    moves += _stage_the_rest(store, staging, manifest)
-    journal = Journal(moves, deletes, manifest)
+    staged_rest, placeholders = _stage_the_rest(store, staging, manifest)
+    journal = Journal(moves + staged_rest, deletes + placeholders, manifest)
     store.write_json(mf.JOURNAL, mf.to_json(journal))
     _apply(store, journal)
     return manifest
 
 
-def _stage_the_rest(store: Store, staging: str, manifest: Manifest) -> list[tuple[str, str]]:
+def _stage_the_rest(
+    store: Store, staging: str, manifest: Manifest
+) -> tuple[list[tuple[str, str]], list[str]]:
     """Write what the commit still has to write (the manifest, an `empty.parquet` for each table left
     without a file) into staging, before the journal: carrying the journal out is then renames and
     deletes only, which a full disk cannot stop. A disk that fills before the journal is whole leaves
@@ -229,14 +231,17 @@ def _stage_the_rest(store: Store, staging: str, manifest: Manifest) -> list[tupl
     files = [f for task in manifest.tasks.values() for fs in task.files.values() for f in fs]
     filled = {f.split("/", 1)[0] for f in [*files, *manifest.faults.values()]} | {T.RUNS}
     moves = []
+    placeholders = []  # the empty.parquet of a table that has files now: litter once they are there
     for table in TABLES:
         rel = f"{table}/empty.parquet"
         if table not in filled and not store.exists(rel):
             store.write_parquet(f"{staging}/{rel}", empty(table))
             moves.append((f"{staging}/{rel}", rel))
+        elif table in filled and store.exists(rel):
+            placeholders.append(rel)
     store.write_json(f"{staging}/manifest.json", mf.to_json(manifest))
     moves.append((f"{staging}/manifest.json", mf.MANIFEST))
-    return moves
+    return moves, placeholders
 
 
 def _touched(item: Input, new_tasks: dict[str, tuple[TaskSpec, TaskResult]]) -> bool:
