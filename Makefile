@@ -5,11 +5,14 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test fuzz lint bench clean
+.PHONY: demo test test-fast fuzz lint bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	# The distribution was named `tracelens` before `tracelens-logs`: an old editable install of this
+	# checkout under that name would stay beside the new one, both owning the package and the command.
+	$(BIN)/python -m pip uninstall --quiet --yes tracelens 2>/dev/null || true
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
@@ -22,6 +25,12 @@ test: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
+
+# The fast lane: the tests not marked slow (tests/conftest.py SLOW_FILES: real servers, browsers,
+# terminals, worker pools), one pytest-xdist worker per core. Each worker has its own temporary folders
+# and cache ($XDG_CACHE_HOME, conftest.py); servers listen on free ports. `make test` runs everything.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -n auto -m "not slow"
 
 # The fuzz tests with a long budget (make test runs 8 inputs per test): mutated real log lines and
 # random bytes through the batch parse and the live worker; a failure is shrunk to its smallest input.

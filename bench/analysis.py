@@ -1,6 +1,6 @@
 """Time and memory of the analysis commands on the datasets of large logs, beside the parse time.
 
-    python bench/analysis.py [--sizes 1G,4G] [--data DIR] [--commands check,report,...] [--no-readme]
+    python bench/analysis.py [--sizes 1G,4G] [--data DIR] [--commands check,report,...] [--no-write]
 
 ``--dataset 1G=DIR --parse 1G=SECONDS,CPU`` analyses an existing dataset instead, with the parse time
 measured elsewhere (no 1 GiB log is parsed again). Otherwise, for each size, builds the deterministic
@@ -11,8 +11,8 @@ once, the result kept in ``--data`` beside the dataset so a re-run does not pars
 Each command is measured by `throughput.run_measured`: wall time, CPU seconds of the whole process
 tree (user + system) and peak memory of the tree (the sum of the processes' proportional set sizes,
 sampled every 250 ms). A command whose tree passes ``--kill-above`` (default 12 GiB) is stopped, so a
-baseline that does not fit cannot take the machine down: its row says so. Writes the table into
-README.md between the `bench-analysis` markers.
+baseline that does not fit cannot take the machine down: its row says so. Prints the table and writes
+it into bench/RESULTS.md between the `bench-analysis` markers (`--no-write`: printed only).
 
 Targets (issue 10): peak tree memory <= 512 MiB for every command on both sizes; check, compare, summary
 and sql <= half the parse time; report <= the parse time.
@@ -35,7 +35,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
 from logmix import generate  # noqa: E402
-from throughput import _size, machine, write_readme  # noqa: E402
+from throughput import _size, machine, write_results  # noqa: E402
 from throughput import run_measured as measured  # noqa: E402
 
 MEMORY_LIMIT = 512 << 20
@@ -196,7 +196,7 @@ def main() -> None:
         metavar="SIZE=SECONDS,CPU[,PEAK_MIB]",
         help="the parse time of SIZE's log measured elsewhere (e.g. by bench/throughput.py in the same session)",
     )
-    parser.add_argument("--no-readme", action="store_true")
+    parser.add_argument("--no-write", action="store_true", help="print the table, do not write RESULTS.md")
     args = parser.parse_args()
     given = dict(item.split("=", 1) for item in args.dataset)
     parses = {size: _parse_measure(text) for size, text in (item.split("=", 1) for item in args.parse)}
@@ -247,8 +247,8 @@ def main() -> None:
                 indent=1,
             )
         )
-    if not args.no_readme:
-        write_readme(text, "bench-analysis")
+    if not args.no_write:
+        write_results(text, "bench-analysis")
 
 
 if __name__ == "__main__":

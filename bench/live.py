@@ -26,7 +26,7 @@
     python bench/live.py update-cost [--lines 10000,100000,1000000] [--window 20000]
     python bench/live.py memory [--speedup 40] [--hours 24] [--seconds 3600]
 
-The figures depend on the machine; the README records them with the machine they came from.
+The figures depend on the machine; bench/RESULTS.md records them with the machine they came from.
 """
 
 from __future__ import annotations

@@ -106,15 +106,16 @@ def _prefill_line(p: str, rng: random.Random, running: int) -> str:
     )
 
 
-def generate(path: Path, size: int, seed: int = 3) -> None:
-    """Write about ``size`` bytes of log to ``path``."""
+def generate(path: Path, size: int, seed: int = 3, run_seconds: int = 40_000) -> None:
+    """Write about ``size`` bytes of log to ``path``: a server start every ``run_seconds`` seconds of
+    log time (a huge ``run_seconds`` makes one long run, as a production server writes)."""
     rng = random.Random(seed)
     written = 0
     second = 0
     run = 0
     with path.open("w", encoding="utf-8", newline="\n") as fh:
         while written < size:
-            if second % 40_000 == 0:
+            if second % run_seconds == 0:
                 run += 1
                 steps = 2 + run % 4
                 chunk = _startup(

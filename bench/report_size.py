@@ -4,8 +4,8 @@
 
 Writes a synthetic SGLang EAGLE-3 log of about ``--gib`` GiB (``--runs`` server starts, each with decode
 lines every 50 ms, an access line and debug capture lines between them, and a crash at the end of the
-last run), then times `tracelens report` on it and prints the report's size and points per trace. The
-README quotes its numbers (measured by hand: a CI run would take too long).
+last run), then times `tracelens report` on it and prints the report's size and points per trace. bench/RESULTS.md
+records its numbers (measured by hand: a CI run would take too long).
 """
 
 from __future__ import annotations

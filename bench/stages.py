@@ -13,7 +13,7 @@ seconds of each stage of the engine's own code path:
 - write: those tables into Parquet with the engine's writer and row-group size (`engine.store`).
 
 It prints JSON: per stage, CPU seconds and MB/s of input per core. `bench/throughput.py` runs it and puts
-the figures in the README, so the gap between the targets and what Arrow and Parquet alone allow is
+the figures in bench/RESULTS.md, so the gap between the targets and what Arrow and Parquet alone allow is
 measured, not argued.
 """
 
@@ -30,11 +30,11 @@ import time
 from pathlib import Path
 
 from tracelens.engine.executors import WORKER_ENV
-from tracelens.engine.plan import DEFAULT_BLOCK_BYTES
 from tracelens.engine.store import Store
 from tracelens.engine.stream import parse_blocks
 from tracelens.engine.task import PartWriter
 from tracelens.parsers import ParseOptions
+from tracelens.sizes import DEFAULT_BLOCK_BYTES
 from tracelens.sources.files import block_lines, iter_blocks
 
 _AS_WORKER = "TRACELENS_STAGES_AS_WORKER"  # set once the process runs with the workers' environment

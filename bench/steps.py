@@ -29,8 +29,8 @@ os.environ["POLARS_MAX_THREADS"] = "1"  # before polars is imported: a worker ru
 
 import polars as pl
 
-from tracelens.engine.plan import DEFAULT_BLOCK_BYTES
 from tracelens.parsers import pipeline
+from tracelens.sizes import DEFAULT_BLOCK_BYTES
 from tracelens.sources.files import block_lines, iter_blocks
 
 STEPS = (

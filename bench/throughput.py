@@ -1,6 +1,6 @@
 """Throughput of `tracelens parse` on two realistic 1 GiB EAGLE-3 logs, against its peers.
 
-    python bench/throughput.py [--size 1G] [--runs 3] [--jobs N] [--big 4G | --big 0] [--no-readme]
+    python bench/throughput.py [--size 1G] [--runs 3] [--jobs N] [--big 4G | --big 0] [--no-write]
 
 Builds two logs deterministically (bench/logmix.py, cached in $TMPDIR): the session log (`generate`)
 and the mix of issue 11 (`generate_mix`: 60% decode, 10% prefill, 20% EAGLE3_DEBUG, 10% access lines).
@@ -16,8 +16,8 @@ all alike), the median of ``--runs``:
 For each: wall seconds, MB/s, CPU seconds of the whole process tree (user + system, from the
 children's rusage: stable on a noisy machine where wall time is not), CPU-s per GiB and peak PSS of the
 tree. Then the memory bound on a ``--big`` input, the second look (a re-run over the unchanged dataset),
-bench/stages.py's per-core cost of each stage of the engine, and the table goes into README.md between
-the `bench` markers.
+bench/stages.py's per-core cost of each stage of the engine. The table is printed and goes into
+bench/RESULTS.md between the `bench` markers (`--no-write`: printed only).
 """
 
 from __future__ import annotations
@@ -268,7 +268,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--big", default="4G", help="size of the memory-bound check (0: skip)")
-    parser.add_argument("--no-readme", action="store_true")
+    parser.add_argument("--no-write", action="store_true", help="print the table, do not write RESULTS.md")
     args = parser.parse_args()
     args.load_before = os.getloadavg()[0]
     # An installed tracelens runs from bytecode that pip wrote; a checkout under
@@ -320,8 +320,8 @@ def main() -> None:
     table = head + "\n" + "\n".join(tables) + "\n" + memory + stage_lines(stages, args.jobs)
     print()
     print(table)
-    if not args.no_readme:
-        write_readme(table)
+    if not args.no_write:
+        write_results(table)
 
 
 def report(title, results, rerun, nbytes, nlines, lnav) -> str:
@@ -391,18 +391,20 @@ def stage_lines(rates: dict[str, float], jobs: int) -> str:
     return "\n".join(rows) + "\n"
 
 
-def write_readme(table: str, marker: str = "bench") -> None:
-    """Put ``table`` into README.md between the `<!-- {marker}:start -->` and `:end` comments."""
-    readme = ROOT / "README.md"
-    text = readme.read_text()
+RESULTS = HERE / "RESULTS.md"  # the current figures; the README quotes none of them
+
+
+def write_results(table: str, marker: str = "bench") -> None:
+    """Put ``table`` into bench/RESULTS.md between the `<!-- {marker}:start -->` and `:end` comments."""
+    text = RESULTS.read_text()
     start, end = f"<!-- {marker}:start -->", f"<!-- {marker}:end -->"
     if start not in text or end not in text:
-        print(f"README.md has no {marker} markers; table not written")
+        print(f"{RESULTS.name} has no {marker} markers; table not written")
         return
     before, rest = text.split(start, 1)
     _, after = rest.split(end, 1)
-    readme.write_text(f"{before}{start}\n{table}{end}{after}")
-    print("README.md updated")
+    RESULTS.write_text(f"{before}{start}\n{table}{end}{after}")
+    print(f"{RESULTS.relative_to(ROOT)} updated")
 
 
 if __name__ == "__main__":

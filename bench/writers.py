@@ -25,15 +25,26 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from tracelens.engine.executors import WORKER_ENV
-from tracelens.engine.plan import DEFAULT_BLOCK_BYTES
 from tracelens.engine.stream import parse_blocks
 from tracelens.parsers import ParseOptions
+from tracelens.sizes import DEFAULT_BLOCK_BYTES
 from tracelens.sources.files import iter_blocks
-from tracelens.tables.schema import TABLES, T, stored_lines
+from tracelens.tables.schema import RANK_COLUMNS, TABLES, C, T
 
 _AS_WORKER = "TRACELENS_WRITERS_AS_WORKER"
 FLUSH_ROWS = 16_384
 PRUNED = ["source", "run", "line_no", "ts"]
+
+
+def stored_lines(lines: pl.DataFrame) -> pl.DataFrame:
+    """`lines` as dataset format 1 stored it: no rank columns, `record` null where it equals `line_no`
+    (format 2 keeps every column: a reader opens the files with no options)."""
+    own = pl.col(C.RECORD) == pl.col(C.LINE_NO)
+    return lines.select(
+        pl.when(~own).then(pl.col(C.RECORD)).alias(C.RECORD) if c == C.RECORD else pl.col(c)
+        for c in lines.columns
+        if c not in RANK_COLUMNS
+    )
 
 
 def _flushes(parsed: list[dict[str, pl.DataFrame]]) -> dict[str, list[pl.DataFrame]]:

@@ -14,6 +14,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_LOGS = ROOT / "sample_logs"
 REAL_CORPUS = ROOT.parent / "shared" / "corpus" / "real"
+# SpecForge's draft configs (configs/*.json) and training recipes (examples/*.yaml), unedited
+SPECFORGE = ROOT.parent / "shared" / "corpus" / "specforge"
 
 
 def real_corpus_files() -> list[Path]:
@@ -76,3 +78,38 @@ def tmpfs(tmp_path: Path) -> Iterator[Path]:
         yield point
     finally:
         subprocess.run(["umount", "-l", str(point)], check=False)
+
+
+# The test files whose tests start real processes and wait on them (servers, browsers, terminals, worker
+# pools, a wheel build, long budgets): marked `slow`, so that `make test-fast` (`-m "not slow"`, in
+# parallel with pytest-xdist) leaves them to `make test`, which runs everything.
+SLOW_FILES = frozenset(
+    {
+        "test_contracts.py",
+        "test_dataset_lock.py",
+        "test_engine_faults.py",
+        "test_fuzz.py",
+        "test_install.py",
+        "test_live_load.py",
+        "test_live_recorded.py",
+        "test_live_remote.py",
+        "test_live_scrollback.py",
+        "test_live_signals.py",
+        "test_live_sources.py",
+        "test_live_start.py",
+        "test_live_tail.py",
+        "test_live_worker.py",
+        "test_real_corpus.py",
+        "test_report_browser.py",
+        "test_soak.py",
+        "test_tui_pilot.py",
+        "test_tui_snapshot.py",
+        "test_tui_tmux.py",
+    }
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.name in SLOW_FILES:
+            item.add_marker(pytest.mark.slow)

@@ -114,6 +114,32 @@ class Browser:
         elif method == "Network.requestWillBeSent":
             self.log.requests.append(params["request"]["url"])
 
+    def wait_for(self, expression: str, timeout: float = 60) -> Any:
+        """Evaluate ``expression`` until it is truthy, reading events meanwhile, and return its value: a
+        condition, not a fixed wait (on a loaded machine it takes as long as it takes)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            value = self.evaluate(expression)
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"{expression} is still {value!r} after {timeout} s; errors: {self.log.errors}"
+                )
+            self.pump(0.05)
+
+    def settle(self) -> None:
+        """Let the page run what it has queued (two rounds of tasks: handlers, timers set by handlers,
+        Plotly's deferred redraws) and read every event it sent before: what "wait a second, nothing
+        more may come" stood for. `send` reads the events that arrive before its reply."""
+        self.send(
+            "Runtime.evaluate",
+            {
+                "expression": "new Promise(r => setTimeout(() => setTimeout(() => r(true), 0), 0))",
+                "awaitPromise": True,
+            },
+        )
+
     def pump(self, seconds: float) -> None:
         """Read events for a while (dialogs and errors arrive on their own)."""
         self.ws.settimeout(0.1)

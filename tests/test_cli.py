@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -15,7 +16,22 @@ import pytest
 from conftest import SAMPLE_LOGS
 
 TRACELENS = [sys.executable, "-m", "tracelens.cli"]
-COMMANDS = ["parse", "summary", "explain", "demo"]
+
+
+def _commands() -> dict[str, list[str]]:
+    """Every command the app registers, with the option names each declares (typer's command tree)."""
+    import typer
+
+    from tracelens.cli.app import app
+
+    group = typer.main.get_command(app)
+    return {
+        name: [opt for param in command.params for opt in param.opts if opt.startswith("-")]
+        for name, command in group.commands.items()  # type: ignore[attr-defined]
+    }
+
+
+COMMANDS = _commands()
 
 
 def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -26,16 +42,20 @@ def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]
 def test_help_lists_every_command() -> None:
     result = run("--help")
     assert result.returncode == 0
-    for command in COMMANDS:
-        assert command in result.stdout
+    listed = result.stdout.split("Commands", 1)[1].splitlines()[1:]
+    names = [line.strip(" │").split()[0] for line in listed if line.strip(" │╰─")]
+    assert sorted(names) == sorted(COMMANDS)
+    assert len(COMMANDS) == 11
 
 
-@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_every_command_documents_its_options(command: str) -> None:
     result = run(command, "--help")
     assert result.returncode == 0, result.stderr
-    assert "Usage:" in result.stdout
-    assert len(result.stdout.splitlines()) > 4
+    usage = result.stdout.lstrip().splitlines()[0]
+    assert usage.startswith("Usage: ") and f" {command} [OPTIONS]" in usage, usage
+    for option in COMMANDS[command]:
+        assert option in result.stdout, (command, option)
 
 
 def test_version() -> None:
@@ -121,10 +141,9 @@ def test_parse_writes_one_folder_of_parquet_parts_per_table(tmp_path: Path) -> N
     folders = sorted(p.name for p in out.iterdir() if p.is_dir() and not p.name.startswith("."))
     assert folders == sorted(TABLES)
     assert all(list((out / name).glob("*.parquet")) for name in TABLES)
-    # As the README reads a table: part files leave out all-null columns, the schema puts them back.
-    batches = pl.scan_parquet(
-        out / T.BATCHES / "*.parquet", schema=polars_schema(T.BATCHES), missing_columns="insert"
-    ).collect()
+    # As the README reads a table: every part file holds the whole schema, so a glob needs no options.
+    batches = pl.read_parquet(out / T.BATCHES / "*.parquet")
+    assert batches.schema == polars_schema(T.BATCHES)
     assert batches.filter(pl.col(C.PHASE) == "decode").height > 100
     assert "lines" in result.stdout and "batches" in result.stdout
 
@@ -305,3 +324,23 @@ def test_demo_prints_the_sample_story() -> None:
     assert result.returncode == 0, result.stderr
     for name in ("baseline_tp8.log", "eagle3_embed_capture.log", "eagle3_fixed.log", "sweep_and_crash.log"):
         assert name in result.stdout
+
+
+def _verdict_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.split(" ", 1)[0] in ("BROKEN", "DEGRADED", "HEALTHY")]
+
+
+def test_demo_prints_the_verdicts_and_the_command_to_run_next(tmp_path: Path) -> None:
+    result = run("demo", "-q", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    verdicts = _verdict_lines(result.stdout)
+    assert verdicts[0].startswith("BROKEN    eagle3_embed_capture.log#1: ")
+    assert any(line.startswith("HEALTHY   eagle3_fixed.log#1: ") for line in verdicts)
+    (step,) = [line for line in result.stdout.splitlines() if line.startswith("next: ")]
+    command = shlex.split(step.removeprefix("next: "))
+    assert command[:2] == ["tracelens", "check"]
+    # the command as printed runs, from where the demo ran, and explains the same verdicts
+    checked = run(*command[1:], cwd=tmp_path)
+    assert checked.returncode == 1, checked.stderr  # errors among the findings: check gates CI
+    assert _verdict_lines(checked.stdout) == verdicts
+    assert "fix:" in checked.stdout

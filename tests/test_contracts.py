@@ -42,6 +42,14 @@ PLANTED = [
     ("parsers/batch.py", "from tracelens.analysis import findings", "Layers"),
     ("tables/frames.py", "import tracelens.sources.files", "Layers"),
     ("report/page.py", "from tracelens.cli import render", "Layers"),
+    # siblings are independent: each way between the two of a layer breaks it
+    ("analysis/runs.py", "import tracelens.parsers", "Layers"),
+    ("parsers/batch.py", "import tracelens.analysis.runs", "Layers"),
+    ("live/session.py", "import tracelens.report", "Layers"),
+    ("report/page.py", "from tracelens.live import status", "Layers"),
+    ("engine/task.py", "import tracelens.formatting", "Layers"),
+    ("formatting.py", "import tracelens.engine", "Layers"),
+    ("sizes.py", "import tracelens.lazy", "Layers"),
 ]
 
 

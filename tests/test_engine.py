@@ -9,6 +9,7 @@ import datetime as dt
 import gzip
 import io
 import json
+import math
 import os
 import signal
 import subprocess
@@ -31,7 +32,7 @@ from tracelens.engine.store import META
 from tracelens.engine.task import EVIDENCE_KINDS
 from tracelens.parsers import ParseOptions
 from tracelens.tables.frames import Tables
-from tracelens.tables.schema import RANK_COLUMNS, TABLES, C, T, conform_parts
+from tracelens.tables.schema import TABLES, C, T
 
 from conftest import SAMPLE_LOGS
 
@@ -50,10 +51,8 @@ def _assert_evidence(evidence: pl.DataFrame, want: Tables) -> None:
 
 
 def read_dataset(out: Path) -> dict[str, pl.DataFrame]:
-    """Each table from its part files, which leave out all-null columns (and `lines` its rank columns)."""
-    return {
-        t: conform_parts(t, [pl.read_parquet(p) for p in sorted((out / t).glob("*.parquet"))]) for t in TABLES
-    }
+    """Each table as a user reads it: one `read_parquet` of its files' glob, no options."""
+    return {t: pl.read_parquet(out / t / "*.parquet") for t in TABLES}
 
 
 def assert_same_tables(
@@ -70,8 +69,6 @@ def assert_same_tables(
             continue
         mine = mine.sort(keys, maintain_order=True)
         theirs = want[table].sort(keys, maintain_order=True)
-        if table == T.LINES:  # a dataset's `lines` leaves out the ranks (in the table of each line's kind)
-            theirs = theirs.with_columns(pl.lit(None, dtype=pl.Int32).alias(c) for c in RANK_COLUMNS)
         assert mine.schema == theirs.schema, table
         assert mine.height == theirs.height, f"{table}: {mine.height} rows, want {theirs.height}"
         assert mine.equals(theirs), f"{table} differs"
@@ -465,7 +462,7 @@ def test_an_fsspec_url_is_a_dataset_location_too() -> None:
         for name in fs.ls(f"/{root}/{table}", detail=False):
             with fs.open(name, "rb") as fh:
                 frames.append(pl.read_parquet(fh))
-        got[table] = conform_parts(table, frames)
+        got[table] = pl.concat(frames)
     assert_same_tables(got, parse_paths(paths, ParseOptions(base_date=BASE_DATE)))
     assert parse_to_dataset([str(p) for p in paths], url, options).unchanged == 2
     fs.rm(f"/{root}", recursive=True)
@@ -488,3 +485,20 @@ def test_dask_local_cluster_gives_the_local_engines_tables(tmp_path: Path) -> No
         assert (
             got[table].sort(keys, maintain_order=True).equals(want[table].sort(keys, maintain_order=True))
         ), table
+
+
+@pytest.mark.parametrize(("executor", "jobs"), [("local", 1), ("local", 2), ("dask-local", 2)])
+def test_a_task_that_raises_is_an_error_of_the_run(executor: str, jobs: int) -> None:
+    """What a task raises on a worker fails the run in one line (exit 2 through `InputError`), on every
+    executor: never an internal error, never an input read in part."""
+    if executor.startswith("dask"):
+        pytest.importorskip("distributed")
+    from tracelens.engine.executors import TaskFailed, make_executor
+
+    pool = make_executor(executor, jobs, None)
+    try:
+        with pytest.raises(TaskFailed) as failed:
+            dict(pool.run(math.sqrt, [4.0, -1.0]))  # a real error raised in the worker: no mock
+    finally:
+        pool.close()
+    assert str(failed.value) == "a worker task failed (ValueError: math domain error)"

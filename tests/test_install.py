@@ -1,5 +1,5 @@
-"""`pip install tracelens` then `tracelens demo`, outside any checkout: the wheel is built from this
-checkout, installed into a fresh virtualenv, and its `tracelens` script runs the demo from a folder that
+"""`pip install tracelens-logs` (the distribution's name; the package and the command are `tracelens`)
+then `tracelens demo`, outside any checkout: the wheel is built from this checkout, installed into a fresh virtualenv, and its `tracelens` script runs the demo from a folder that
 holds nothing else; the sample-log generator shipped inside it (`python -m tracelens.sample_logs`)
 writes the committed logs byte for byte. The dependencies (polars, pyarrow, ...) come from the test's
 own environment through a .pth file, so that the test needs no network for them; the package itself
@@ -30,7 +30,9 @@ def test_demo_works_from_an_installed_wheel(tmp_path: Path) -> None:
         timeout=600,
     )
     assert built.returncode == 0, built.stderr[-3000:]
-    (wheel,) = wheels.glob("tracelens-*.whl")
+    (wheel,) = wheels.glob("tracelens_logs-*.whl")
+    metadata = next(n for n in zipfile.ZipFile(wheel).namelist() if n.endswith(".dist-info/METADATA"))
+    assert "\nName: tracelens-logs\n" in zipfile.ZipFile(wheel).read(metadata).decode()
     shipped = {n for n in zipfile.ZipFile(wheel).namelist() if n.startswith("tracelens/sample_logs/")}
     assert {f"tracelens/sample_logs/{p.name}" for p in SAMPLE_LOGS.glob("*.log*")} <= shipped
 

@@ -137,8 +137,17 @@ def test_follow_reads_stdin_and_prints_json_findings() -> None:
     events = [json.loads(line) for line in result.stdout.decode().splitlines()]
     codes = {e["code"] for e in events if e["event"] == "finding"}
     assert {"fault-oom", "fault-sigquit"} <= codes
-    stats = [e for e in events if e["event"] == "stats"]
+    stats = [e for e in events if e["event"] == "stats" and e["run"] == 3]
     assert stats[-1]["phase"] == "crashed"
+    assert stats[-1]["verdict"] == {
+        "run": stats[-1]["label"],
+        "status": "broken",
+        "headline": stats[-1]["headline"],
+        "fix": stats[-1]["fix"],
+    }
+    # the earlier runs stay in the stream: each one's last stats say it ended, with its verdict
+    ended = {e["run"]: e for e in events if e["event"] == "stats" and e["ended"]}
+    assert set(ended) == {1, 2} and all(e["verdict"]["status"] for e in ended.values())
     # Every event carries the time it was emitted.
     assert all(e.get("at") for e in events)
     first = {k: v for k, v in events[0].items() if k != "at"}

@@ -166,7 +166,7 @@ def test_an_update_reads_a_bounded_window_of_rows_and_every_run_whole() -> None:
 def test_findings_outlive_the_window_and_the_full_analysis_reads_every_row(tmp_path: Path) -> None:
     """With a window of 300 lines, an update judges the newest 300-600 lines of a 4540-line log: what it
     found earlier is kept, `session.analysis` (the report's) is still the batch analysis of every row,
-    and the open run's means are those of the window (README: what the live view computes)."""
+    and the open run's means are those of the window (docs/live.md: what the live view computes)."""
     import shutil
 
     from tracelens.analysis import Severity

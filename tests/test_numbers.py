@@ -117,7 +117,15 @@ def test_one_look_for_a_value_in_every_view() -> None:
         assert duration(seconds, compact=True) == text, seconds
     assert duration(661.7) == "11 min 02 s" and duration(None) == "-"
     spec = {"algorithm": "EAGLE3", "num_steps": 4, "eagle_topk": 1, "num_draft_tokens": 5}
-    row = {C.SPEC_ALGORITHM: "EAGLE3", C.SPEC_NUM_STEPS: 4, C.SPEC_EAGLE_TOPK: 1, C.SPEC_NUM_DRAFT_TOKENS: 5}
+    # a row of `Analysis.runs`: whether the run drafts is decided once (`runs.with_speculation`)
+    row = {
+        A.SPECULATIVE: True,
+        A.SPECULATIVE_FROM: "server args",
+        C.SPEC_ALGORITHM: "EAGLE3",
+        C.SPEC_NUM_STEPS: 4,
+        C.SPEC_EAGLE_TOPK: 1,
+        C.SPEC_NUM_DRAFT_TOKENS: 5,
+    }
     assert speculative(spec) == speculative_of_run(row) == "EAGLE3 steps=4 topk=1 draft=5"
     assert speculative(spec, short=True) == speculative_of_run(row, short=True) == "EAGLE3 s4 k1 d5"
     assert speculative(None) == speculative_of_run({C.SPEC_ALGORITHM: None}) == "none"

@@ -45,7 +45,8 @@ _RECORDER = textwrap.dedent(
         recording(name)
 
     from tracelens.parsers.pipeline import parse_lines
-    from tracelens.sources.files import DEFAULT_BLOCK_BYTES, iter_blocks, block_lines
+    from tracelens.sizes import DEFAULT_BLOCK_BYTES
+    from tracelens.sources.files import block_lines, iter_blocks
 
     small = 64 << 10  # the sample logs in small blocks too: a block's first lines take other paths
     for path in sys.argv[2:]:

@@ -13,12 +13,13 @@ import pytest
 from report_browser import CHROMIUM, Browser
 from test_report import HOSTILE, HOSTILE_NAME, hostile_analysis
 
-from tracelens import analyze
+from tracelens import Analysis, analyze
 from tracelens.report import WrittenReport, write_report
 
 from conftest import ROOT, SAMPLE_LOGS, missing
 
 ARTIFACTS = ROOT / "test-artifacts"
+TIME_PLOTS = ("acceptance", "throughput", "timeline")  # the plots whose x axis is time
 OPEN_SECONDS = 20.0  # generous for a loaded CI machine; about 3 s on a 2-core laptop
 
 # Per plot: how many traces Plotly holds, how many values they carry, and how many marks the SVG drew.
@@ -43,18 +44,25 @@ def browser() -> Iterator[Browser]:
 
 
 @pytest.fixture(scope="module")
-def sample_report(tmp_path_factory: pytest.TempPathFactory) -> WrittenReport:
-    return write_report(analyze([SAMPLE_LOGS]), tmp_path_factory.mktemp("browser") / "report.html")
+def sample_analysis() -> Analysis:
+    return analyze([SAMPLE_LOGS])
+
+
+@pytest.fixture(scope="module")
+def sample_report(sample_analysis: Analysis, tmp_path_factory: pytest.TempPathFactory) -> WrittenReport:
+    return write_report(sample_analysis, tmp_path_factory.mktemp("browser") / "report.html")
 
 
 def assert_clean(chrome: Browser) -> None:
-    chrome.pump(0.5)
+    chrome.settle()
     assert chrome.log.errors == []
     assert chrome.log.dialogs == []
     assert chrome.external_requests() == []
 
 
-def test_every_plot_draws_its_data_without_errors(browser: Browser, sample_report: WrittenReport) -> None:
+def test_every_plot_draws_its_data_without_errors(
+    browser: Browser, sample_report: WrittenReport, sample_analysis: Analysis
+) -> None:
     seconds = browser.open(sample_report.path)
     assert seconds < OPEN_SECONDS
     assert browser.evaluate("document.body.getAttribute('data-ready')") == str(len(sample_report.plots))
@@ -66,7 +74,10 @@ def test_every_plot_draws_its_data_without_errors(browser: Browser, sample_repor
     rows = browser.evaluate("document.querySelectorAll('#findings-table tbody tr').length")
     assert rows == sample_report.findings > 0
     evidence = browser.evaluate("document.querySelector('#findings-table .ev .where').textContent")
-    assert evidence.startswith(str(SAMPLE_LOGS.relative_to(ROOT))) or ":" in evidence
+    # the first cited line, as the analysis names it: the log's path and its line number
+    first = next(e for f in sample_analysis.findings for e in f.evidence)
+    assert evidence == f"{first.source}:{first.line_no}"
+    assert first.source.startswith(str(SAMPLE_LOGS.resolve())) and first.line_no > 0
     assert browser.evaluate("document.querySelectorAll('.card').length") == sample_report.runs
     browser.screenshot(ARTIFACTS / "report-first-screen.png")
 
@@ -86,22 +97,19 @@ def test_time_axis_switch_zoom_link_and_legend_link(browser: Browser, sample_rep
     axis = "document.getElementById('plot-{}')._fullLayout.xaxis.{}"
     assert browser.evaluate(axis.format("acceptance", "type")) == "linear"
     browser.evaluate("document.querySelector('[data-time=clock]').click()")
-    browser.pump(1.5)
-    for key in ("acceptance", "throughput", "timeline"):
-        assert browser.evaluate(axis.format(key, "type")) == "date"
+    browser.wait_for(" && ".join(f"{axis.format(key, 'type')} === 'date'" for key in TIME_PLOTS))
     first = (
         "new Date(document.getElementById('plot-acceptance')._fullData"
         ".find(t => t.legendgroup === 'eagle3_fixed.log#1').x[0]).toISOString()"
     )
     assert browser.evaluate(first) == "2026-11-20T14:15:00.000Z"  # its first decode line, as logged
     browser.evaluate("document.querySelector('[data-time=since]').click()")
-    browser.pump(1.5)
-    assert browser.evaluate(axis.format("timeline", "type")) == "linear"
+    browser.wait_for(" && ".join(f"{axis.format(key, 'type')} === 'linear'" for key in TIME_PLOTS))
     # a range picked on one time plot shows on the others
     browser.evaluate("Plotly.relayout('plot-acceptance', {'xaxis.range': [12, 14]})")
-    browser.pump(1.0)
-    for key in ("throughput", "timeline"):
-        assert browser.evaluate(axis.format(key, "range")) == [12, 14]
+    browser.wait_for(
+        " && ".join(f"JSON.stringify({axis.format(key, 'range')}) === '[12,14]'" for key in TIME_PLOTS[1:])
+    )
     # hiding a run from one legend hides it everywhere
     visible = "document.getElementById('plot-{}').data.filter(t => t.legendgroup === 'eagle3_fixed.log#1').map(t => t.visible)"
     browser.evaluate(
@@ -109,8 +117,9 @@ def test_time_axis_switch_zoom_link_and_legend_link(browser: Browser, sample_rep
         " const i = gd.data.findIndex(t => t.legendgroup === 'eagle3_fixed.log#1' && t.showlegend !== false);"
         " gd.emit('plotly_legendclick', {data: gd.data, curveNumber: i}); })()"
     )
-    browser.pump(1.0)
-    for key in ("acceptance", "throughput", "batch", "distribution", "speedup"):
+    linked = ("acceptance", "throughput", "batch", "distribution", "speedup")
+    browser.wait_for(" && ".join(f"{visible.format(key)}.every(v => v === 'legendonly')" for key in linked))
+    for key in linked:
         assert set(browser.evaluate(visible.format(key))) == {"legendonly"}, key
     assert_clean(browser)
 
@@ -121,10 +130,12 @@ def test_theme_button_overrides_the_system_scheme(browser: Browser, sample_repor
     assert browser.evaluate(background) == "rgb(255, 255, 255)"
     for _ in range(2):  # auto -> light -> dark
         browser.evaluate("document.getElementById('theme-toggle').click()")
-    browser.pump(1.5)
-    assert browser.evaluate(background) == "rgb(20, 23, 28)"
+    browser.wait_for(f"{background} === 'rgb(20, 23, 28)'")
     assert browser.evaluate("document.getElementById('theme-toggle').textContent") == "theme: dark"
     font = "document.getElementById('plot-{}')._fullLayout.font.color"
+    browser.wait_for(
+        " && ".join(f"{font.format(key)}.toLowerCase() === '#e3e7ed'" for key in sample_report.plots)
+    )
     for key in sample_report.plots:
         assert browser.evaluate(font.format(key)).lower() == "#e3e7ed", key
     assert_clean(browser)
@@ -147,7 +158,6 @@ def test_injected_script_log_lines_stay_text(browser: Browser, tmp_path: Path) -
         hostile_analysis(tmp_path / "logs"), tmp_path / "hostile.html", title=f"run {HOSTILE}"
     )
     browser.open(written.path)
-    browser.pump(1.0)
     assert_clean(browser)  # no alert() fired, no error, nothing fetched
     dom = browser.evaluate(
         "({scripts: document.scripts.length, images: document.images.length,"

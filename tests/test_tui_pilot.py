@@ -8,13 +8,16 @@ import numpy as np
 import pytest
 from tui_support import EMBED, TRACEBACK, append, decode, session_for, until, write_start
 
+from tracelens import analyze
 from tracelens.analysis.expectations import Expectations
 from tracelens.live import events as ev
 from tracelens.live.index import KIND_CODES, LineFilter
 from tracelens.sources import events as src
 from tracelens.tables.schema import Kind
 from tracelens.tui.app import SessionReported, TraceLensApp
-from tracelens.tui.screens import FilterScreen, HelpScreen
+from tracelens.tui.screens import FilterScreen, HelpScreen, VerdictScreen
+
+from conftest import SAMPLE_LOGS
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(120)]
 SIZE = (150, 50)
@@ -98,6 +101,83 @@ async def test_a_key_switches_the_run_the_panels_show(tmp_path: Path) -> None:
         assert await until(lambda: app.acceptance.border_title != before)
         assert {before, app.acceptance.border_title} == {"acceptance · a.log#1", "acceptance · b.log#1"}
         assert app.capture.border_title.endswith(app.acceptance.border_title.split(" · ")[1])
+
+
+async def test_the_panels_open_on_the_worst_run_of_any_source(tmp_path: Path) -> None:
+    healthy, crashed = tmp_path / "a.log", tmp_path / "b.log"
+    write_start(healthy)
+    write_start(crashed)
+    append(crashed, *TRACEBACK)
+    app = TraceLensApp(session_for(healthy, crashed), report_path=tmp_path / "report.html")
+    async with app.run_test(size=(80, 24)):
+        strip = lambda: str(app.verdicts.render_text())  # noqa: E731
+        assert await until(lambda: "BROKEN" in strip() and "HEALTHY" in strip())  # both sources judged
+        lines = strip().splitlines()
+        assert "BROKEN" in lines[0] and "b.log#1" in lines[0] and lines[0].startswith("▶")
+        assert "a.log#1" in lines[1]
+        assert app.current_run == (str(crashed), 1)
+        assert app.acceptance.border_title.endswith("b.log#1")
+
+
+async def test_an_ended_broken_run_keeps_its_verdict_and_fix_at_80x24(tmp_path: Path) -> None:
+    """Run 1 captures the embedding for a draft not trained with it (broken, with a fix); runs 2 and 3
+    start the server again, fixed. At 80x24, with a window that run 1 leaves, run 1 keeps its verdict
+    and fix on the strip, `s` reaches it and `v` says its fix whole."""
+    broken = (SAMPLE_LOGS / "eagle3_embed_capture.log").read_text()
+    fixed = (SAMPLE_LOGS / "eagle3_fixed.log").read_text()
+    log = tmp_path / "server.log"
+    log.write_text(broken)
+    app = TraceLensApp(session_for(log, window_lines=3000), report_path=tmp_path / "report.html")
+    runs = lambda: {r.run: r for r in app.session.snapshot.every_run}  # noqa: E731
+    async with app.run_test(size=(80, 24)) as pilot:
+        assert await until(lambda: "BROKEN" in str(app.verdicts.render_text()), timeout=60)
+        assert "eagle_aux_hidden_state_layer_ids" in (runs()[1].fix or "")
+        for start in (fixed, fixed):  # two more starts, each parsed before the next
+            count = len(runs())
+            with log.open("a") as fh:
+                fh.write(start)
+            assert await until(
+                lambda count=count: len(runs()) == count + 1 and app.session.idle(), timeout=90
+            )
+        assert await until(lambda: app.session.snapshot.lines == len((broken + fixed * 2).splitlines()))
+        assert await until(lambda: runs()[3].status is not None)
+        # run 1 keeps the verdict `check` gives it on the whole log
+        batch = next(v for v in analyze([log]).verdicts if v.run == 1)
+        first = runs()[1]
+        assert first.ended and first.status == batch.status == "broken"
+        assert (first.headline, first.fix) == (batch.headline, batch.fix)
+        fix = first.fix
+        assert fix and "eagle_aux_hidden_state_layer_ids" in fix
+        assert [r.run for r in app.session.snapshot.runs] == [3]  # the source's current run
+        # Every run is on the strip, worst first, each line cut at a word boundary to the width.
+        lines = str(app.verdicts.render_text()).splitlines()
+        assert len(lines) == 3 and "BROKEN" in lines[0] and "server.log#1 (ended)" in lines[0]
+        assert all(len(line) <= app.verdicts.size.width for line in lines)
+        shown = lines[0].split(": ", 1)[1]
+        assert shown.endswith("…") and first.headline.startswith(shown[:-1])
+        assert first.headline[len(shown) - 1] in " ,"
+        assert await until(lambda: app.verdicts.size.height == 3)  # once laid out
+        assert app.verdicts.region.bottom <= 24
+        # The panels open on the worst run; its fix is on the screen, named.
+        assert app.current_run == first.key
+        assert app.fix_line.display and app.fix_line.region.bottom <= 24
+        assert str(app.fix_line.render_text()).startswith(f"fix {first.label}: {' '.join(fix.split()[:3])}")
+        assert app.acceptance.border_title.endswith(str(first.label))
+        # `s` goes through every run and back to the first
+        seen = [first.key]
+        for _ in range(3):
+            await pilot.press("s")
+            assert await until(lambda before=seen[-1]: app.current_run != before)
+            seen.append(app.current_run)
+        seen = seen[1:]
+        assert [key[1] for key in seen if key] == [2, 3, 1]
+        assert app.capture.border_title.endswith(str(first.label))
+        await pilot.press("v")
+        assert await until(lambda: isinstance(app.screen, VerdictScreen))
+        whole = str(app.screen.render_text())
+        assert fix in whole and first.headline in whole
+        await pilot.press("escape")
+        assert await until(lambda: not isinstance(app.screen, VerdictScreen))
 
 
 async def test_a_traceback_adds_a_fault_finding(tmp_path: Path) -> None:

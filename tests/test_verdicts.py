@@ -7,7 +7,10 @@ import pytest
 from test_detectors import AUX3, decode, run, server_args, spec_run, stamp
 
 from tracelens.analysis import Analysis, Expectations
+from tracelens.analysis.training import TrainingInputs
 from tracelens.analysis.verdicts import RULES, STATUSES, Verdict
+
+from conftest import SPECFORGE
 
 EMBED = "EAGLE3_DEBUG[dsv2] embed capture: layer_id=-1 shape=torch.Size([1, 8]) norm=10.6"
 IDS = "EAGLE3_DEBUG[dsv2] set aux layers: layer_ids=[-1, 2, 30], layers_to_capture=[0, 3, 31]"
@@ -46,6 +49,17 @@ CASES = {
         ["fault-exception", "fault-sigquit"],
     ),
     "invalid-norms": (spec_run([NAN, AUX3], accept=1.02), None, ["norm-invalid"], ["acceptance-useless"]),
+    # SpecForge's EAGLE-3 draft config served with --speculative-algorithm EAGLE: accept len 1.00
+    "training-gap": (
+        [line.replace("'EAGLE3'", "'EAGLE'") for line in spec_run([], accept=1.0)],
+        None,
+        ["eagle3-draft-as-eagle"],
+        ["acceptance-useless"],
+    ),
+}
+# What the analysis is told besides the expectations, for the cases that need it.
+INPUTS = {
+    "training-gap": TrainingInputs(draft_config=SPECFORGE / "configs" / "deepseek-v3-671b-eagle3.json"),
 }
 
 
@@ -56,7 +70,7 @@ def test_every_rule_has_a_case() -> None:
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_rule_ties_the_cause_to_its_symptom(name: str) -> None:
     lines, expect, causes, explains = CASES[name]
-    verdict = only(run(lines, expect))
+    verdict = only(run(lines, expect, training=INPUTS.get(name)))
     assert verdict.status == "broken"
     assert verdict.causes == causes
     assert verdict.explains == explains

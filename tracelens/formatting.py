@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tracelens.analysis.findings import Severity, Status
+from tracelens.analysis.speculation import speculative_spec
 from tracelens.tables.names import A, C
 
 MISSING = "-"
@@ -119,22 +120,23 @@ def ago(seconds: float | None) -> str:
 
 # ----------------------------------------------------------------------------- speculative config
 
-# (summary JSON key, run column, long name, short name)
-_SPEC_PARTS = (
-    ("num_steps", C.SPEC_NUM_STEPS, "steps", "s"),
-    ("eagle_topk", C.SPEC_EAGLE_TOPK, "topk", "k"),
-    ("num_draft_tokens", C.SPEC_NUM_DRAFT_TOKENS, "draft", "d"),
-)
+# (summary JSON key, long name, short name)
+_SPEC_NAMES = (("num_steps", "steps", "s"), ("eagle_topk", "topk", "k"), ("num_draft_tokens", "draft", "d"))
 
 
 def speculative(spec: Mapping[str, Any] | None, short: bool = False) -> str:
     """The speculative config of the summary's JSON (`algorithm`, `num_steps`, `eagle_topk`,
-    `num_draft_tokens`): `EAGLE3 steps=4 topk=1 draft=5`, with ``short`` `EAGLE3 s4 k1 d5` (for 80
-    columns); `none` without speculative decoding."""
-    if not spec or not spec.get("algorithm"):
+    `num_draft_tokens`, `seen_in`): `EAGLE3 steps=4 topk=1 draft=5`, with ``short`` `EAGLE3 s4 k1 d5`
+    (for 80 columns); `none` without speculative decoding. A run that drafts by its stats lines
+    without server args to name the algorithm is `speculative (algorithm not logged; seen in the decode
+    lines)`, with ``short`` `speculative`."""
+    if not spec:
         return "none"
+    if not spec.get("algorithm"):
+        seen = spec.get("seen_in")
+        return "speculative" if short else f"speculative (algorithm not logged; seen in the {seen})"
     parts = [str(spec["algorithm"])]
-    for key, _, name, brief in _SPEC_PARTS:
+    for key, name, brief in _SPEC_NAMES:
         value = spec.get(key)
         if value is not None:
             parts.append(f"{brief}{value}" if short else f"{name}={value}")
@@ -146,7 +148,7 @@ def speculative_words(run: Mapping[str, Any]) -> str | None:
     `EAGLE3 · 4 steps · topk 1 · 5 draft tokens`; None without speculative decoding."""
     algo = run.get(C.SPEC_ALGORITHM)
     if not algo:
-        return None
+        return "speculative (algorithm not logged)" if run.get(A.SPECULATIVE) else None
     parts = [str(algo)]
     for column, unit in (
         (C.SPEC_NUM_STEPS, "steps"),
@@ -160,10 +162,8 @@ def speculative_words(run: Mapping[str, Any]) -> str | None:
 
 
 def speculative_of_run(run: Mapping[str, Any], short: bool = False) -> str:
-    """`speculative` of a row of `Analysis.runs` (its `speculative_*` columns)."""
-    spec = {"algorithm": run.get(C.SPEC_ALGORITHM)}
-    spec |= {key: run.get(column) for key, column, _, _ in _SPEC_PARTS}
-    return speculative(spec, short=short)
+    """`speculative` of a row of `Analysis.runs`."""
+    return speculative(speculative_spec(run), short=short)
 
 
 # ----------------------------------------------------------------------------- severity and status
@@ -202,6 +202,32 @@ def status_tag(status: str) -> str:
     return f"{status.upper():10}"
 
 
+def clip_words(
+    text: str, width: int, lines: int = 1, first: int | None = None, ellipsis: str = "…"
+) -> list[str]:
+    """``text`` in at most ``lines`` lines of ``width`` characters (the first ``first``, when a lead
+    stands before it), broken and cut at word boundaries: the last line ends in ``ellipsis`` when words
+    were left out (a word longer than its line is cut inside). The views cut a sentence so, never
+    mid-word, with the whole of it one key away."""
+    words = text.split()
+    out: list[str] = []
+    room = 0
+    while words and len(out) < lines:
+        room = max(first if first is not None and not out else width, len(ellipsis) + 1)
+        line = ""
+        while words and len(line) + bool(line) + len(words[0]) <= room:
+            line += (" " if line else "") + words.pop(0)
+        if not line:  # one word wider than a line
+            line, words[0] = words[0][:room], words[0][room:]
+        out.append(line)
+    if words:
+        last = out[-1]
+        while len(last) > room - len(ellipsis) and " " in last:
+            last = last.rsplit(" ", 1)[0]
+        out[-1] = last[: room - len(ellipsis)].rstrip(" ,;:") + ellipsis
+    return out
+
+
 # (header, column, digits) of the client-side benchmark table, in `compare` and the report
 BENCH_COLUMNS = (
     ("requests", A.BENCH_REQUESTS, 0),
@@ -215,3 +241,29 @@ BENCH_COLUMNS = (
     ("ITL ms", A.BENCH_MEAN_ITL_MS, 2),
     ("E2E ms", A.BENCH_MEAN_E2E_MS, 1),
 )
+
+
+def acceptance_words(
+    positions: tuple[float, ...],
+    basis: str | None,
+    engine: str | None,
+    depth: int | None = None,
+    requests: int = 0,
+    request_rate: float | None = None,
+) -> str:
+    """A run's per-position acceptance, the depth in force and its requests' pooled normalised rate, each
+    saying whose figure it is: `per position 81% 50% 20% (vllm, vllm counters) · depth 3 · 40 requests:
+    rate 52% (sglang)`. Empty when the run has none of them."""
+    parts = []
+    if positions:
+        whose = ", ".join(w for w in (engine, (basis or "").replace("_", " ")) if w)
+        parts.append(
+            "per position " + " ".join(percent(r) for r in positions) + (f" ({whose})" if whose else "")
+        )
+    if depth is not None:
+        parts.append(f"depth {depth}")
+    if requests:
+        parts.append(
+            f"{requests} requests: rate {percent(request_rate)}" + (f" ({engine})" if engine else "")
+        )
+    return " · ".join(parts)

@@ -15,6 +15,8 @@ that era used (found by which formula reproduces it).
 
 from __future__ import annotations
 
+import datetime as dt
+
 import polars as pl
 
 from tracelens.analysis.rolling import rolling_quantiles
@@ -40,7 +42,21 @@ def decode_series(batches: pl.DataFrame, runs: pl.DataFrame, ready: pl.DataFrame
     median and spread. ``ready``: source, run, ts of the run's `fired up` line (may be missing)."""
     decode = batches.filter(pl.col(C.PHASE) == "decode")
     no_dp = decode.get_column(C.DP).is_null().all()
-    combined = _single_rounds(decode) if no_dp else _dp_rounds(decode)
+    combined = single_rounds(decode) if no_dp else _dp_rounds(decode)
+    return with_rolling(round_columns(combined, runs, ready))
+
+
+def round_columns(
+    combined: pl.DataFrame,
+    runs: pl.DataFrame,
+    ready: pl.DataFrame,
+    *,
+    first_ts: dt.datetime | None = None,
+    index_offset: int = 0,
+) -> pl.DataFrame:
+    """The columns `decode_series` adds to the combined rounds before its rolling statistics. A run read
+    in pieces (`long_run`) gives each piece its run's earliest round time (``first_ts``) and the number
+    of rounds before it (``index_offset``), so every piece gets the values the whole run would."""
     # the analysis makes the series one run at a time: a window over the run is then the whole column
     one_run = _one_run(combined)
     config = runs.select(*RUN_KEY, C.START_TS, C.SPEC_NUM_STEPS, C.SPEC_NUM_DRAFT_TOKENS)
@@ -52,25 +68,29 @@ def decode_series(batches: pl.DataFrame, runs: pl.DataFrame, ready: pl.DataFrame
     def per_run(expr: pl.Expr) -> pl.Expr:
         return expr if one_run else expr.over(RUN_KEY)
 
-    first_ts = pl.coalesce(pl.col(C.START_TS), per_run(pl.col(C.TS).min()))
-    index = per_run(pl.int_range(pl.len()))
+    earliest = per_run(pl.col(C.TS).min()) if first_ts is None else pl.lit(first_ts, pl.Datetime("us"))
+    first = pl.coalesce(pl.col(C.START_TS), earliest)
+    index = per_run(pl.int_range(pl.len())) + index_offset
     warm = is_warm(pl.col(W.READY), index)
     out = out.with_columns(
-        ((pl.col(C.TS) - first_ts).dt.total_microseconds() / 1e6).alias(A.T_SINCE_START),
+        ((pl.col(C.TS) - first).dt.total_microseconds() / 1e6).alias(A.T_SINCE_START),
         ((pl.col(C.ACCEPT_LEN) - 1) / pl.col(C.SPEC_NUM_STEPS)).alias(A.ACCEPTANCE_RATE),
         pl.when(warm).then(pl.lit("warmup")).otherwise(pl.lit("steady")).alias(A.STAGE),
         pl.col(C.RUNNING_REQ).alias(A.BATCH_SIZE),
     )
-    if one_run:  # a window over the run is the whole column: sorted windows, not polars' moving ones
-        out = out.with_columns(
+    return out.drop(W.READY, C.START_TS)
+
+
+def with_rolling(out: pl.DataFrame) -> pl.DataFrame:
+    """The rolling quantiles of accept len and tok/s (`ROLLING_WINDOW` rounds, centred) of each run."""
+    if _one_run(out):  # a window over the run is the whole column: sorted windows, not polars' moving ones
+        return out.with_columns(
             *rolling_quantiles(out.get_column(C.ACCEPT_LEN), ACCEPT_LEN_QUANTILES, ROLLING_WINDOW),
             *rolling_quantiles(out.get_column(C.GEN_THROUGHPUT), TPUT_QUANTILES, ROLLING_WINDOW),
         )
-    else:
-        out = out.with_columns(
-            *_rolling(C.ACCEPT_LEN, ACCEPT_LEN_QUANTILES), *_rolling(C.GEN_THROUGHPUT, TPUT_QUANTILES)
-        )
-    return out.drop(W.READY, C.START_TS)
+    return out.with_columns(
+        *_rolling(C.ACCEPT_LEN, ACCEPT_LEN_QUANTILES), *_rolling(C.GEN_THROUGHPUT, TPUT_QUANTILES)
+    )
 
 
 def is_warm(ready: pl.Expr, index: pl.Expr) -> pl.Expr:
@@ -95,21 +115,7 @@ def _dp_rounds(decode: pl.DataFrame) -> pl.DataFrame:
     rounds = _by_line(decode).with_columns(
         pl.when(dp_run).then(nth).otherwise(pl.int_range(pl.len()).over(RUN_KEY)).alias(W.ROUND)
     )
-    combined = (
-        rounds.group_by(*RUN_KEY, W.ROUND)
-        .agg(
-            pl.col(C.TS).max(),
-            pl.col(C.LINE_NO).min(),
-            pl.col(C.ACCEPT_LEN).mean(),
-            pl.col(C.ACCEPT_RATE).mean().alias(A.ACCEPT_RATE_LOGGED),
-            _sum_or_null(C.GEN_THROUGHPUT),
-            _sum_or_null(C.RUNNING_REQ),
-            pl.col(C.TOKEN_USAGE).mean(),
-            _sum_or_null(C.QUEUE_REQ),
-            pl.col(C.DP).n_unique().alias(A.DP_RANKS),
-        )
-        .sort(*RUN_KEY, W.ROUND)
-    )
+    combined = rounds.group_by(*RUN_KEY, W.ROUND).agg(round_aggregates()).sort(*RUN_KEY, W.ROUND)
     # A round at the end that not every DP rank has printed yet (a live log, or one cut off) would count
     # part of the ranks' throughput: the rounds after the last complete one are left out until whole.
     complete = pl.col(A.DP_RANKS) == pl.col(A.DP_RANKS).max().over(RUN_KEY)
@@ -117,7 +123,22 @@ def _dp_rounds(decode: pl.DataFrame) -> pl.DataFrame:
     return combined.filter(pl.col(W.ROUND) <= last_complete).drop(W.ROUND).sort(*RUN_KEY, C.LINE_NO)
 
 
-def _single_rounds(decode: pl.DataFrame) -> pl.DataFrame:
+def round_aggregates() -> list[pl.Expr]:
+    """One round's values from its lines (one per DP rank): what `_dp_rounds` groups by."""
+    return [
+        pl.col(C.TS).max(),
+        pl.col(C.LINE_NO).min(),
+        pl.col(C.ACCEPT_LEN).mean(),
+        pl.col(C.ACCEPT_RATE).mean().alias(A.ACCEPT_RATE_LOGGED),
+        _sum_or_null(C.GEN_THROUGHPUT),
+        _sum_or_null(C.RUNNING_REQ),
+        pl.col(C.TOKEN_USAGE).mean(),
+        _sum_or_null(C.QUEUE_REQ),
+        pl.col(C.DP).n_unique().alias(A.DP_RANKS),
+    ]
+
+
+def single_rounds(decode: pl.DataFrame) -> pl.DataFrame:
     """What `_dp_rounds` gives when no line has a DP tag (every line its own round), without grouping
     a run's lines one by one: that grouping was most of the series' cost on a long run."""
     # the columns kept first: the sort then moves only those
@@ -225,8 +246,23 @@ def logged_definition(series: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+CHANGE_SCHEMA = pl.Schema(
+    {
+        C.SOURCE: pl.String(),
+        C.RUN: pl.Int32(),
+        A.METRIC: pl.String(),
+        C.TS: pl.Datetime("us"),
+        C.LINE_NO: pl.Int64(),
+        A.BEFORE: pl.Float64(),
+        A.AFTER: pl.Float64(),
+    }
+)
+MIN_SEGMENT = 15
+MIN_SHIFT = 0.1
+
+
 def change_points(
-    series: pl.DataFrame, column: str, min_segment: int = 15, min_shift: float = 0.1
+    series: pl.DataFrame, column: str, min_segment: int = MIN_SEGMENT, min_shift: float = MIN_SHIFT
 ) -> pl.DataFrame:
     """Steps inside one run: binary segmentation on the mean, up to three points per run. A split is
     kept when both sides have ``min_segment`` samples, the means differ by ``min_shift`` of the run's
@@ -241,31 +277,30 @@ def change_points(
     )
     for (source, run), part in runs:
         values = part.get_column(column).to_numpy()
-        for at, before, after in _segment(values, 0, len(values), min_segment, min_shift, depth=3):
-            # the row of a change point only: a run's whole columns as Python lists cost more than the search
-            rows.append(
-                {
-                    C.SOURCE: source,
-                    C.RUN: run,
-                    A.METRIC: column,
-                    C.TS: part.item(at, C.TS),
-                    C.LINE_NO: part.item(at, C.LINE_NO),
-                    A.BEFORE: before,
-                    A.AFTER: after,
-                }
-            )
-    schema = pl.Schema(
-        {
-            C.SOURCE: pl.String(),
-            C.RUN: pl.Int32(),
-            A.METRIC: pl.String(),
-            C.TS: pl.Datetime("us"),
-            C.LINE_NO: pl.Int64(),
-            A.BEFORE: pl.Float64(),
-            A.AFTER: pl.Float64(),
-        }
-    )
-    return pl.DataFrame(rows, schema=schema)
+        rows += step_rows(values, part, (source, run), column, min_segment, min_shift)
+    return pl.DataFrame(rows, schema=CHANGE_SCHEMA)
+
+
+def step_rows(
+    values, at_rows: pl.DataFrame, key: tuple[str, int], column: str, min_segment: int, min_shift: float
+) -> list[dict[str, object]]:
+    """The change points of one run's ``values`` (a numpy array) as rows of `CHANGE_SCHEMA`, each with
+    the ts and line of its row of ``at_rows`` (the row of each value)."""
+    rows = []
+    for at, before, after in _segment(values, 0, len(values), min_segment, min_shift, depth=3):
+        # the row of a change point only: a run's whole columns as Python lists cost more than the search
+        rows.append(
+            {
+                C.SOURCE: key[0],
+                C.RUN: key[1],
+                A.METRIC: column,
+                C.TS: at_rows.item(at, C.TS),
+                C.LINE_NO: at_rows.item(at, C.LINE_NO),
+                A.BEFORE: before,
+                A.AFTER: after,
+            }
+        )
+    return rows
 
 
 def _segment(
@@ -299,15 +334,3 @@ def _segment(
             *_segment(values, at, hi, min_segment, min_shift, depth - 1),
         ]
     )
-
-
-def position_curves(metrics: pl.DataFrame) -> pl.DataFrame:
-    """vLLM per-position acceptance, averaged per run: source, run, position (0-based), rate."""
-    rows = metrics.filter(pl.col(C.PER_POSITION).list.len() > 0).select(
-        *RUN_KEY,
-        pl.col(C.PER_POSITION).list.eval(
-            pl.struct(pl.int_range(pl.len()).alias(A.POSITION), pl.element().alias(A.RATE))
-        ),
-    )
-    flat = rows.explode(C.PER_POSITION).unnest(C.PER_POSITION)
-    return flat.group_by(*RUN_KEY, A.POSITION).agg(pl.col(A.RATE).mean()).sort(*RUN_KEY, A.POSITION)

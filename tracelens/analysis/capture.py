@@ -106,11 +106,7 @@ def embed_states(runs: pl.DataFrame, stats: pl.DataFrame, expect: Expectations) 
     `as expected` / `missing` / `unexpected` against the expectation, `no debug lines` otherwise.
     ``stats``: `embed_stats` of the debug lines, or the same counts kept as rows arrive (the live
     worker's running figures)."""
-    out = (
-        runs.filter(pl.col(C.SPEC_ALGORITHM).is_not_null())
-        .select(RUN_KEY)
-        .join(stats, on=RUN_KEY, how="left")
-    )
+    out = runs.filter(pl.col(A.SPECULATIVE)).select(RUN_KEY).join(stats, on=RUN_KEY, how="left")
     seen = pl.col(W.SEEN).fill_null(False)
     if expect.embed_capture is None:
         state = pl.when(seen).then(pl.lit("seen")).otherwise(pl.lit("not seen"))

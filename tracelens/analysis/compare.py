@@ -23,25 +23,76 @@ NOISY_ARGS = frozenset({"random_seed", "port", "nccl_port", "dist_init_addr", "h
 
 
 def pick_baselines(runs: pl.DataFrame, rounds: pl.DataFrame, named: str | None) -> pl.DataFrame:
-    """source, run, baseline label (null when no baseline applies) for every run. ``rounds``: source,
-    run, _n, the number of decode rounds of each run (`per_run.decode_rounds`)."""
+    """source, run, baseline label (null when no baseline applies) and speedup_note (why not, in words)
+    for every run. ``rounds``: source, run, _n, the number of decode rounds of each run
+    (`per_run.decode_rounds`). A named baseline is the baseline of every run of its model; one whose
+    model no other run serves is refused (a speedup over another model measures the model)."""
     counts = rounds.select(*RUN_KEY, W.N)
-    info = runs.select(*RUN_KEY, A.LABEL, C.MODEL, C.SPEC_ALGORITHM).join(counts, on=RUN_KEY, how="left")
+    info = runs.select(*RUN_KEY, A.LABEL, C.MODEL, A.SPECULATIVE).join(counts, on=RUN_KEY, how="left")
     if named is not None:
-        if named not in info.get_column(A.LABEL).to_list():
-            known = ", ".join(info.get_column(A.LABEL).to_list())
-            raise InputError(f"--baseline {named!r} is not a run here (runs: {known})")
-        return info.select(*RUN_KEY, pl.when(pl.col(A.LABEL) != named).then(pl.lit(named)).alias(A.BASELINE))
+        return _named_baseline(info, named)
     plain = (
-        info.filter(pl.col(C.SPEC_ALGORITHM).is_null() & (pl.col(W.N).fill_null(0) > 0))
+        info.filter(~pl.col(A.SPECULATIVE) & (pl.col(W.N).fill_null(0) > 0))
         .sort(W.N, descending=True)
         .group_by(C.MODEL, maintain_order=True)
         .first()
         .select(C.MODEL, pl.col(A.LABEL).alias(A.BASELINE))
     )
-    out = info.join(plain, on=C.MODEL, how="left")
+    out = info.join(plain, on=C.MODEL, how="left")  # a model not logged is compared with none
+    wanted = pl.col(A.SPECULATIVE)
+    why = (
+        pl.when(pl.col(C.MODEL).is_null())
+        .then(pl.lit("no baseline: the log does not name the model"))
+        .otherwise(pl.format("no baseline: no run of {} without speculative decoding", pl.col(C.MODEL)))
+    )
     return out.select(
-        *RUN_KEY, pl.when(pl.col(C.SPEC_ALGORITHM).is_not_null()).then(pl.col(A.BASELINE)).alias(A.BASELINE)
+        *RUN_KEY,
+        pl.when(wanted).then(pl.col(A.BASELINE)).alias(A.BASELINE),
+        pl.when(wanted & pl.col(A.BASELINE).is_null()).then(why).alias(A.SPEEDUP_NOTE),
+    )
+
+
+def _named_baseline(info: pl.DataFrame, named: str) -> pl.DataFrame:
+    labels = info.get_column(A.LABEL).to_list()
+    if named not in labels:
+        raise InputError(f"--baseline {named!r} is not a run here (runs: {', '.join(labels)})")
+    model = info.filter(pl.col(A.LABEL) == named).item(0, C.MODEL)
+    # a model not logged (no server args) is taken to be any: nothing tells it is another
+    same = pl.col(C.MODEL).is_null() | pl.lit(model is None) | (pl.col(C.MODEL) == pl.lit(model))
+    others = info.filter(pl.col(A.LABEL) != named)
+    if others.height and not others.filter(same).height:
+        served = ", ".join(f"{label}: {m}" for label, m in others.select(A.LABEL, C.MODEL).iter_rows())
+        raise InputError(
+            f"--baseline {named} serves {model} and no other run does ({served}); "
+            "a speedup compares runs of one model"
+        )
+    compared = (pl.col(A.LABEL) != named) & same
+    return info.select(
+        *RUN_KEY,
+        pl.when(compared).then(pl.lit(named)).alias(A.BASELINE),
+        pl.when((pl.col(A.LABEL) != named) & ~same)
+        .then(pl.lit(f"a different model from {named} ({model})"))
+        .alias(A.SPEEDUP_NOTE),
+    )
+
+
+def speedup_notes(runs: pl.DataFrame, baselines: pl.DataFrame, speedups: pl.DataFrame) -> pl.DataFrame:
+    """source, run, speedup_note: why a run shows no speedup (`compare` prints it for the `-`): no
+    baseline, a different model, no batch size shared, or it is the baseline."""
+    used = baselines.get_column(A.BASELINE).drop_nulls().unique().implode()
+    measured = speedups.select(*RUN_KEY, pl.col(A.SPEEDUP_NOTE).alias(W.MEASURED))
+    return (
+        runs.select(*RUN_KEY, A.LABEL)
+        .join(baselines.select(*RUN_KEY, A.SPEEDUP_NOTE), on=RUN_KEY, how="left")
+        .join(measured, on=RUN_KEY, how="left")
+        .select(
+            *RUN_KEY,
+            pl.coalesce(
+                W.MEASURED,
+                A.SPEEDUP_NOTE,
+                pl.when(pl.col(A.LABEL).is_in(used)).then(pl.lit("the baseline")),
+            ).alias(A.SPEEDUP_NOTE),
+        )
     )
 
 
@@ -63,9 +114,17 @@ def speedups(
         for size, values in sizes.items():  # two runs of one label (rare) are compared as one
             merged[size] = np.concatenate([merged[size], values]) if size in merged else values
     rows = []
-    for source, run, baseline in baselines.filter(pl.col(A.BASELINE).is_not_null()).iter_rows():
-        label = runs.filter((pl.col(C.SOURCE) == source) & (pl.col(C.RUN) == run)).item(0, A.LABEL)
+    assigned = baselines.filter(pl.col(A.BASELINE).is_not_null()).select(*RUN_KEY, A.BASELINE)
+    for source, run, baseline in assigned.iter_rows():
+        label = labels[(source, run)]
         result = _speedup(by_label.get(label), by_label.get(baseline))
+        if result[A.SPEEDUP] is None:
+            lacking = [name for name in (label, baseline) if not by_label.get(name)]
+            result[A.SPEEDUP_NOTE] = (
+                f"no steady decode rounds in {' and '.join(lacking)}"
+                if lacking
+                else f"no batch size shared with {baseline}"
+            )
         rows.append({C.SOURCE: source, C.RUN: run, A.BASELINE: baseline, **result})
     schema = pl.Schema(
         {
@@ -77,6 +136,7 @@ def speedups(
             A.SPEEDUP_HIGH: pl.Float64(),
             A.MATCHED_BATCH_SIZES: pl.List(pl.Int64()),
             A.SAMPLES: pl.Int64(),
+            A.SPEEDUP_NOTE: pl.String(),
         }
     )
     return pl.DataFrame(rows, schema=schema)
@@ -99,6 +159,7 @@ def _speedup(cand: Groups | None, base: Groups | None) -> dict[str, object]:
         A.SPEEDUP_HIGH: None,
         A.MATCHED_BATCH_SIZES: [],
         A.SAMPLES: 0,
+        A.SPEEDUP_NOTE: None,
     }
     if cand is None or base is None:
         return empty
@@ -126,6 +187,7 @@ def _speedup(cand: Groups | None, base: Groups | None) -> dict[str, object]:
         A.SPEEDUP_HIGH: float(high),
         A.MATCHED_BATCH_SIZES: sizes,
         A.SAMPLES: int(weights.sum()),
+        A.SPEEDUP_NOTE: None,
     }
 
 

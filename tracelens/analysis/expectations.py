@@ -229,6 +229,12 @@ def describe_capture(ids: tuple[int, ...] | None, num_layers: int | None, archit
             else "explicit ids, not shifted (DeepSeek-V2 rule)"
         )
     )
+    return describe_indices(indices, num_layers, source)
+
+
+def describe_indices(indices: tuple[int, ...], num_layers: int | None, source: str) -> str:
+    """In words, what capture ``indices`` hand the draft (index 0: the embedding output; index i: the
+    output of layer i-1), and in brackets where they come from."""
     parts = []
     for index in indices:
         if index == 0:

@@ -37,10 +37,12 @@ class Evidence:
     source: str
     line_no: int
     text: str = ""
+    shown: str = ""  # the source's name as the user typed it, when that is not `source`
 
     @property
     def where(self) -> str:
-        return f"{self.source}:{self.line_no}"
+        """`PATH:LINE`, the path as the user typed it: what `tracelens explain` takes."""
+        return f"{self.shown or self.source}:{self.line_no}"
 
 
 @dataclass
@@ -55,9 +57,14 @@ class Finding:
     evidence: list[Evidence] = field(default_factory=list)
     count: int = 1  # repeats folded into this finding (analysis.folding)
     last_ts: dt.datetime | None = None  # the last repeat's time, when count > 1
+    # The concrete change that removes this cause (`set ... to [2, 30, 58] in /m/config.json`), when the
+    # detector knows it; a verdict whose cause has one shows it as its fix.
+    fix: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
+        if data["fix"] is None:
+            del data["fix"]  # the JSON layout of a finding without one is unchanged
         data["ts"] = self.ts.isoformat(sep=" ") if self.ts else None
         data["last_ts"] = self.last_ts.isoformat(sep=" ") if self.last_ts else None
         data["evidence"] = [{"where": e.where, "text": e.text} for e in self.evidence]

@@ -13,16 +13,25 @@ first and last rows), so memory stays bounded by the number of runs, not lines.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 import polars as pl
 
-from tracelens.analysis import acceptance
+from tracelens.analysis import acceptance, long_run
 from tracelens.analysis.compare import Groups, throughput_groups
 from tracelens.analysis.parallel import in_order
-from tracelens.analysis.plotdata import decimate, keep_peaks, pair_counts, quantile_sample
+from tracelens.analysis.plotdata import (
+    DISTRIBUTION_POINTS,
+    coarse_pairs,
+    decimate,
+    keep_peaks,
+    pair_counts,
+    quantile_sample,
+)
 from tracelens.analysis.runs import RUN_KEY, with_labels
+from tracelens.analysis.sketch import Blocks, Sums, ValueCounts
 from tracelens.tables.frames import Tables, collect
 from tracelens.tables.schema import A, C, T, W, empty
 
@@ -81,9 +90,14 @@ def decode_rounds(tables: Tables) -> pl.DataFrame:
 
 
 def series_by_run(
-    tables: Tables, runs: pl.DataFrame, ready: pl.DataFrame, keep_steady: Iterable[tuple[str, int]] = ()
+    tables: Tables,
+    runs: pl.DataFrame,
+    ready: pl.DataFrame,
+    keep_steady: Iterable[tuple[str, int]] = (),
+    round_counts: pl.DataFrame | None = None,
 ) -> RunSeries:
-    """The decode series of every run of ``runs`` (labelled), made one run at a time (`parallel.in_order`)."""
+    """The decode series of every run of ``runs`` (labelled), made one run at a time (`parallel.in_order`).
+    ``round_counts`` (`decode_rounds`): a run of more than `long_run.LONG_RUN` rounds is made in pieces."""
     wanted = set(keep_steady)
     keys = [(source, run) for source, run in runs.select(RUN_KEY).iter_rows()]
     frames: tuple[list[pl.DataFrame], ...] = ([], [], [], [], [], [])
@@ -92,8 +106,16 @@ def series_by_run(
     rounds: list[pl.DataFrame] = []
     distributions, batch_pairs = [_DISTRIBUTION], [_PAIRS]
 
-    def one_run(item: tuple[tuple[str, int], pl.DataFrame]) -> _Run | None:
+    long = (
+        set()
+        if round_counts is None
+        else {(source, run) for source, run, n in round_counts.iter_rows() if n > long_run.LONG_RUN}
+    )
+
+    def one_run(item: tuple[tuple[str, int], pl.DataFrame | None]) -> _Run | None:
         key, rows = item
+        if rows is None:
+            return _long_run(tables, key, runs, ready, key in wanted)
         if not rows.height:
             return None
         part = _labelled(acceptance.decode_series(rows, runs, ready), runs, key)
@@ -105,7 +127,10 @@ def series_by_run(
             made.distribution, made.pairs = plot_samples(part)
         return made
 
-    batches = tables.per_run(T.BATCHES, keys, BATCH_COLUMNS, DECODE)
+    # the short runs' rows are read as the pass reaches them (in the order of ``keys``), the long ones by
+    # `_long_run` itself
+    short = tables.per_run(T.BATCHES, [key for key in keys if key not in long], BATCH_COLUMNS, DECODE)
+    batches = ((key, None) if key in long else next(short) for key in keys)
     for made in in_order(one_run, batches):
         if made is None:
             continue
@@ -248,3 +273,192 @@ def plot_samples(part: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     distribution = key.join(values.to_frame(), how="cross") if values.len() else _DISTRIBUTION.clear()
     pairs = pair_counts(steady, A.BATCH_SIZE, C.ACCEPT_LEN)
     return distribution, key.join(pairs, how="cross").with_columns(pl.col("count").cast(pl.UInt32))
+
+
+# The columns whose sums make a run's steady means (`_summary`'s first frame).
+_MEANS = (
+    (C.ACCEPT_LEN, A.MEAN_ACCEPT_LEN),
+    (A.ACCEPTANCE_RATE, A.MEAN_ACCEPTANCE_RATE),
+    (C.GEN_THROUGHPUT, A.MEAN_GEN_THROUGHPUT),
+)
+
+
+class _Figures:
+    """What `_summary` and `plot_samples` read of a set of rows (a run's steady rows, or all of them),
+    added a piece at a time (`long_run`)."""
+
+    def __init__(self) -> None:
+        self.rows = 0
+        self.sums = {column: Sums() for column, _ in _MEANS}
+        self.values = {column: ValueCounts() for column, _ in STEADY_STATS}
+        self.pairs = pl.DataFrame(
+            schema={A.BATCH_SIZE: pl.Float64, C.ACCEPT_LEN: pl.Float64, "count": pl.UInt64}
+        )
+        self.sampled: list[pl.DataFrame] = []
+        self.sample_seen = 0
+
+    def add(self, rows: pl.DataFrame) -> None:
+        self.rows += rows.height
+        for column, sums in self.sums.items():
+            sums.add(rows.get_column(column))
+        for column, counts in self.values.items():
+            counts.add(rows.get_column(column))
+        finite = rows.filter(
+            pl.col(A.BATCH_SIZE).is_not_null()
+            & pl.col(C.ACCEPT_LEN).is_not_null()
+            & pl.col(C.ACCEPT_LEN).is_finite()
+        ).select(pl.col(A.BATCH_SIZE).cast(pl.Float64), pl.col(C.ACCEPT_LEN).cast(pl.Float64))
+        piece = finite.group_by(A.BATCH_SIZE, C.ACCEPT_LEN).agg(pl.len().cast(pl.UInt64).alias("count"))
+        self.pairs = (
+            pl.concat([self.pairs, piece]).group_by(A.BATCH_SIZE, C.ACCEPT_LEN).agg(pl.col("count").sum())
+        )
+
+    def sample(self, rows: pl.DataFrame, every: int) -> None:
+        """Every ``every``-th of the rows a speedup compares (`compare.throughput_groups`), counted over
+        the whole run."""
+        usable = rows.filter(pl.col(C.GEN_THROUGHPUT).is_not_null() & pl.col(A.BATCH_SIZE).is_not_null())
+        index = pl.int_range(self.sample_seen, self.sample_seen + usable.height, dtype=pl.Int64)
+        self.sampled.append(usable.filter(index % every == 0).select(A.BATCH_SIZE, C.GEN_THROUGHPUT))
+        self.sample_seen += usable.height
+
+    def stat(self, column: str, stat: str) -> float | None:
+        counts = self.values[column]
+        if stat == "mean":
+            return counts.mean()
+        return counts.quantile({"median": 0.5, "p10": 0.1, "p90": 0.9}[stat])
+
+
+def _long_run(
+    tables: Tables, key: tuple[str, int], runs: pl.DataFrame, ready: pl.DataFrame, speed: bool
+) -> _Run | None:
+    """`one_run`'s result for a run of more than `long_run.LONG_RUN` rounds, made in pieces (see
+    `long_run`): the same frames, from counts and sums instead of the whole series."""
+    facts = long_run.run_facts(tables, key)
+    if not facts.lines:
+        return None
+    template = _summary(_labelled(acceptance.decode_series(empty(T.BATCHES), runs, ready), runs, key))
+    estimate = facts.lines // max(1, facts.dp_values)  # rounds, about
+    block = max(1, math.ceil(estimate / long_run.CHANGE_POINTS))
+    every = max(1, math.ceil(estimate / long_run.SPEED_SAMPLE))
+    start = runs.filter((pl.col(C.SOURCE) == key[0]) & (pl.col(C.RUN) == key[1])).get_column(C.START_TS)
+    origin = start.item() if start.len() == 1 and start.item() is not None else facts.first_ts
+    lo = hi = 0.0  # minutes since the run's start of its first and last decode line
+    if facts.first_ts is not None and facts.last_ts is not None and origin is not None:
+        lo = (facts.first_ts - origin).total_seconds() / 60.0
+        hi = (facts.last_ts - origin).total_seconds() / 60.0
+    picks = long_run.Picks(lo, hi - lo if hi > lo else 1.0)
+    rounds, rolling = long_run.Rounds(facts.dp_values), long_run.Rolling()
+    steady, every_row = _Figures(), _Figures()
+    errors = {name: Sums() for name in acceptance.LOGGED_DEFINITIONS}
+    len_blocks, tput_blocks = Blocks(block), dict[float, Blocks]()
+    sizes = pl.DataFrame(schema={A.BATCH_SIZE: pl.Float64, W.N: pl.UInt64})
+    made = kept = 0
+    for lines, last in long_run.pieces(tables, key, facts, BATCH_COLUMNS):
+        combined = rounds.combine(lines, last)
+        rows = acceptance.round_columns(combined, runs, ready, first_ts=facts.first_ts, index_offset=made)
+        made += rows.height
+        rolled = rolling.add(rows, last)
+        if rolled is None:
+            continue
+        part = _labelled(rolled, runs, key).with_row_index(W.KEPT, offset=kept)
+        kept += part.height
+        is_steady = part.filter(pl.col(A.STAGE) == "steady")
+        steady.add(is_steady)
+        every_row.add(part)
+        logged = part.filter(pl.col(A.ACCEPT_RATE_LOGGED).is_not_null() & pl.col(C.ACCEPT_LEN).is_not_null())
+        for name, formula in acceptance.LOGGED_DEFINITIONS.items():
+            errors[name].add(logged.select((formula - pl.col(A.ACCEPT_RATE_LOGGED)).abs()).to_series())
+        len_blocks.add(part, C.ACCEPT_LEN, C.TS, C.LINE_NO)
+        with_size = part.filter(pl.col(A.BATCH_SIZE).is_not_null())
+        counted = with_size.group_by(pl.col(A.BATCH_SIZE).cast(pl.Float64)).agg(
+            pl.len().cast(pl.UInt64).alias(W.N)
+        )
+        sizes = pl.concat([sizes, counted]).group_by(A.BATCH_SIZE).agg(pl.col(W.N).sum())
+        for (size,), group in with_size.group_by(A.BATCH_SIZE, maintain_order=True):
+            tput_blocks.setdefault(float(size), Blocks(block)).add(group, C.GEN_THROUGHPUT, C.TS, C.LINE_NO)
+        if speed:
+            steady.sample(is_steady, every)
+            every_row.sample(part, every)
+        picks.add(part)
+    if not kept:
+        return None
+    figures = steady if steady.rows else every_row  # `acceptance.steady_rows`: all rows when none is steady
+    return _Run(
+        key,
+        picks.finish().drop(W.KEPT),
+        _long_summary(key, template, figures, errors, len_blocks, tput_blocks, sizes, kept, block),
+        _sampled_groups(figures.sampled) if speed else None,
+        *_long_samples(key, figures),
+    )
+
+
+def _long_summary(
+    key: tuple[str, int],
+    template: tuple[pl.DataFrame, ...],
+    figures: _Figures,
+    errors: dict[str, Sums],
+    len_blocks: Blocks,
+    tput_blocks: dict[float, Blocks],
+    sizes: pl.DataFrame,
+    count: int,
+    block: int,
+) -> tuple[pl.DataFrame, ...]:
+    """`_summary`'s frames of a run read in pieces, in `template`'s columns and types."""
+    means_t, rates_t, definitions_t, len_t, tput_t, rounds_t = template
+    run_key = {C.SOURCE: key[0], C.RUN: key[1]}
+    means = {**run_key, **{name: figures.sums[column].mean() for column, name in _MEANS}}
+    rates = {**run_key}
+    for column, stats in STEADY_STATS:
+        rates.update({stat_column(column, stat): figures.stat(column, stat) for stat in stats})
+    definitions = definitions_t.clear()
+    if any(sums.count for sums in errors.values()):
+        mean_errors = {name: mean for name, sums in errors.items() if (mean := sums.mean()) is not None}
+        best = min(mean_errors, key=mean_errors.__getitem__) if mean_errors else None
+        name = best if best is not None and mean_errors[best] < 0.02 else "unknown"
+        definitions = pl.DataFrame([{**run_key, A.ACCEPT_RATE_DEFINITION: name}], schema=definitions_t.schema)
+    segment = max(1, math.ceil(acceptance.MIN_SEGMENT / block))
+    values, starts = len_blocks.finish(C.ACCEPT_LEN)
+    len_changes = acceptance.step_rows(values, starts, key, C.ACCEPT_LEN, segment, acceptance.MIN_SHIFT)
+    tput_changes: list[dict[str, object]] = []
+    if sizes.height:  # throughput's steps at the run's usual batch size (the smallest of equally usual)
+        usual = sizes.sort([W.N, A.BATCH_SIZE], descending=[True, False]).item(0, A.BATCH_SIZE)
+        values, starts = tput_blocks[usual].finish(C.GEN_THROUGHPUT)
+        tput_changes = acceptance.step_rows(
+            values, starts, key, C.GEN_THROUGHPUT, segment, acceptance.MIN_SHIFT
+        )
+    return (
+        pl.DataFrame([means], schema=means_t.schema),
+        pl.DataFrame([rates], schema=rates_t.schema),
+        definitions,
+        pl.DataFrame(len_changes, schema=len_t.schema),
+        pl.DataFrame(tput_changes, schema=tput_t.schema),
+        pl.DataFrame([{**run_key, W.N: count}], schema=rounds_t.schema),
+    )
+
+
+def _long_samples(key: tuple[str, int], figures: _Figures) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """`plot_samples` of a run read in pieces, from its counts."""
+    values = figures.values[C.ACCEPT_LEN].ranks_sample(DISTRIBUTION_POINTS)
+    run_key = pl.DataFrame(
+        {C.SOURCE: [key[0]], C.RUN: [key[1]]}, schema={C.SOURCE: pl.String, C.RUN: pl.Int32}
+    )
+    distribution = (
+        run_key.join(pl.Series(C.ACCEPT_LEN, values, dtype=pl.Float64).to_frame(), how="cross")
+        if values.size
+        else _DISTRIBUTION.clear()
+    )
+    pairs = coarse_pairs(figures.pairs, A.BATCH_SIZE, C.ACCEPT_LEN)
+    return distribution, run_key.join(pairs, how="cross").with_columns(pl.col("count").cast(pl.UInt32))
+
+
+def _sampled_groups(sampled: list[pl.DataFrame]) -> Groups:
+    """`compare.throughput_groups` of the sampled steady rounds."""
+    rows = (
+        pl.concat(sampled)
+        if sampled
+        else pl.DataFrame(schema={A.BATCH_SIZE: pl.Int64, C.GEN_THROUGHPUT: pl.Float64})
+    )
+    return {
+        int(size): part.get_column(C.GEN_THROUGHPUT).to_numpy()
+        for (size,), part in rows.group_by(A.BATCH_SIZE)
+    }

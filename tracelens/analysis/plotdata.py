@@ -93,7 +93,12 @@ def pair_counts(frame: pl.DataFrame, x: str, y: str, limit: int = PAIR_POINTS) -
         pl.col(x).cast(pl.Float64), pl.col(y).cast(pl.Float64)
     )
     # the distinct pairs once; each coarser grid then regroups them, not every row again
-    exact = data.group_by(x, y).len("count")
+    return coarse_pairs(data.group_by(x, y).len("count"), x, y, limit)
+
+
+def coarse_pairs(exact: pl.DataFrame, x: str, y: str, limit: int = PAIR_POINTS) -> pl.DataFrame:
+    """`pair_counts` from the distinct finite pairs and their counts (``exact``: x, y, count), which a
+    run read in pieces adds up piece by piece."""
     y_step, x_step = 0.0, 0.0
     while True:
         xs = pl.col(x) if x_step == 0 else (pl.col(x) / x_step).round() * x_step
@@ -101,7 +106,7 @@ def pair_counts(frame: pl.DataFrame, x: str, y: str, limit: int = PAIR_POINTS) -
         pairs = exact.group_by(xs.alias(x), ys.alias(y)).agg(pl.col("count").sum().cast(pl.UInt32)).sort(x, y)
         if pairs.height <= limit:
             return pairs
-        values = data.get_column(y)
+        values = exact.get_column(y)
         y_span = float(values.max() - values.min())  # type: ignore[operator,arg-type]
         if y_step == 0:
             y_step = 0.01

@@ -4,30 +4,41 @@ their series, comparisons, incidents, findings and verdicts, each computed by it
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import polars as pl
 
 from tracelens.analysis import (
-    acceptance,
     capture,
     compare,
+    configs,
     folding,
     incidents,
     load,
     per_run,
+    positions,
     startup,
     verdicts,
 )
-from tracelens.analysis.defaults import DEFAULT_STALL_SECONDS
+from tracelens.analysis.defaults import DEFAULT_POSITION_MARGIN, DEFAULT_STALL_SECONDS
 from tracelens.analysis.detectors import Context, detect
+from tracelens.analysis.detectors.training_gap import gap_findings
 from tracelens.analysis.evidence import texts
-from tracelens.analysis.expectations import Expectations, describe_capture
+from tracelens.analysis.expectations import Expectations, describe_capture, describe_indices
 from tracelens.analysis.findings import Evidence, Finding, Severity, sort_findings
-from tracelens.analysis.runs import RUN_KEY, interesting_runs, label_expr, with_labels
+from tracelens.analysis.runs import (
+    RUN_KEY,
+    interesting_runs,
+    with_labels,
+    with_run_labels,
+    with_speculation,
+)
+from tracelens.analysis.training import TrainingInputs
 from tracelens.analysis.verdicts import Verdict
-from tracelens.tables.frames import Tables
-from tracelens.tables.schema import A, C, T, W
+from tracelens.sources.naming import run_label, short_names
+from tracelens.tables.frames import Tables, collect
+from tracelens.tables.schema import A, C, Kind, T, W
 
 
 @dataclass
@@ -49,7 +60,9 @@ class Analysis:
         pl.DataFrame
     )  # server-args differences of each run from its baseline (run_a = run, run_b = baseline)
     changes: pl.DataFrame  # change points in accept len and throughput
-    spec_curves: pl.DataFrame  # vLLM per-position acceptance: source, run, position, rate
+    # per-position acceptance, one curve per run from its most exact basis (analysis/positions.py):
+    # source, run, position, rate, engine, basis, samples
+    spec_curves: pl.DataFrame
     findings: list[Finding] = field(default_factory=list)
     verdicts: list[Verdict] = field(default_factory=list)  # one per run, worst first
     # per run: acceptance rate mean and median over every decode round (`series` may hold only the
@@ -59,6 +72,29 @@ class Analysis:
     # (label, accept_len) and its (batch size, accept len) pairs with counts, made on every round
     distributions: pl.DataFrame = field(default_factory=pl.DataFrame)
     batch_pairs: pl.DataFrame = field(default_factory=pl.DataFrame)
+    # per-position acceptance from every basis a run has (`spec_curves` keeps the most exact one)
+    positions: pl.DataFrame = field(default_factory=pl.DataFrame)
+    # per run: pooled and per-request acceptance, percentiles, requests that did not pay; per request
+    requests: pl.DataFrame = field(default_factory=pl.DataFrame)
+    request_lengths: pl.DataFrame = field(default_factory=pl.DataFrame)
+    length_histogram: pl.DataFrame = field(default_factory=pl.DataFrame)  # per run: bin_from, count
+    # per `/server_info` snapshot: the depth in force and the rate against it
+    depth: pl.DataFrame = field(default_factory=pl.DataFrame)
+    # per run: SGLang's acceptance gauges of its newest /metrics snapshot, and the normalised rate
+    gauges: pl.DataFrame = field(default_factory=pl.DataFrame)
+    # source -> its short name (`sources.naming`), of every source the command reads: runs are labelled
+    # `<short name>#<run>`, the same in every view
+    names: dict[str, str] = field(default_factory=dict)
+    # source -> its name as the user typed it (a cited line's `where`), when that is not its name
+    typed: dict[str, str] = field(default_factory=dict)
+
+    def label_of(self, source: str, run: int) -> str:
+        """The label of any run of a source the command read (those `runs` leaves out too)."""
+        return run_label(self.names.get(source, source), run)
+
+    def shown_source(self, source: str) -> str:
+        """A source's name as the user typed it."""
+        return self.typed.get(source, source)
 
     @property
     def errors(self) -> list[Finding]:
@@ -75,13 +111,30 @@ def analyze_tables(
     *,
     baseline: str | None = None,
     stall_seconds: float = DEFAULT_STALL_SECONDS,
+    sources: Iterable[str] = (),
+    typed: Mapping[str, str] | None = None,
+    training: TrainingInputs | None = None,
+    position_margin: float = DEFAULT_POSITION_MARGIN,
 ) -> Analysis:
-    expect = (expectations or Expectations()).derived()
-    runs = interesting_runs(tables[T.RUNS].with_columns(label_expr()), _busy_lines(tables))
+    """The analysis of ``tables``. ``sources``: every source the command reads, besides those of the
+    tables (the live session names all of its sources from the start, so a run keeps its label when
+    another source's first lines arrive); ``typed``: source -> its name as the user typed it;
+    ``training``: what the draft was trained on and where its configs are (`--training`, discovery
+    from the logs' model paths); None looks nothing up."""
+    names = short_names([*sources, *tables[T.RUNS].get_column(C.SOURCE).unique(maintain_order=True)])
+    # request logs and snapshots in sources of their own join the server run whose span holds them
+    requests = positions.attach(tables[T.REQUESTS], tables[T.RUNS], positions.VLLM_REQUEST)
+    endpoint = positions.attach(tables[T.ENDPOINT_METRICS], tables[T.RUNS], positions.VLLM_METRIC)
+    runs = interesting_runs(with_run_labels(tables[T.RUNS], names), _busy_lines(tables, requests, endpoint))
+    runs = with_speculation(runs, tables)
+    inputs = training or TrainingInputs(discover=False)
+    run_configs = configs.run_configs(tables, runs, inputs)
+    expect = configs.configs_expectations(expectations or Expectations(), run_configs, inputs).derived()
     lifecycle = tables[T.LIFECYCLE]
     ready = startup.ready_times(lifecycle)
     readiness = startup.time_to_ready(runs, lifecycle)
-    baselines = compare.pick_baselines(runs, per_run.decode_rounds(tables), baseline)
+    rounds = per_run.decode_rounds(tables)
+    baselines = compare.pick_baselines(runs, rounds, baseline)
     # The series is made one run at a time; the runs a speedup compares keep their steady rows for it.
     compared = baselines.filter(pl.col(A.BASELINE).is_not_null())
     keep = set(compared.select(RUN_KEY).iter_rows()) | set(
@@ -89,13 +142,16 @@ def analyze_tables(
         .select(RUN_KEY)
         .iter_rows()
     )
-    made = per_run.series_by_run(tables, runs, ready, keep)
+    made = per_run.series_by_run(tables, runs, ready, keep, rounds)
     series = made.series
     speedups = with_labels(compare.speedups(made.speed_groups, runs, baselines), runs)
     folded = with_labels(incidents.fold(tables[T.FAULTS]), runs)
     changes = load.explain_steps(made.changes, series)
     runs = _overview(runs, made, readiness, speedups, folded, expect, tables[T.SPEC_METRICS], tables)
-    curves = acceptance.position_curves(tables[T.SPEC_METRICS])
+    runs = runs.join(compare.speedup_notes(runs, baselines, speedups), on=RUN_KEY, how="left")
+    every_position = positions.all_positions(requests, endpoint, tables[T.SPEC_METRICS])
+    lengths = positions.request_lengths(requests)
+    curves = positions.preferred_curves(every_position)
     ctx = Context(
         tables=tables,
         runs=runs,
@@ -108,12 +164,17 @@ def analyze_tables(
         readiness=readiness,
         changes=changes,
         speedups=speedups,
-        curves=curves,
+        curves=with_labels(curves, runs),
+        baselines=baselines,
+        position_margin=position_margin,
+        names=names,
     )
     found, passed = detect(ctx)
+    runs = _captured_as_served(runs, tables, expect, run_configs, passed.embed_stats)
+    found += gap_findings(ctx, run_configs, inputs.training)
     findings = sort_findings(folding.fold_repeats(found), verdicts.causal_rank)
     judged = verdicts.verdicts(runs, findings, tables, expect)
-    _fill_evidence([*findings, *judged], tables)
+    _fill_evidence([*findings, *judged], tables, typed or {})
     counts = (
         pl.DataFrame(
             {
@@ -162,15 +223,26 @@ def analyze_tables(
         rate_stats=made.rate_stats,
         distributions=with_labels(made.distributions, runs),
         batch_pairs=with_labels(made.batch_pairs, runs),
+        positions=with_labels(every_position, runs),
+        requests=with_labels(positions.request_figures(requests), runs),
+        request_lengths=with_labels(lengths, runs),
+        length_histogram=with_labels(positions.length_histogram(lengths), runs),
+        depth=with_labels(positions.depth_timeline(endpoint, tables[T.RUNS]), runs),
+        gauges=with_labels(positions.gauge_figures(endpoint, tables[T.RUNS]), runs),
+        names=names,
+        typed=dict(typed or {}),
     )
 
 
-def _busy_lines(tables: Tables) -> pl.LazyFrame:
+def _busy_lines(tables: Tables, requests: pl.DataFrame, endpoint: pl.DataFrame) -> pl.LazyFrame:
     """source, run, kind of the lines `interesting_runs` looks for, from their own tables (a line of
-    kind K is a row of K's table or continues one of the same run), so `lines` is not read for it."""
+    kind K is a row of K's table or continues one of the same run), so `lines` is not read for it;
+    request and endpoint rows as they were joined to their runs."""
     kinds = {T.BATCHES: "batch", T.FAULTS: "fault", T.DEBUG: "debug", T.SPEC_METRICS: "spec_metrics"}
+    joined = {Kind.REQUEST: requests, Kind.ENDPOINT_METRIC: endpoint}
     return pl.concat(
         [tables.scan(name).select(*RUN_KEY, pl.lit(kind).alias(C.KIND)) for name, kind in kinds.items()]
+        + [rows.lazy().select(*RUN_KEY, pl.lit(kind).alias(C.KIND)) for kind, rows in joined.items()]
     )
 
 
@@ -226,18 +298,82 @@ def _overview(
         + ("" if was_printed or ids is None else ", per the draft config (no debug line prints the ids)")
         if spec and (ids is not None or expect.num_layers is not None)
         else None
-        for spec, ids, was_printed in out.select(C.SPEC_ALGORITHM, C.LAYER_IDS, W.PRINTED).iter_rows()
+        for spec, ids, was_printed in out.select(A.SPECULATIVE, C.LAYER_IDS, W.PRINTED).iter_rows()
     ]
     out = out.drop(W.PRINTED)
     return out.with_columns(pl.Series(A.CAPTURED_LAYERS, words, dtype=pl.String))
 
 
-def _fill_evidence(findings: list[Finding | Verdict], tables: Tables) -> None:
+def _captured_as_served(
+    runs: pl.DataFrame,
+    tables: Tables,
+    expect: Expectations,
+    served: dict[tuple[str, int], configs.RunConfigs],
+    embed_stats: pl.DataFrame,
+) -> pl.DataFrame:
+    """The captured layers in words follow what the server did, never a reading that contradicts a
+    finding: the capture indices a debug line prints (`layers_to_capture=[0, 3, 31]`) are what the
+    target does; else the ids of the draft config the server read, when it was found (not the ids the
+    draft was trained on, which the expectations hold); an embedding captured (`layer_id=-1`) is said
+    so even when the ids would not give it."""
+    # A setup print (`set aux layers: layer_ids=..., layers_to_capture=...`) carries no measurement;
+    # the many per-step prints carry a norm or a count: only the few others are searched for the key.
+    setup = pl.col(C.NORM).is_null() & pl.col(C.NUM_AUX).is_null() & pl.col(C.NUM_ITEMS).is_null()
+    key_is = pl.element().struct.field(C.KEY) == CAPTURE_KEY
+    indices = collect(
+        tables.scan(T.DEBUG)
+        .select(*RUN_KEY, C.NORM, C.NUM_AUX, C.NUM_ITEMS, C.ITEMS)
+        .filter(setup)
+        .filter(pl.col(C.ITEMS).list.eval(key_is).list.any())
+        .select(
+            *RUN_KEY,
+            pl.col(C.ITEMS)
+            .list.eval(pl.element().filter(key_is).struct.field(C.VALUE))
+            .list.first()
+            .alias(W.CAPTURE_TEXT),
+        )
+        .group_by(RUN_KEY, maintain_order=True)
+        .agg(pl.col(W.CAPTURE_TEXT).first())
+    )
+    printed = {(s, r): _int_list(t) for s, r, t in indices.iter_rows()}
+    embedded = {(s, r) for s, r in embed_stats.filter(pl.col(W.SEEN)).select(RUN_KEY).iter_rows()}
+    words = []
+    rows = runs.select(*RUN_KEY, C.SPEC_ALGORITHM, A.CAPTURED_LAYERS).iter_rows()
+    for source, run, spec, text in rows:
+        at, rc = printed.get((source, run)), served.get((source, run))
+        draft = rc.draft_facts if rc is not None else None
+        n = (rc.num_layers if rc is not None else None) or expect.num_layers
+        if spec and at:
+            text = describe_indices(at, n, "as the debug lines print layers_to_capture")
+        elif spec and rc is not None and rc.draft is not None and draft is not None and n is not None:
+            text = describe_capture(draft.aux_ids, n, expect.architecture) + f", per {rc.draft.where}"
+        if spec and (source, run) in embedded and (text is None or "embedding" not in text):
+            before = f"; the ids alone would give {text}" if text else ""
+            text = f"the token embedding among them, as the debug lines show (layer_id -1){before}"
+        words.append(text)
+    return runs.with_columns(pl.Series(A.CAPTURED_LAYERS, words, dtype=pl.String))
+
+
+CAPTURE_KEY = "layers_to_capture"
+
+
+def _int_list(text: str | None) -> tuple[int, ...] | None:
+    """`[0, 3, 31]` as a tuple; None for anything else."""
+    inner = (text or "").strip().removeprefix("[").removesuffix("]")
+    parts = [p.strip() for p in inner.split(",")]
+    if not inner or not all(p.lstrip("-").isdigit() for p in parts):
+        return None
+    return tuple(int(p) for p in parts)
+
+
+def _fill_evidence(findings: list[Finding | Verdict], tables: Tables, typed: Mapping[str, str]) -> None:
     """The text of each evidence line: kept in the dataset, or read from its source (only the few lines
-    findings cite, one pass per source; see `tracelens.analysis.evidence`)."""
+    findings cite, one pass per source; see `tracelens.analysis.evidence`); and where it is, written
+    from what the user typed."""
     wanted = {(e.source, e.line_no) for f in findings for e in f.evidence}
     found = texts(wanted, tables.scan(T.LINES), tables.scan(T.EVIDENCE), tables.scan(T.BATCHES))
     for finding in findings:
         finding.evidence = [
-            Evidence(e.source, e.line_no, found.get((e.source, e.line_no), "")) for e in finding.evidence
+            Evidence(e.source, e.line_no, found.get((e.source, e.line_no), ""), typed.get(e.source, ""))
+            for e in finding.evidence
         ]

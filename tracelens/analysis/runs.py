@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
-from pathlib import PurePath
+from collections.abc import Mapping
 
 import polars as pl
 
-from tracelens.tables.frames import collect
-from tracelens.tables.schema import A, C, W
+from tracelens.analysis.speculation import DECODE_LINES, METRICS_LINES, SERVER_ARGS
+from tracelens.sources.naming import run_label
+from tracelens.tables.frames import Tables, collect
+from tracelens.tables.schema import A, C, T, W
 
 RUN_KEY = [C.SOURCE, C.RUN]
 
 
-def label_expr() -> pl.Expr:
-    """`<file name>#<run>`: short enough for a legend, unique within one analysis in practice."""
-    name = pl.col(C.SOURCE).map_elements(lambda s: PurePath(s).name, return_dtype=pl.String)
-    return pl.concat_str([name, pl.lit("#"), pl.col(C.RUN).cast(pl.String)]).alias(A.LABEL)
+def with_run_labels(runs: pl.DataFrame, names: Mapping[str, str]) -> pl.DataFrame:
+    """``runs`` with each run's label, `<short name>#<run>` (`sources.naming`): unique among the sources
+    ``names`` holds (source -> short name), which are all those of the command, not only these runs."""
+    labels = [run_label(names.get(s, s), int(r)) for s, r in runs.select(RUN_KEY).iter_rows()]
+    return runs.with_columns(pl.Series(A.LABEL, labels, dtype=pl.String))
 
 
 def with_labels(frame: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
@@ -24,13 +27,44 @@ def with_labels(frame: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
 
 
 def interesting_runs(runs: pl.DataFrame, lines: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
-    """Runs worth showing: a server start, or a run 0 that holds more than preamble (batch or fault lines).
+    """Runs worth showing: a server start, or a run 0 that holds more than preamble (batch, fault, debug,
+    vLLM metrics, request or endpoint lines).
     A run 0 of a few lines before the first `server_args=` is only noise in a report."""
     busy = collect(
         lines.lazy()
-        .filter(pl.col(C.KIND).is_in(["batch", "fault", "debug", "spec_metrics"]))
+        .filter(
+            pl.col(C.KIND).is_in(["batch", "fault", "debug", "spec_metrics", "request", "endpoint_metric"])
+        )
         .select(RUN_KEY)
         .unique()
     ).with_columns(pl.lit(True).alias(W.BUSY))
     out = runs.join(busy, on=RUN_KEY, how="left")
     return out.filter((pl.col(C.RUN) > 0) | pl.col(W.BUSY).fill_null(False)).drop(W.BUSY)
+
+
+def with_speculation(runs: pl.DataFrame, tables: Tables) -> pl.DataFrame:
+    """``runs`` with whether each decodes speculatively and what says so, decided here once for every
+    view: its server args name an algorithm; else its decode lines print an accept len (SGLang prints
+    one only when it drafts) or vLLM's spec-decoding metrics lines an acceptance length (a log that
+    starts after the server args, or a server whose args line was cut, still drafts)."""
+    decode = collect(
+        tables.scan(T.BATCHES).filter(pl.col(C.ACCEPT_LEN).is_not_null()).select(RUN_KEY).unique()
+    ).with_columns(pl.lit(DECODE_LINES).alias(W.SPEC_SEEN))
+    metrics = collect(
+        tables.scan(T.SPEC_METRICS)
+        .filter(
+            pl.col(C.MEAN_ACCEPTANCE_LENGTH).is_not_null() & pl.col(C.MEAN_ACCEPTANCE_LENGTH).is_not_nan()
+        )
+        .select(RUN_KEY)
+        .unique()
+    ).with_columns(pl.lit(METRICS_LINES).alias(W.SPEC_SEEN))
+    seen = pl.concat([decode, metrics]).unique(RUN_KEY, keep="first", maintain_order=True)
+    out = runs.join(seen, on=RUN_KEY, how="left")
+    source = (
+        pl.when(pl.col(C.SPEC_ALGORITHM).is_not_null())
+        .then(pl.lit(SERVER_ARGS))
+        .otherwise(pl.col(W.SPEC_SEEN))
+    )
+    return out.with_columns(source.alias(A.SPECULATIVE_FROM), source.is_not_null().alias(A.SPECULATIVE)).drop(
+        W.SPEC_SEEN
+    )

@@ -1,5 +1,5 @@
 """Per source and run: what happened, in numbers. The layout of `summarize` is the stable JSON of
-`tracelens summary --json` (documented in the README); add keys, never rename or remove them."""
+`tracelens summary --json` (documented in docs/json.md); add keys, never rename or remove them."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import polars as pl
 
 from tracelens.analysis import Analysis
 from tracelens.analysis.per_run import STEADY_STATS, stat_column
+from tracelens.analysis.speculation import SERVER_ARGS, speculative_spec
 from tracelens.tables.frames import collect
 from tracelens.tables.schema import KINDS, A, C, T
 
@@ -58,19 +59,15 @@ def summarize(analysis: Analysis) -> dict[str, Any]:
         accept = figures[C.ACCEPT_LEN]
         if accept["mean"] is None and seen.get(A.MEAN_ACCEPT_LEN) is not None:
             accept["mean"] = round(float(seen[A.MEAN_ACCEPT_LEN]), 4)  # vLLM: its metrics lines'
-        spec = None
-        if run[C.SPEC_ALGORITHM]:
-            spec = {
-                "algorithm": run[C.SPEC_ALGORITHM],
-                "num_steps": run[C.SPEC_NUM_STEPS],
-                "eagle_topk": run[C.SPEC_EAGLE_TOPK],
-                "num_draft_tokens": run[C.SPEC_NUM_DRAFT_TOKENS],
-                "draft_model": run[C.SPEC_DRAFT_MODEL],
-            }
+        # the analysis' one decision (`analysis.speculation`); a run it leaves out by its args alone
+        spec = speculative_spec(seen if seen else {**run, A.SPECULATIVE: run[C.SPEC_ALGORITHM] is not None})
+        if spec is not None and spec.get("seen_in") is None:
+            spec["seen_in"] = SERVER_ARGS
         out_runs.append(
             {
                 "source": run[C.SOURCE],
                 "run": run[C.RUN],
+                "label": analysis.label_of(run[C.SOURCE], run[C.RUN]),
                 "start": _iso(run[C.START_TS]),
                 "end": _iso(run[C.END_TS]),
                 "model": run[C.MODEL],

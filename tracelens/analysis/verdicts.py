@@ -73,9 +73,28 @@ RULES: tuple[Rule, ...] = (
             "num-aux-changed",
             "num-items-changed",
         ),
-        symptoms=CRASH_SYMPTOMS,
+        # A draft fed fewer aux states than it reads crashes or accepts little: when every debug line
+        # shows the count and one shows a NaN, the count is the cause (this rule comes first).
+        symptoms=CRASH_SYMPTOMS + ACCEPTANCE_SYMPTOMS,
         headline="the draft gets the wrong number of aux hidden states, so {symptom}",
         suspect="the draft gets a different number of aux hidden states than it expects",
+    ),
+    Rule(
+        # `detectors.training_gap`: what the server did against what the draft was trained on; each
+        # cause finding carries its own concrete fix (or none).
+        "training-gap",
+        causes=(
+            "training-capture-mismatch",
+            "aux-ids-off-by-one",
+            "eagle3-draft-as-eagle",
+            "draft-hidden-size-mismatch",
+            "draft-vocab-mismatch",
+            "vocab-mapping-missing",
+            "steps-beyond-training",
+        ),
+        symptoms=(*ACCEPTANCE_SYMPTOMS, "accept-below-training"),
+        headline="the server does not run the draft as it was trained, so {symptom}",
+        suspect="the server does not run the draft as it was trained",
     ),
     Rule(
         "invalid-norms",
@@ -169,6 +188,8 @@ def _fix(rule: Rule, facts: _Facts) -> str | None:
             )
         if facts.expect.embed_capture is True:
             return f"the draft expects the embedding (layer id -1): add -1 to {key} in {facts.config_file}"
+        if trained is not None:  # known (a config, a recipe, the trainer's default): the fix names them
+            return f"set {key} to {_ids(trained)} in {facts.config_file} (the ids the draft was trained on) and restart"
         return f"set {key} in {facts.config_file} to the layer ids the draft was trained on"
     if rule.name == "aux-shape":
         want = facts.expect.expect_aux or (len(trained) if trained else None) or facts.fc_aux
@@ -256,7 +277,9 @@ def run_verdict(
         headline = rule.headline.format(symptom=gist(by_code[shown[0]][0], run)) if shown else rule.suspect
         serious = bool(shown) or any(f.severity == Severity.ERROR for f in cause_findings)
         status = Status.BROKEN if serious or crashes else Status.DEGRADED
-        fix = _fix(rule, facts)
+        # A cause that knows its concrete fix (a training-gap finding) gives it; else the rule derives one.
+        own = [f.fix for c in _found if c in by_code for f in by_code[c] if f.fix]
+        fix = own[0] if own else _fix(rule, facts)
         # The line that shows the configured layer ids first: it is what the fix changes.
         evidence = (
             ids_evidence + _evidence(cause_findings, 2) + _evidence((by_code[s][0] for s in explains), 1)

@@ -15,6 +15,7 @@ import typer
 from rich.console import Console
 
 from tracelens import __version__
+from tracelens.analysis.defaults import DEFAULT_POSITION_MARGIN
 from tracelens.cli import dataset as cli_dataset
 from tracelens.cli import live as cli_live
 from tracelens.cli import parse as cli_parse
@@ -27,10 +28,13 @@ from tracelens.cli.options import (
     ExpectAuxOpt,
     ExpectFileOpt,
     HiddenSizeOpt,
+    NoDiscoverOpt,
     StallOpt,
     TargetConfigOpt,
+    TrainingOpt,
     date_option,
     expectations_from,
+    training_from,
 )
 from tracelens.engine.lock import DEFAULT_LOCK_TIMEOUT
 from tracelens.errors import InputError
@@ -39,6 +43,7 @@ from tracelens.formatting import megabytes, terminal_text
 if TYPE_CHECKING:  # the analysis, the parsers and the renderers are imported by the commands that use them
     from tracelens.analysis import Analysis
     from tracelens.analysis.expectations import Expectations
+    from tracelens.analysis.training import TrainingInputs
     from tracelens.parsers import ParseOptions
 
 app = typer.Typer(
@@ -143,6 +148,7 @@ def parse(
     scheduler: cli_parse.SchedulerOpt = None,
     block_size: cli_parse.BlockOpt = cli_parse.DEFAULTS["block"],
     range_size: cli_parse.RangeOpt = cli_parse.DEFAULTS["range"],
+    max_memory: cli_parse.MaxMemoryOpt = cli_parse.DEFAULTS["max_memory"],
     date: DateOpt = None,
     quiet: QuietOpt = False,
     lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT,
@@ -151,7 +157,7 @@ def parse(
     reading again only what changed. Exit code 1 when an input could not be read to its end. One writer
     at a time: a second one waits for the first (see --lock-timeout)."""
     options = cli_parse.engine_options(
-        jobs, executor, scheduler, block_size, range_size, date_option(date), lock_timeout
+        jobs, executor, scheduler, block_size, range_size, date_option(date), lock_timeout, max_memory
     )
     raise typer.Exit(cli_parse.run_parse(paths, output, options, quiet, out, err))
 
@@ -160,7 +166,7 @@ def parse(
 def summary(
     paths: Paths,
     as_json: Annotated[
-        bool, typer.Option("--json", help="Print the stable JSON layout (see README).")
+        bool, typer.Option("--json", help="Print the stable JSON layout (see docs/json.md).")
     ] = False,
     date: DateOpt = None,
     quiet: QuietOpt = False,
@@ -217,14 +223,29 @@ def _analyse(
     expectations: Expectations | None = None,
     baseline: str | None = None,
     stall_seconds: float = DEFAULT_STALL,
+    position_margin: float = DEFAULT_POSITION_MARGIN,
+    training: TrainingInputs | None = None,
 ) -> None:
     """Parse ``paths`` into their dataset, analyse it and ``show`` the result, under the dataset's read lock."""
     from tracelens.analysis import analyze_tables
+    from tracelens.sources.naming import as_typed
     from tracelens.tables.frames import Tables
+    from tracelens.tables.schema import C, T
 
     with logs.open(paths) as folder:
         tables = Tables.read_dataset(folder)
-        show(analyze_tables(tables, expectations, baseline=baseline, stall_seconds=stall_seconds))
+        # a cited line is shown under the path the user typed, not the cache's resolved one
+        typed = as_typed(tables[T.RUNS].get_column(C.SOURCE).unique(), cli_dataset.typed_paths(paths))
+        analysis = analyze_tables(
+            tables,
+            expectations,
+            baseline=baseline,
+            stall_seconds=stall_seconds,
+            typed=typed,
+            training=training,
+            position_margin=position_margin,
+        )
+        show(analysis)
 
 
 @app.command()
@@ -236,8 +257,20 @@ def check(
     expect_aux: ExpectAuxOpt = None,
     hidden_size: HiddenSizeOpt = None,
     embed_capture: EmbedCaptureOpt = None,
+    training: TrainingOpt = None,
+    no_discover: NoDiscoverOpt = False,
     baseline: BaselineOpt = None,
     stall_seconds: StallOpt = DEFAULT_STALL,
+    position_margin: Annotated[
+        float,
+        typer.Option(
+            "--position-margin",
+            min=0.0,
+            max=1.0,
+            help="With --baseline: an error (exit 1) when a run's acceptance at a draft position is below the "
+            "baseline's by more than this, in rate points (docs/acceptance.md).",
+        ),
+    ] = DEFAULT_POSITION_MARGIN,
     as_json: Annotated[bool, typer.Option("--json", help="Print the findings as JSON.")] = False,
     date: DateOpt = None,
     quiet: QuietOpt = False,
@@ -246,28 +279,35 @@ def check(
     lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT,
 ) -> None:
     """Print findings grouped by run, the most severe first. Exit 1 when any error-level finding exists
-    or an input could not be read to its end, 0 otherwise (2 on bad usage): made to gate CI."""
+    (a draft position below the --baseline run's by more than --position-margin is one) or an input could
+    not be read to its end, 0 otherwise (2 on bad usage): made to gate CI."""
     expect = expectations_from(
         draft_config, target_config, expectations_file, expect_aux, hidden_size, embed_capture
     )
 
     from tracelens.cli.render import render_findings
+    from tracelens.cli.render_acceptance import render_acceptance
 
     def show(result: Analysis) -> None:
         if as_json:
+            from tracelens.analysis.acceptance_table import acceptance_table
+
             payload = {
                 "errors": len(result.errors),
                 "verdicts": [v.to_json() for v in result.verdicts],
                 "findings": [f.to_json() for f in result.findings],
+                "acceptance": acceptance_table(result),
             }
             sys.stdout.write(json.dumps(payload, indent=2) + "\n")
         else:
             render_findings(out, result)
+            render_acceptance(out, result)
         if result.errors:
             raise typer.Exit(1)
 
     logs = _Logs(date, quiet or as_json, dataset, no_cache, lock_timeout)
-    _analyse(paths, logs, show, expect, baseline, stall_seconds)
+    trained = training_from(training, no_discover, draft_config, target_config)
+    _analyse(paths, logs, show, expect, baseline, stall_seconds, position_margin, trained)
 
 
 @app.command()
@@ -317,6 +357,8 @@ def report(
     expect_aux: ExpectAuxOpt = None,
     hidden_size: HiddenSizeOpt = None,
     embed_capture: EmbedCaptureOpt = None,
+    training: TrainingOpt = None,
+    no_discover: NoDiscoverOpt = False,
     baseline: BaselineOpt = None,
     stall_seconds: StallOpt = DEFAULT_STALL,
     date: DateOpt = None,
@@ -332,8 +374,15 @@ def report(
         draft_config, target_config, expectations_file, expect_aux, hidden_size, embed_capture
     )
     logs = _Logs(date, quiet, dataset, no_cache, lock_timeout)
+    trained = training_from(training, no_discover, draft_config, target_config)
     _analyse(
-        paths, logs, lambda analysis: _write_report(analysis, output, title), expect, baseline, stall_seconds
+        paths,
+        logs,
+        lambda analysis: _write_report(analysis, output, title),
+        expect,
+        baseline,
+        stall_seconds,
+        training=trained,
     )
 
 
@@ -379,10 +428,10 @@ def demo(
     no_cache: NoCacheOpt = False,
     lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT,
 ) -> None:
-    """Parse the bundled sample logs (an EAGLE-3 tuning story), print their summary and write their HTML
-    report."""
+    """Parse the bundled sample logs (an EAGLE-3 tuning story), print their summary and each run's verdict,
+    write their HTML report and say what to run next."""
     from tracelens.analysis.summary import summarize
-    from tracelens.cli.render import render_summary
+    from tracelens.cli.render import render_next_steps, render_summary, render_verdicts
 
     if not logs.is_dir():
         raise InputError(f"sample logs not found at {logs}")
@@ -392,9 +441,24 @@ def demo(
 
     def show(analysis: Analysis) -> None:
         render_summary(out, summarize(analysis))
+        out.print()
+        render_verdicts(out, analysis)
+        out.print()
         _write_report(analysis, output, None)
+        render_next_steps(out, analysis, _demo_check(logs, date))
 
     _analyse([logs], _Logs(date, quiet, None, no_cache, lock_timeout), show)
+
+
+def _demo_check(logs: Path, date: str | None) -> str:
+    """The `check` command of the demo's logs, to paste: the path as short as it can be from here."""
+    import shlex
+
+    try:
+        shown = str(logs.resolve().relative_to(Path.cwd().resolve())) or "."
+    except ValueError:
+        shown = str(logs)
+    return shlex.join(["tracelens", "check", shown, *(["--date", date] if date else [])])
 
 
 cli_live.register(app)  # tui and follow

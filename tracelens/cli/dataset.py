@@ -9,9 +9,7 @@ read to its end is kept up to where it broke, named on stderr, and makes the com
 from __future__ import annotations
 
 import os
-import shutil
 import sys
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,19 +18,24 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from tracelens.cli.options import parse_size
 from tracelens.cli.progress import engine_progress
-from tracelens.engine import EngineOptions, Report, parse_to_dataset, reading_dataset
-from tracelens.engine.cache import clear, dataset_for, entries, evict, mark_used, resolve_args
+from tracelens.engine import Report
+from tracelens.engine.cache import (
+    CACHE_LIMIT_VAR,
+    DEFAULT_CACHE_LIMIT,
+    cache_limit,
+    clear,
+    entries,
+    evict,
+    mark_used,
+    resolve_args,
+)
 from tracelens.engine.lock import DEFAULT_LOCK_TIMEOUT
+from tracelens.engine.logs import opened_logs
 from tracelens.errors import InputError
 from tracelens.formatting import megabytes
 
 _PANEL = "Dataset and cache"
-# The cache's size limit, e.g. `50G`; `0` turns eviction off. 20 GiB holds the datasets of 100-200 GiB of
-# logs (a dataset is a tenth to a fifth of its logs), and is small beside a GPU host's disk.
-CACHE_LIMIT_VAR = "TRACELENS_CACHE_LIMIT"
-DEFAULT_CACHE_LIMIT = "20G"
 
 DatasetOpt = Annotated[
     Path | None,
@@ -61,6 +64,18 @@ LockTimeoutOpt = Annotated[
 ]
 
 
+def typed_paths(paths: list[Path]) -> list[tuple[str, str]]:
+    """(as typed, resolved) of each command-line path, for `sources.naming.as_typed`: a glob pattern by
+    its part before the first wildcard (`logs/*/server.log` by `logs`)."""
+    out = []
+    for path in paths:
+        parts = path.parts
+        fixed = next((i for i, part in enumerate(parts) if any(ch in part for ch in "*?[")), len(parts))
+        head = str(Path(*parts[:fixed])) if fixed else "."
+        out.append((head, resolve_args([head])[0]))
+    return out
+
+
 def report_problems(err: Console, report: Report) -> None:
     """Inputs not read at all, or read only in part: one line each, the same in every command."""
     for problem in report.unread:
@@ -80,64 +95,37 @@ def logs_dataset(
     no_cache: bool = False,
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
 ) -> Iterator[Path]:
-    """Yield the folder of a dataset that holds ``paths`` (up to date), under its read lock. After the
-    caller is done: the inputs read only in part are named, and the exit code is 1."""
-
-    from tracelens.tables.frames import Tables  # polars: the commands that come here read a dataset anyway
+    """Yield the folder of a dataset that holds ``paths`` (up to date), under its read lock
+    (`engine.logs.opened_logs`, as `tracelens.analyze` reads them). After the caller is done: the
+    inputs read only in part are named, and the exit code is 1."""
 
     def notify(text: str) -> None:  # waiting for a lock: said even with -q, or a wait would look like a hang
         err.print(f"tracelens: {text}", markup=False)
 
-    if len(paths) == 1 and Tables.is_dataset(paths[0]):  # the output of `tracelens parse -o DIR`
-        if dataset is not None or no_cache:
-            raise InputError(f"{paths[0]} is a dataset already: --dataset and --no-cache are for log paths")
-        with reading_dataset(str(paths[0]), lock_timeout, notify) as manifest:
-            stored = Report(problems=[e for s in manifest.sources.values() for e in s.errors])
-            with _naming(err, stored):
-                yield paths[0]
-        _finish(stored)
-        return
-    if dataset is not None and no_cache:
-        raise InputError("--dataset and --no-cache exclude each other")
-    resolved = resolve_args([str(p) for p in paths])
-    temporary = Path(tempfile.mkdtemp(prefix="tracelens-")) if no_cache else None
-    try:
-        cached = temporary is None and dataset is None
-        target = temporary or dataset or dataset_for(resolved, base_date)
-        limit = cache_limit() if cached else 0  # read first: a bad value costs no parse
-        options = EngineOptions(base_date=base_date, lock_timeout=lock_timeout)
-        # The bar only on a terminal: piped output (CI, `| jq`) stays what the command prints.
-        with (
-            engine_progress(quiet or not sys.stderr.isatty()) as progress,
-            naming_the_cache(target if cached else None),
-        ):
-            report = parse_to_dataset(resolved, str(target), options, progress, notify)
-        if cached:
-            cache_used(err, target, limit)
-        with reading_dataset(str(target), lock_timeout, notify), _naming(err, report):
-            yield target
-        _finish(report)
-    finally:
-        if temporary is not None:
-            shutil.rmtree(temporary, ignore_errors=True)
+    cached = dataset is None and not no_cache
+    limit = cache_limit() if cached else None  # read first: a bad value costs no parse
+    # The bar only on a terminal: piped output (CI, `| jq`) stays what the command prints.
+    with opened_logs(
+        paths,
+        base_date=base_date,
+        dataset=dataset,
+        no_cache=no_cache,
+        cache_limit=limit,
+        lock_timeout=lock_timeout,
+        progress=lambda: engine_progress(quiet or not sys.stderr.isatty()),
+        notify=notify,
+    ) as opened:
+        said_evicted(err, opened.evicted)
+        with _naming(err, opened.report):
+            yield opened.path
+    _finish(opened.report)
 
 
-@contextmanager
-def naming_the_cache(cache: Path | None) -> Iterator[None]:
-    """An error about the cache dataset ``cache`` says it is the cache, and how to avoid it."""
-    try:
-        yield
-    except InputError as exc:
-        if cache is not None and str(cache) in str(exc):
-            raise InputError(f"{exc} (the cache; --no-cache or --dataset DIR avoid it)") from exc
-        raise
-
-
-def cache_used(err: Console, target: Path, limit: int) -> None:
-    """A cache dataset was brought up to date: mark it used, and keep the cache under its limit."""
-    mark_used(target)
-    deleted, freed = evict(limit, keep=target)
-    if deleted:  # said even with -q: data the user may look for is gone
+def said_evicted(err: Console, evicted: tuple[int, int]) -> None:
+    """Datasets deleted from the cache to keep it under its limit: said even with -q (data the user may
+    look for is gone)."""
+    deleted, freed = evicted
+    if deleted:
         err.print(
             f"tracelens: cache: deleted {deleted} least recently used dataset(s), {megabytes(freed)}, "
             f"to stay under {CACHE_LIMIT_VAR}={os.environ.get(CACHE_LIMIT_VAR, DEFAULT_CACHE_LIMIT)}",
@@ -145,12 +133,10 @@ def cache_used(err: Console, target: Path, limit: int) -> None:
         )
 
 
-def cache_limit() -> int:
-    """The cache's size limit in bytes from $TRACELENS_CACHE_LIMIT (no limit for `0`)."""
-    text = os.environ.get(CACHE_LIMIT_VAR, DEFAULT_CACHE_LIMIT)
-    if text.strip() == "0":
-        return sys.maxsize
-    return parse_size(text, CACHE_LIMIT_VAR)
+def cache_used(err: Console, target: Path, limit: int) -> None:
+    """A cache dataset was brought up to date: mark it used, and keep the cache under its limit."""
+    mark_used(target)
+    said_evicted(err, evict(limit, keep=target))
 
 
 @contextmanager

@@ -25,7 +25,6 @@ from tracelens.cli.dataset import (
     NoCacheOpt,
     cache_limit,
     cache_used,
-    naming_the_cache,
     report_problems,
 )
 from tracelens.cli.options import (
@@ -36,12 +35,16 @@ from tracelens.cli.options import (
     ExpectAuxOpt,
     ExpectFileOpt,
     HiddenSizeOpt,
+    NoDiscoverOpt,
     StallOpt,
     TargetConfigOpt,
+    TrainingOpt,
     date_option,
     expectations_from,
+    training_from,
 )
 from tracelens.engine.lock import DEFAULT_LOCK_TIMEOUT
+from tracelens.engine.logs import naming_the_cache
 from tracelens.errors import InputError
 from tracelens.live.store import SCROLLBACK_LINES
 
@@ -186,6 +189,7 @@ def _session(
     scrollback: int,
     stdin_fd: int | None = None,
     cuts=None,
+    training=None,
 ):
     from tracelens.live import LiveSession
 
@@ -200,6 +204,7 @@ def _session(
         scrollback=scrollback,
         follower_options=options,
         cuts=cuts,
+        training=training,
     )
 
 
@@ -216,6 +221,8 @@ def follow(
     expect_aux: ExpectAuxOpt = None,
     hidden_size: HiddenSizeOpt = None,
     embed_capture: EmbedCaptureOpt = None,
+    training: TrainingOpt = None,
+    no_discover: NoDiscoverOpt = False,
     baseline: BaselineOpt = None,
     stall_seconds: StallOpt = DEFAULT_STALL,
     interval: IntervalOpt = 1.0,
@@ -233,6 +240,7 @@ def follow(
     expect = expectations_from(
         draft_config, target_config, expectations_file, expect_aux, hidden_size, embed_capture
     )
+    trained = training_from(training, no_discover, draft_config, target_config)
     specs = _specs(sources, cmd)
     for spec in specs:
         # A log that is not there yet (the server has not started) is waited for; say so, or the
@@ -242,7 +250,16 @@ def follow(
             sys.stderr.flush()
     with _loaded(specs, date, dataset, no_cache, lock_timeout) as cuts:
         session = _session(
-            specs, expect, baseline, stall_seconds, date, interval, scrollback, stdin_fd=0, cuts=cuts
+            specs,
+            expect,
+            baseline,
+            stall_seconds,
+            date,
+            interval,
+            scrollback,
+            stdin_fd=0,
+            cuts=cuts,
+            training=trained,
         )
         _follow(session, as_json, stats_every)
 
@@ -262,7 +279,7 @@ def _follow(session, as_json: bool, stats_every: float) -> None:
             while not session.all_ended:
                 time.sleep(0.1)
             session.wait_idle(timeout=600)
-            printer.flush_stats(session.snapshot.runs)
+            printer.flush_stats(session.snapshot.every_run)
         finally:
             session.stop()
     _exit_if_read_in_part(session)
@@ -290,6 +307,8 @@ def tui(
     expect_aux: ExpectAuxOpt = None,
     hidden_size: HiddenSizeOpt = None,
     embed_capture: EmbedCaptureOpt = None,
+    training: TrainingOpt = None,
+    no_discover: NoDiscoverOpt = False,
     baseline: BaselineOpt = None,
     stall_seconds: StallOpt = DEFAULT_STALL,
     interval: IntervalOpt = 0.75,
@@ -311,7 +330,10 @@ def tui(
     specs = _specs(sources, cmd)
     with _loaded(specs, date, dataset, no_cache, lock_timeout) as cuts:
         stdin_fd = _stdin_for_tui() if any(s.kind == "stdin" for s in specs) else None
-        session = _session(specs, expect, baseline, stall_seconds, date, interval, scrollback, stdin_fd, cuts)
+        trained = training_from(training, no_discover, draft_config, target_config)
+        session = _session(
+            specs, expect, baseline, stall_seconds, date, interval, scrollback, stdin_fd, cuts, trained
+        )
         _screen(session, report)
 
 

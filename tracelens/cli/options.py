@@ -6,7 +6,6 @@ into an `Expectations` (a bad file or value is an `InputError`: one line, exit 2
 from __future__ import annotations
 
 import datetime as dt
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -17,6 +16,7 @@ from tracelens.errors import InputError
 
 if TYPE_CHECKING:
     from tracelens.analysis.expectations import Expectations
+    from tracelens.analysis.training import TrainingInputs
 
 _EXPECT = "Expectations (EAGLE-3 capture)"
 
@@ -64,11 +64,27 @@ EmbedCaptureOpt = Annotated[
         rich_help_panel=_EXPECT,
     ),
 ]
+TrainingOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--training",
+        help="What the draft was trained on: a SpecForge recipe (.yaml), a draft config.json (SpecForge or speculators format), the trainer's {run_id}.best_meta.json, or a folder holding them. The verdict compares the served runs with it.",
+        rich_help_panel=_EXPECT,
+    ),
+]
+NoDiscoverOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-discover",
+        help="Do not look up the target's and the draft's config.json from the logs' model paths (local path, Hugging Face and ModelScope caches).",
+        rich_help_panel=_EXPECT,
+    ),
+]
 BaselineOpt = Annotated[
     str | None,
     typer.Option(
         "--baseline",
-        help="The run to compare against, by label (`file.log#N`, as the summary shows). Default: per model, the run without speculative decoding with the most decode lines.",
+        help="The run to compare against, by label as the summary shows it (`server.log#N`; `a/server.log#N` when two sources share a file name). Default: per model, the run without speculative decoding with the most decode lines.",
     ),
 ]
 StallOpt = Annotated[
@@ -125,16 +141,15 @@ def expectations_from(
     return out.merged(Expectations(expect_aux=expect_aux, hidden_size=hidden_size, embed_capture=embed))
 
 
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMG]?)(?:i?B)?\s*$", re.IGNORECASE)
+def training_from(
+    training: Path | None, no_discover: bool, draft_config: Path | None, target_config: Path | None
+) -> TrainingInputs:
+    """The training and config look-up the analysis is given (a bad --training is an `InputError`)."""
+    from tracelens.analysis.training import TrainingInputs, load_training
 
-
-def parse_size(text: str, option: str) -> int:
-    """`4M` -> 4194304; a clear error for anything else."""
-    match = _SIZE.match(text)
-    if match is None:
-        raise InputError(f"{option} wants a size such as 4M or 65536, got {text!r}")
-    scale = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[match.group(2).upper()]
-    size = int(float(match.group(1)) * scale)
-    if size < 1024:
-        raise InputError(f"{option} must be at least 1K, got {text!r}")
-    return size
+    return TrainingInputs(
+        training=load_training(training) if training is not None else None,
+        discover=not no_discover,
+        draft_config=draft_config,
+        target_config=target_config,
+    )

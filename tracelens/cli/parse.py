@@ -11,13 +11,13 @@ from rich.table import Table
 from rich.text import Text
 
 from tracelens.cli.dataset import report_problems
-from tracelens.cli.options import parse_size
 from tracelens.cli.progress import engine_progress
 from tracelens.engine import EngineOptions, Report, parse_to_dataset
 from tracelens.engine.executors import EXECUTORS, LOCAL
-from tracelens.engine.plan import DEFAULT_BLOCK_BYTES, DEFAULT_RANGE_BYTES
+from tracelens.engine.sizing import DEFAULT_MAX_MEMORY, MIN_MAX_MEMORY
 from tracelens.errors import InputError
 from tracelens.formatting import megabytes
+from tracelens.sizes import DEFAULT_BLOCK_BYTES, DEFAULT_RANGE_BYTES, parse_size
 from tracelens.tables.names import TABLES
 
 OutputOpt = Annotated[
@@ -34,7 +34,7 @@ JobsOpt = Annotated[
     typer.Option(
         "--jobs",
         "-j",
-        help="Worker processes (Dask: workers of a dask-local cluster). Default: one per core.",
+        help="Worker processes (Dask: workers of a dask-local cluster). Default: one per core; fewer when there are fewer tasks or --max-memory holds fewer.",
         min=1,
     ),
 ]
@@ -54,6 +54,13 @@ SchedulerOpt = Annotated[
 BlockOpt = Annotated[
     str,
     typer.Option("--block-size", help="Bytes read and parsed at a time by a worker (K, M, G suffixes)."),
+]
+MaxMemoryOpt = Annotated[
+    str,
+    typer.Option(
+        "--max-memory",
+        help="Memory the whole process tree may use (K, M, G suffixes): fewer workers than --jobs, and smaller blocks and ranges, when they would not fit.",
+    ),
 ]
 RangeOpt = Annotated[
     str,
@@ -110,9 +117,15 @@ def engine_options(
     range_: str,
     base_date,
     lock_timeout: float,
+    max_memory: str = "",
 ) -> EngineOptions:
     if executor not in EXECUTORS:
         raise InputError(f"--executor must be one of {', '.join(EXECUTORS)}, got {executor!r}")
+    memory = parse_size(max_memory, "--max-memory") if max_memory else DEFAULT_MAX_MEMORY
+    if memory < MIN_MAX_MEMORY:
+        raise InputError(
+            f"--max-memory must be at least {MIN_MAX_MEMORY >> 20}M (the command and one worker), got {max_memory!r}"
+        )
     return EngineOptions(
         jobs=jobs,
         executor=executor,
@@ -121,6 +134,7 @@ def engine_options(
         range_bytes=parse_size(range_, "--range-size"),
         base_date=base_date,
         lock_timeout=lock_timeout,
+        max_memory=memory,
     )
 
 
@@ -128,4 +142,5 @@ DEFAULTS = {
     "executor": LOCAL,
     "block": f"{DEFAULT_BLOCK_BYTES >> 20}M",
     "range": f"{DEFAULT_RANGE_BYTES >> 20}M",
+    "max_memory": f"{DEFAULT_MAX_MEMORY >> 20}M",
 }

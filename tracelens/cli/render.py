@@ -4,6 +4,7 @@ Log text is printed with markup off, so a log line can never inject rich markup 
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from tracelens.analysis import Analysis
+from tracelens.analysis import Analysis, Status
+from tracelens.analysis.verdicts import status_rank
 from tracelens.formatting import (
     BENCH_COLUMNS,
     SEVERITY_STYLE,
@@ -29,6 +31,7 @@ from tracelens.formatting import (
     timestamp,
 )
 from tracelens.parsers.explain import Explanation
+from tracelens.sources.naming import run_label
 from tracelens.tables.schema import A, C
 
 WIDE = 150  # below this many columns, `summary` shows its compact table
@@ -48,7 +51,7 @@ def render_summary_compact(console: Console, summary: dict[str, Any]) -> None:
         status = run.get("status")
         rate = run["acceptance_rate"]["mean"]
         model = Path(run["model"]).name if run["model"] else "-"
-        name = Text.assemble((terminal_text(f"{Path(run['source']).name}#{run['run']}"), "bold"), "\n  ")
+        name = Text.assemble((terminal_text(run["label"]), "bold"), "\n  ")
         name.append(terminal_text(f"{model}, {speculative(run['speculative'], short=True)}"), style="dim")
         table.add_row(
             name,
@@ -68,8 +71,7 @@ def render_summary(console: Console, summary: dict[str, Any]) -> None:
         return
     table = Table(title="tracelens summary", title_justify="left", show_lines=False)
     for header, justify in (
-        ("source", "left"),
-        ("run", "right"),
+        ("run", "left"),
         ("status", "left"),
         ("model", "left"),
         ("speculative", "left"),
@@ -83,8 +85,8 @@ def render_summary(console: Console, summary: dict[str, Any]) -> None:
         ("findings", "right"),
         ("unparsed", "right"),
     ):
-        # File names stay whole (users grep for them); other columns fold when the terminal is narrow.
-        table.add_column(header, justify=justify, overflow="fold", no_wrap=header == "source")  # type: ignore[arg-type]
+        # Run labels stay whole (users grep for them); other columns fold when the terminal is narrow.
+        table.add_column(header, justify=justify, overflow="fold", no_wrap=header == "run")  # type: ignore[arg-type]
     for run in summary["runs"]:
         acc = run["accept_len"]
         tput = run["gen_throughput"]
@@ -94,8 +96,7 @@ def render_summary(console: Console, summary: dict[str, Any]) -> None:
             else f"{number(acc['mean'])}/{number(acc['median'])} [{number(acc['p10'])}-{number(acc['p90'])}]"
         )
         table.add_row(
-            Text(terminal_text(Path(run["source"]).name)),
-            str(run["run"]),
+            Text(terminal_text(run["label"])),
             Text(run.get("status") or "-", style=STATUS_STYLE.get(run.get("status") or "", "")),
             Text(terminal_text(run["model"] or "-")),
             Text(terminal_text(speculative(run["speculative"]))),
@@ -129,6 +130,8 @@ def _print_long(console: Console, text: Text) -> None:
 def render_explanation(console: Console, ex: Explanation) -> None:
     """How one line was read."""
     console.print(Text(terminal_text(f"{ex.source}:{ex.line_no}"), style="bold"))
+    if ex.run is not None:  # the path as typed names the run as `check` did for this path
+        console.print(Text(terminal_text(f"  run    {run_label(ex.source, ex.run)}")))
     _labelled(console, "  text   ", ex.text)
     if ex.clean != ex.text:
         _labelled(console, "  clean  ", ex.clean)
@@ -166,6 +169,19 @@ def render_verdicts(console: Console, analysis: Analysis) -> None:
         line.append(terminal_text(verdict.label), style="bold")
         line.append(terminal_text(": " + verdict.headline))
         _hanging(console, line, 10)
+
+
+def render_next_steps(console: Console, analysis: Analysis, check: str) -> None:
+    """What to run after the demo: ``check`` (the command that shows its runs' findings), said with what
+    it shows of these runs, then the same for the user's own logs and live."""
+    counts = Counter(v.status for v in analysis.verdicts if v.status != Status.HEALTHY)
+    worst = ", ".join(
+        f"{n} {status}" for status, n in sorted(counts.items(), key=lambda c: status_rank(c[0]))
+    )
+    why = f"why {worst}: " if worst else ""
+    _hanging(console, Text.assemble(("next: ", "bold"), check), 6)
+    _hanging(console, Text(f"      {why}each run's findings, the log lines behind them and the fix"), 6)
+    _hanging(console, Text("      your logs: tracelens check LOGS...; live: tracelens tui server.log"), 6)
 
 
 def render_findings(console: Console, analysis: Analysis) -> None:
@@ -226,7 +242,7 @@ def render_benchmarks(console: Console, analysis: Analysis) -> None:
     for header, _, _ in BENCH_COLUMNS:
         table.add_column(header, justify="right")
     for row in bench.iter_rows(named=True):
-        label = row[A.LABEL] or f"{Path(row[C.SOURCE]).name}#{row[C.RUN]}"
+        label = row[A.LABEL] or analysis.label_of(row[C.SOURCE], row[C.RUN])
         cells = [number(row[column], digits) for _, column, digits in BENCH_COLUMNS]
         table.add_row(Text(terminal_text(label)), str(row[A.BENCH_LINE]), *cells)
     console.print(table)
@@ -243,11 +259,11 @@ def render_comparison(console: Console, analysis: Analysis) -> None:
     for header in ("acc len", "acc %", "tok/s", "speedup [95%]", "ready"):
         table.add_column(header, justify="right", no_wrap=True)
     for run in analysis.runs.to_dicts():
-        spec = "no speculation" if run[A.MEAN_ACCEPT_LEN] is None else "speculative (metrics lines)"
-        if run[C.SPEC_ALGORITHM]:
-            spec = speculative_of_run(run, short=True)
+        spec = speculative_of_run(run, short=True) if run[A.SPECULATIVE] else "no speculation"
         if run[A.BASELINE] and baselines.len() > 1:
             spec += f" vs {run[A.BASELINE]}"
+        if run[A.SPEEDUP] is None and run[A.SPEEDUP_NOTE]:  # why the `-`
+            spec += f"; {run[A.SPEEDUP_NOTE]}"
         name = Text.assemble((terminal_text(run[A.LABEL]), "bold"), "\n  ", (terminal_text(spec), "dim"))
         table.add_row(
             name,

@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,14 +22,27 @@ from tracelens.engine import manifest as mf
 from tracelens.engine.lock import writing
 from tracelens.engine.store import META
 from tracelens.errors import InputError
+from tracelens.sizes import parse_size
 
 _GLOB_CHARS = "*?["
+# The cache's size limit, e.g. `50G`; `0` turns eviction off. 20 GiB holds the datasets of 100-200 GiB of
+# logs (a dataset is a tenth to a fifth of its logs), and is small beside a GPU host's disk.
+CACHE_LIMIT_VAR = "TRACELENS_CACHE_LIMIT"
+DEFAULT_CACHE_LIMIT = "20G"
 _USED = "used"  # touched in the metadata folder each time a command uses the dataset
 
 
 def cache_root() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "tracelens"
+
+
+def cache_limit() -> int:
+    """The cache's size limit in bytes from $TRACELENS_CACHE_LIMIT (no limit for `0`)."""
+    text = os.environ.get(CACHE_LIMIT_VAR, DEFAULT_CACHE_LIMIT)
+    if text.strip() == "0":
+        return sys.maxsize
+    return parse_size(text, CACHE_LIMIT_VAR)
 
 
 def datasets_root() -> Path:

@@ -22,17 +22,15 @@ import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import BrokenExecutor
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tracelens.engine import manifest as mf
 from tracelens.engine.commit import STAGING, commit_run, load_table_libraries, recover
-from tracelens.engine.executors import LOCAL, Executor, make_executor
+from tracelens.engine.executors import LOCAL, Executor, TaskFailed, make_executor
 from tracelens.engine.lock import DEFAULT_LOCK_TIMEOUT, Notify, reading, writing
 from tracelens.engine.manifest import Manifest, TaskRecord, UnitRecord
 from tracelens.engine.plan import (
-    DEFAULT_BLOCK_BYTES,
-    DEFAULT_RANGE_BYTES,
     ScanResult,
     SourceResult,
     TaskResult,
@@ -40,8 +38,10 @@ from tracelens.engine.plan import (
     Unit,
 )
 from tracelens.engine.records import RecordError
+from tracelens.engine.sizing import DEFAULT_MAX_MEMORY, TASKS_PER_WORKER, size_run
 from tracelens.engine.store import META, Store
 from tracelens.errors import InputError
+from tracelens.sizes import DEFAULT_BLOCK_BYTES, DEFAULT_RANGE_BYTES
 from tracelens.sources.inputs import Input, discover
 
 # Called with (bytes done, bytes in total) as tasks finish.
@@ -57,6 +57,8 @@ class EngineOptions:
     range_bytes: int = DEFAULT_RANGE_BYTES
     base_date: dt.date | None = None  # for time-only prefixes; None: each file's modification date
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT  # seconds to wait for a dataset another process writes
+    # Bytes the process tree may hold (the local executor): bounds the workers, blocks and tasks (`sizing`)
+    max_memory: int = DEFAULT_MAX_MEMORY
 
 
 @dataclass
@@ -229,9 +231,6 @@ def _run_task(spec: TaskSpec) -> TaskResult:
 # big log take. So files are grouped into tasks by that cost, not by their bytes alone: 2,000 such logs
 # (28 MB) made one task, and one core parsed them all for 100-112 s while the other waited.
 SOURCE_COST_BYTES = 3 << 20
-# Groups of small files are made big enough to keep part files few (each task writes its own), and small
-# enough that every worker gets a few of them.
-_GROUPS_PER_WORKER = 4
 
 
 def _cost(unit: Unit) -> int:
@@ -247,8 +246,9 @@ def _tasks(
     options: EngineOptions,
     workers: int = 1,
 ) -> list[TaskSpec]:
-    """One task per range of a split file; whole files grouped by their cost (`_cost`), up to a range's
-    size or more when there are so many that ``workers`` would each get more than a few groups."""
+    """One task per range of a split file; whole files grouped by their cost (`_cost`) into a few groups
+    per worker (`TASKS_PER_WORKER`): bigger groups when they are many keep part files few (each task writes
+    its own), smaller ones when they are few keep every worker busy."""
 
     def make(units: list[Unit]) -> TaskSpec:
         return TaskSpec(_task_id(), tuple(units), root, staging, options.block_bytes)
@@ -261,7 +261,7 @@ def _tasks(
         else:
             grouped.append(unit)
     grouped.sort(key=lambda u: -u.input.size)
-    budget = max(options.range_bytes, sum(map(_cost, grouped)) // (workers * _GROUPS_PER_WORKER))
+    budget = max(SOURCE_COST_BYTES, sum(map(_cost, grouped)) // (workers * TASKS_PER_WORKER))
     group: list[Unit] = []
     cost = 0
     for unit in grouped:
@@ -324,6 +324,8 @@ def parse_to_dataset(
         raise InputError(
             f"a worker process died before its task was done ({exc}); the dataset at {out} is as it was, run again"
         ) from exc
+    except TaskFailed as exc:
+        raise InputError(f"{exc}; the dataset at {out} is as it was") from exc
     report.seconds = time.perf_counter() - started
     return report
 
@@ -450,9 +452,8 @@ def _parse_locked(
         report.problems = [e for s in old.sources.values() for e in s.errors]
         return report
     staging = f"{STAGING}/{_task_id()}"
-    executor = make_executor(
-        options.executor, _jobs(options, work, redo), options.scheduler, store.via_fsspec
-    )
+    options, jobs = _sized(options, work, redo)
+    executor = make_executor(options.executor, jobs, options.scheduler, store.via_fsspec)
     try:
         whole, split = _split(work, options, executor)
         specs = _tasks(whole + redo, split, out, staging, options, executor.workers)
@@ -497,17 +498,35 @@ def _parse_locked(
 # Up to this many sources of less than a range in all are read here (the sample logs are 12): past it,
 # their fixed cost per source (`SOURCE_COST_BYTES`) is worth the workers' start.
 _INLINE_SOURCES = 16
+# Whatever --jobs asks, work of at most this many blocks is read here: the fork server and a worker
+# cost more to start (about 0.25 CPU-s and a second of wall for a 1 MB log) than such work takes.
+_INLINE_BLOCKS = 2
 
 
-def _jobs(options: EngineOptions, work: list[_Work], redo: list[Unit]) -> int | None:
-    """Less than one range of work in a few sources (a few small logs, or a log that grew a little) is
-    read here: starting worker processes would cost more than the work (1.9 s against 1.5 s for the
-    sample logs)."""
-    todo = sum(w.item.size - w.start for w in work) + sum(u.input.size for u in redo)
+def _cores() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _sized(options: EngineOptions, work: list[_Work], redo: list[Unit]) -> tuple[EngineOptions, int | None]:
+    """The options with the block and task sizes, and the workers, that keep the local executor's process
+    tree under ``options.max_memory`` (`sizing.size_run`). Less than one range of work in a few sources
+    (a few small logs, or a log that grew a little) is read here without --jobs, and a couple of blocks
+    whatever it asks: starting worker processes would cost more than the work (1.9 s against 1.5 s for
+    the sample logs)."""
+    if options.executor != LOCAL:
+        return options, options.jobs
+    todo = sum(w.item.size - w.start for w in work) + sum(u.size for u in redo)
     few = len(work) + len(redo) <= _INLINE_SOURCES
-    if options.jobs is None and options.executor == LOCAL and todo <= options.range_bytes and few:
-        return 1
-    return options.jobs
+    # More workers than cores only take turns on them, each with its own start and heap.
+    jobs = min(options.jobs or _cores(), _cores())
+    if few and todo <= min(options.range_bytes, _INLINE_BLOCKS * options.block_bytes):
+        jobs = 1
+    if options.jobs is None and todo <= options.range_bytes and few:
+        jobs = 1
+    sizing = size_run(jobs, todo, options.max_memory, options.block_bytes, options.range_bytes)
+    sized = replace(options, block_bytes=sizing.block_bytes, range_bytes=sizing.task_bytes)
+    return sized, sizing.workers
 
 
 def _run(

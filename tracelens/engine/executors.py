@@ -9,16 +9,36 @@ import os
 import signal
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from multiprocessing import forkserver
 from typing import Any, Protocol
 
-from tracelens.engine.plan import DEFAULT_BLOCK_BYTES
 from tracelens.errors import InputError
+from tracelens.sizes import DEFAULT_BLOCK_BYTES
 from tracelens.sources.lifeline import die_with
 
 LOCAL = "local"
 DASK = "dask"
 DASK_LOCAL = "dask-local"
 EXECUTORS = (LOCAL, DASK, DASK_LOCAL)
+
+
+class TaskFailed(InputError):
+    """A task that raised on a worker (or inline): an error of the whole run, one line and exit 2, the
+    dataset left as it was. Never taken for an input read in part (exit 1), which a task reports in its
+    result, not by raising."""
+
+
+@contextmanager
+def _task_errors() -> Iterator[None]:
+    """Turn what a task raised into `TaskFailed`; an `InputError` (a user's) and a dead worker
+    (`BrokenExecutor`, said by the engine) stay as they are."""
+    try:
+        yield
+    except (InputError, cf.BrokenExecutor):
+        raise
+    except Exception as exc:
+        text = (str(exc).strip().splitlines() or [""])[0][:300]
+        raise TaskFailed(f"a worker task failed ({type(exc).__name__}: {text})") from exc
 
 
 class Executor(Protocol):
@@ -89,32 +109,38 @@ class InlineExecutor:
 
     def run(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
         for item in items:
-            yield item, fn(item)
+            with _task_errors():
+                result = fn(item)
+            yield item, result
 
     def close(self) -> None:
         pass
 
 
 class PoolExecutor:
-    """One worker process per job, forked from a fork server that has imported the task code and
+    """Up to one worker process per job, forked from a fork server that has imported the task code and
     nothing else: never forked from this process (its polars thread pool may be running), workers
-    start fast and share the library's memory pages with each other."""
+    start fast and share the library's memory pages with each other. A worker starts when a task is
+    submitted and none is idle, so a run of fewer tasks than jobs starts fewer workers."""
 
     def __init__(self, jobs: int, via_fsspec: bool = False) -> None:
         self.workers = jobs
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(PRELOAD + FSSPEC_PRELOAD if via_fsspec else PRELOAD)
         with _worker_environment():
-            self.pool = cf.ProcessPoolExecutor(
-                jobs, mp_context=context, initializer=_start_worker, initargs=(os.getpid(),)
-            )
-            # Start the fork server and the workers now, while the variable is set.
-            list(self.pool.map(int, range(jobs)))
+            # The workers are forked from the fork server and inherit its environment: it starts now,
+            # while the variables are set, and imports its preload while this process plans.
+            forkserver.ensure_running()
+        self.pool = cf.ProcessPoolExecutor(
+            jobs, mp_context=context, initializer=_start_worker, initargs=(os.getpid(),)
+        )
 
     def run(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
         futures = {self.pool.submit(fn, item): item for item in items}
         for future in cf.as_completed(futures):
-            yield futures[future], future.result()
+            with _task_errors():
+                result = future.result()
+            yield futures[future], result
 
     def close(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)
@@ -127,7 +153,9 @@ class DaskExecutor:
         try:
             from distributed import Client, LocalCluster
         except ImportError as exc:  # pragma: no cover - an extra of the package
-            raise InputError("--executor dask needs the dask extra: pip install 'tracelens[dask]'") from exc
+            raise InputError(
+                "--executor dask needs the dask extra: pip install 'tracelens-logs[dask]'"
+            ) from exc
         self.cluster = None
         with _worker_environment():
             if scheduler is None:
@@ -149,7 +177,9 @@ class DaskExecutor:
         for item in items:
             futures[self.client.submit(fn, item, pure=False)] = item
         for future in as_completed(list(futures)):
-            yield futures[future], future.result()
+            with _task_errors():  # distributed re-raises the task's own exception, or KilledWorker
+                result = future.result()
+            yield futures[future], result
 
     def close(self) -> None:
         self.client.close()

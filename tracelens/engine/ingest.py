@@ -1,11 +1,13 @@
 """Parse whole sources in memory: read blocks in order, carry the parse state between them, finalize
-once. Also `analyze`, the Python entry point (`tracelens.analyze`): logs or a dataset in, an `Analysis`
-out."""
+once (`parse_paths`: plain and compressed log files, the tests' reference parse). Also `analyze`, the
+Python entry point (`tracelens.analyze`): logs or a dataset in, an `Analysis` out, read as the commands
+read them."""
 
 from __future__ import annotations
 
 import datetime as dt
 import os
+import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -14,13 +16,16 @@ import polars as pl
 from tracelens.analysis import Analysis, analyze_tables
 from tracelens.analysis.defaults import DEFAULT_STALL_SECONDS
 from tracelens.analysis.expectations import Expectations
+from tracelens.analysis.training import TrainingInputs
 from tracelens.engine.stream import parse_blocks
 from tracelens.errors import InputError
 from tracelens.parsers import ParseOptions, ParseState, parse_lines
 from tracelens.parsers.explain import Explanation, explain
 from tracelens.parsers.finalize import finalize
+from tracelens.sizes import DEFAULT_BLOCK_BYTES
 from tracelens.sources.archives import open_member, read_source_lines, split_source
-from tracelens.sources.files import DEFAULT_BLOCK_BYTES, blocks_from_stream, iter_blocks, lines_of_text
+from tracelens.sources.files import blocks_from_stream, iter_blocks, lines_of_text
+from tracelens.sources.inputs import FILE, discover
 from tracelens.sources.logfiles import expand_paths
 from tracelens.tables.frames import Tables
 from tracelens.tables.schema import C, T
@@ -74,7 +79,9 @@ def explain_text(text: str, options: ParseOptions | None = None) -> Explanation:
     """How a single line of text is read."""
     line = text.splitlines()[0] if text.strip() else text
     tables = parse_text(line, "<line>", options)
-    return explain(tables, "<line>", 1, line, (options or ParseOptions()).base_date)
+    result = explain(tables, "<line>", 1, line, (options or ParseOptions()).base_date)
+    result.run = None  # a line alone belongs to no server start
+    return result
 
 
 def explain_file_line(path: Path, line_no: int, options: ParseOptions | None = None) -> Explanation:
@@ -83,9 +90,9 @@ def explain_file_line(path: Path, line_no: int, options: ParseOptions | None = N
     `archive.tar.gz:dir/member.log`."""
     archive, member = split_source(str(path))
     if member is None:
-        files = expand_paths([path])
-        source, opts = str(files[0]), _options_for(files[0], options)
-        tables = finalize(parse_source(files[0], opts))
+        file = _one_file(path)
+        source, opts = str(file), _options_for(file, options)
+        tables = finalize(parse_source(file, opts))
     else:
         source, opts = str(path), _options_for(archive, options)
         try:
@@ -104,6 +111,17 @@ def explain_file_line(path: Path, line_no: int, options: ParseOptions | None = N
     return explain(tables, source, line_no, text, opts.base_date)
 
 
+def _one_file(path: Path) -> Path:
+    """The one log file ``path`` names, found as every command finds its inputs (`sources.inputs.discover`:
+    a glob, a compressed file too); a folder, several files or an archive is an `InputError`."""
+    inputs = discover([path])
+    if len(inputs) != 1:
+        raise InputError(f"{path} names {len(inputs)} files: explain reads a line of one file")
+    if inputs[0].container != FILE:
+        raise InputError(f"{path} is an archive: name the line as {path}:MEMBER:LINE")
+    return Path(inputs[0].path)
+
+
 def analyze(
     paths_or_dataset: Iterable[str | os.PathLike[str]] | Tables,
     expectations: Expectations | None = None,
@@ -111,15 +129,26 @@ def analyze(
     baseline: str | None = None,
     stall_seconds: float = DEFAULT_STALL_SECONDS,
     options: ParseOptions | None = None,
+    training: TrainingInputs | None = None,
 ) -> Analysis:
-    """Parse (unless given tables) and analyse logs. ``baseline``: a run label such as `baseline.log#1`."""
+    """Analyse logs as the commands do: ``paths_or_dataset`` are read as `tracelens check` reads its
+    paths (files, folders, glob patterns, compressed files, archives, or a dataset of `tracelens parse
+    -o`), through `engine.logs.opened_logs` into the cache's dataset; or it is tables already parsed.
+    An input read only in part is kept up to its break and named in a `UserWarning`. ``options``: its
+    ``base_date`` is `--date`. ``baseline``: a run label such as `baseline.log#1`."""
     if isinstance(paths_or_dataset, Tables):
-        return analyze_tables(paths_or_dataset, expectations, baseline=baseline, stall_seconds=stall_seconds)
-    paths = [Path(p) for p in paths_or_dataset]
-    tables: Tables
-    if len(paths) == 1 and Tables.is_dataset(paths[0]):
+        return analyze_tables(
+            paths_or_dataset, expectations, baseline=baseline, stall_seconds=stall_seconds, training=training
+        )
+    from tracelens.engine.cache import cache_limit
+    from tracelens.engine.logs import opened_logs
+
+    base_date = options.base_date if options is not None else None
+    with opened_logs(list(paths_or_dataset), base_date=base_date, cache_limit=cache_limit()) as opened:
+        for problem in [*opened.report.unread, *opened.report.problems]:
+            warnings.warn(f"tracelens: read in part or not at all: {problem}", UserWarning, stacklevel=2)
         # Evidence text stays on disk: only the cited lines are read from it.
-        tables = Tables.read_dataset(paths[0])
-    else:
-        tables = parse_paths(paths, options)
-    return analyze_tables(tables, expectations, baseline=baseline, stall_seconds=stall_seconds)
+        tables = Tables.read_dataset(opened.path)
+        return analyze_tables(
+            tables, expectations, baseline=baseline, stall_seconds=stall_seconds, training=training
+        )

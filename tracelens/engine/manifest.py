@@ -23,7 +23,8 @@ MANIFEST = ".tracelens/manifest.json"
 JOURNAL = ".tracelens/journal.json"
 UNRECORDED = "before 0.1"  # the writer of a manifest that does not say
 # The dataset format: a dataset of another format is refused (exit 2), never rewritten in place.
-VERSION = 1
+# 2: every part file holds its table's whole schema (1 left out all-null columns and `lines`' ranks).
+VERSION = 2
 _SAMPLE = 64 << 10
 
 Change = Literal["new", "same", "grown", "changed"]

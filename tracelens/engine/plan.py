@@ -9,16 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tracelens.sizes import DEFAULT_BLOCK_BYTES
 from tracelens.sources.inputs import Input
-
-DEFAULT_RANGE_BYTES = 32 << 20
-# Every block pays the parsers' fixed cost (about a hundred polars calls), so bigger blocks cost less
-# CPU, and a worker's peak grows by some 12 MiB per MiB of block. 6 MiB keeps two workers and the parent
-# at 405-432 MiB on 1 and 4 GiB logs, with 6-10% less CPU than 3 MiB; 8 MiB reached 485 MiB, too near
-# the 512 MiB bound (bench/throughput.py; the parent holds no table library while the workers run).
-# The workers' mmap threshold follows this size (`executors.WORKER_ENV`): with a block from the heap
-# and jemalloc's 500 ms, 417-445 MiB.
-DEFAULT_BLOCK_BYTES = 6 << 20
 
 
 @dataclass

@@ -23,6 +23,7 @@ from tracelens.engine.plan import ScanResult
 from tracelens.parsers.pipeline import add_kinds, run_start_expr
 from tracelens.parsers.prefix import add_prefix_columns
 from tracelens.parsers.spec_metrics import VLLM_SERVER_START
+from tracelens.sizes import SCAN_CHUNK_BYTES
 from tracelens.sources.files import block_lines
 from tracelens.sources.inputs import Input
 from tracelens.sources.protocol import Block
@@ -84,7 +85,7 @@ def plan_ranges(item: Input, range_bytes: int, start: int = 0) -> list[tuple[int
     return bounds
 
 
-def scan_range(path: str, start: int, end: int, chunk: int = 4 << 20) -> ScanResult:
+def scan_range(path: str, start: int, end: int, chunk: int = SCAN_CHUNK_BYTES) -> ScanResult:
     """Count newlines in [start, end) and collect the lines that may start a run (`server_args=`, vLLM's
     `vLLM API server version`). The range is read into one buffer a chunk at a time, after the partial
     line the chunk before left (`readinto`: no new chunk-sized object per chunk), and each chunk is
@@ -98,8 +99,13 @@ def scan_range(path: str, start: int, end: int, chunk: int = 4 << 20) -> ScanRes
         held = 0  # bytes of a partial line at the start of ``buf``
         while pos < end:
             want = min(chunk, end - pos)
-            if len(buf) < held + want:  # a line longer than a chunk: grow the buffer
-                buf.extend(bytes(held + want - len(buf)))
+            if len(buf) < held + want:  # a partial line and a chunk: a bigger buffer, the line moved over
+                # A new one, never this one resized: a view of it (the newline count's, the needle
+                # search's Arrow array) can outlive its function, in the frames a sampling profiler
+                # holds (Dask's workers run one), and a bytearray with a live view cannot be resized.
+                grown = bytearray(held + want)
+                grown[:held] = buf[:held]
+                buf = grown
             got = fh.readinto(memoryview(buf)[held : held + want])
             if not got:
                 break

@@ -34,10 +34,11 @@ DICTIONARY_COLUMNS = ("source", "kind")
 # Min/max statistics only on the columns a reader filters by (DuckDB, Spark, polars push `source`,
 # `run`, `line_no` and `ts` filters down to row groups); on the others they only cost write time.
 STATISTICS_COLUMNS = ("source", "run", "line_no", "ts")
-# Delta encoding for the integer columns that ascend along a file (line numbers, byte offsets, times):
+# Delta encoding for the integer columns that ascend along a file (line numbers, byte offsets, times,
+# `lines`' record, which is its own line number on all but continuation lines):
 # each value costs the bits of its step, not eight bytes for zstd to find again. A tenth less write
 # CPU and a sixth fewer bytes than plain (bench/writers.py); every Parquet reader decodes it.
-DELTA_COLUMNS = ("line_no", "byte_offset", "ts")
+DELTA_COLUMNS = ("line_no", "byte_offset", "ts", "record")
 
 
 # polars reports a failed write (a full disk) as a ComputeError naming the OS error: "... (os error 28)".
@@ -157,10 +158,11 @@ class Store:
                     frame.write_parquet(fh, compression=PARQUET_COMPRESSION, compression_level=PARQUET_LEVEL)
         self.fs.mv(self.path(tmp), self.path(rel))
 
-    def parquet_writer(self, rel: str) -> ParquetPart:
-        """A part file written row group by row group; it appears under ``rel`` only once closed."""
+    def parquet_writer(self, rel: str, table: str) -> ParquetPart:
+        """A part file of ``table`` (its schema's name) written row group by row group; it appears under
+        ``rel`` only once closed."""
         self._parent(rel)
-        return ParquetPart(self, rel, self._tmp(rel))
+        return ParquetPart(self, rel, self._tmp(rel), table)
 
     def read_parquet(self, rel: str, columns: list[str] | None = None) -> pl.DataFrame:
         import polars as pl
@@ -202,41 +204,35 @@ class Store:
 
 
 class ParquetPart:
-    """A table's part files of one task, filled in row groups, so a worker holds one block's rows, not a
-    whole part. Columns that are all null are not written (most batch columns of any one SGLang version,
-    most rank columns): the file's columns are those the first row group fills. A later row group that
-    fills a column the file lacks starts the next file (`<name>-1.parquet`, ...); readers take the
-    union of a table's files (`schema.conform_parts`)."""
+    """A table's part file of one task, filled in row groups, so a worker holds one block's rows, not a
+    whole part. Every file holds the table's whole schema, all-null columns too (Parquet stores such a
+    column chunk in a few bytes): any reader opens a table's files with no options."""
 
-    def __init__(self, store: Store, rel: str, tmp: str) -> None:
+    def __init__(self, store: Store, rel: str, tmp: str, table: str) -> None:
         self.store = store
         self.rel = rel
         self.tmp = tmp
-        self.rels: list[str] = []  # files closed so far
+        self.table = table
+        self.rels: list[str] = []  # the file, once closed
         self.writer: pq.ParquetWriter | None = None
         self.sink: str | BinaryIO | None = None
-        self.columns: list[str] = []
 
     def write(self, frame: pl.DataFrame) -> None:
-        nulls = frame.null_count().row(0)
-        filled = [c for c, n in zip(frame.columns, nulls, strict=True) if n < frame.height]
-        if self.writer is not None and not set(filled) <= set(self.columns):
-            self._close_file()
-        if self.writer is None:
-            self.columns = filled or frame.columns[:1]
-        from tracelens.tables.schema import project  # a worker's import: the second look needs no schema
+        # a worker's import: the second look needs no schema
+        from tracelens.tables.schema import arrow_schema, conform
 
-        table = project(frame, *self.columns).to_arrow()
+        schema = arrow_schema(self.table)
+        table = conform(self.table, frame).to_arrow()
+        if not table.schema.equals(schema):  # a column of another Arrow type (string views, a Null column)
+            table = table.cast(schema)
         if self.writer is None:
-            self.writer = self._open(table.schema)
-        elif not table.schema.equals(self.writer.schema):  # a column of another type (a Null column)
-            table = table.cast(self.writer.schema)
+            self.writer = self._open(schema)
         self.writer.write_table(table)
 
     def _open(self, schema: pa.Schema) -> pq.ParquetWriter:
         import pyarrow.parquet as pq  # only where a part file is written: it takes a while to import
 
-        path = self.store.path(self._tmp_of(len(self.rels)))
+        path = self.store.path(self.tmp)
         self.sink = path if self.store.local else self.store.fs.open(path, "wb")
         # Dictionary pages only for the columns that repeat one value (source, kind): for the
         # rest they cost a third of the write time and zstd compresses better without them.
@@ -250,26 +246,16 @@ class ParquetPart:
             column_encoding={c: "DELTA_BINARY_PACKED" for c in DELTA_COLUMNS if c in schema.names} or None,
         )
 
-    def _tmp_of(self, n: int) -> str:
-        return self.tmp if n == 0 else f"{self.tmp}-{n}"
-
-    def _rel_of(self, n: int) -> str:
-        return self.rel if n == 0 else self.rel.removesuffix(".parquet") + f"-{n}.parquet"
-
-    def _close_file(self) -> None:
-        n = len(self.rels)
-        if self.writer is not None:
-            self.writer.close()
+    def close(self) -> None:
+        if self.writer is None:
+            return
+        self.writer.close()
         if self.sink is not None and not isinstance(self.sink, str):
             self.sink.close()
-        self.store.fs.mv(self.store.path(self._tmp_of(n)), self.store.path(self._rel_of(n)))
-        self.rels.append(self._rel_of(n))
+        self.store.fs.mv(self.store.path(self.tmp), self.store.path(self.rel))
+        self.rels.append(self.rel)
         self.writer = None
         self.sink = None
-
-    def close(self) -> None:
-        if self.writer is not None:
-            self._close_file()
 
     def discard(self) -> None:
         """After a failed write (a full disk): close the open file quietly and remove it. pyarrow's
@@ -284,4 +270,4 @@ class ParquetPart:
                 self.sink.close()
         self.sink = None
         with contextlib.suppress(OSError):
-            self.store.delete(self._tmp_of(len(self.rels)))
+            self.store.delete(self.tmp)

@@ -29,7 +29,7 @@ from tracelens.sources.files import Block, block_lines, blocks_from_stream
 from tracelens.sources.inputs import FILE, TAR, Input
 from tracelens.sources.logfiles import decompressing, is_read_error, looks_like_log, open_source
 from tracelens.tables.frames import PARTS, compact
-from tracelens.tables.schema import TABLES, C, Kind, T, project, stored_lines
+from tracelens.tables.schema import TABLES, C, Kind, T, project
 
 # Tables a task writes as they are; `faults` and `runs` are built at commit.
 DIRECT_TABLES = tuple(t for t in TABLES if t not in (T.FAULTS, T.RUNS))
@@ -62,8 +62,6 @@ class PartWriter:
 
     def add(self, table: str, frame: pl.DataFrame) -> None:
         if frame.height:
-            if table == T.LINES:
-                frame = stored_lines(frame)
             self.buffers.setdefault(table, []).append(frame)
             self.buffered[table] = self.buffered.get(table, 0) + frame.height
             self.fresh[table] = self.fresh.get(table, 0) + 1
@@ -87,7 +85,8 @@ class PartWriter:
             return
         if table not in self.parts:
             self.parts[table] = self.store.parquet_writer(
-                f"{self.spec.staging}/{table}/{self.spec.task_id}.parquet"
+                f"{self.spec.staging}/{table}/{self.spec.task_id}.parquet",
+                T.FAULTS if table == FAULTS_PRE else table,  # faults before they share their exception
             )
         self.parts[table].write(frames[0] if len(frames) == 1 else pl.concat(frames, how="vertical_relaxed"))
 

@@ -51,14 +51,17 @@ class SourceStateChanged:
 @dataclass(frozen=True)
 class AnalysisUpdated:
     """A new analysis of everything seen so far: its ``findings`` (all of them; ``new_findings`` were
-    not in the previous one) and what the screen shows (``snapshot``). The full `Analysis`, with every
-    table, stays in the worker process: `LiveSession.analysis` fetches it when read."""
+    not in the previous one, ``updated`` were, saying something else now: a count, ranks, a time range;
+    ``withdrawn`` were and are no more, each matched by `kept.finding_id`) and what the screen shows
+    (``snapshot``). The full `Analysis`, with every table, stays in the worker process:
+    `LiveSession.analysis` fetches it when read."""
 
     findings: list[Finding]
     snapshot: Snapshot
     new_findings: list[Finding] = field(default_factory=list)
     seconds: float = 0.0
     withdrawn: list[Finding] = field(default_factory=list)  # in the previous analysis, not in this one
+    updated: list[Finding] = field(default_factory=list)  # in both, changed
 
 
 @dataclass(frozen=True)

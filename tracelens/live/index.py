@@ -23,6 +23,7 @@ import polars as pl
 from tracelens.errors import InputError
 from tracelens.live.merge import INDEX_MASK, NO_TS, PREVIEW_BIT, forward_fill, merged_order, split_keys
 from tracelens.live.store import SCROLLBACK_LINES, TextStore
+from tracelens.sizes import LIVE_BATCH_BYTES
 from tracelens.sources.files import block_lines
 from tracelens.sources.protocol import Block
 from tracelens.tables.schema import KINDS, C, Kind
@@ -30,7 +31,6 @@ from tracelens.tables.schema import KINDS, C, Kind
 UNKNOWN = -1
 KIND_CODES: dict[str, int] = {kind: i for i, kind in enumerate(KINDS)}
 FAULT = KIND_CODES[Kind.FAULT]
-_SCAN_BYTES = 16 << 20
 _SCAN_LINES = 250_000
 NOT_HELD = "[line no longer held: the log view keeps each source's newest lines (--scrollback)]"
 
@@ -434,7 +434,7 @@ class LogIndex:
         i = lo
         while i < hi:
             start = int(offsets[i])
-            j = int(np.searchsorted(offsets, start + _SCAN_BYTES, side="left"))
+            j = int(np.searchsorted(offsets, start + LIVE_BATCH_BYTES, side="left"))
             j = min(max(j, i + 1), hi)
             end = int(offsets[j - 1] + lengths[j - 1])
             data = store.read(start, end - start)

@@ -1,23 +1,49 @@
-"""Findings a live session keeps although the rows they were found in have left the analysed window.
+"""Findings and run statuses a live session keeps although the rows they were made from have left the
+analysed window.
 
 An update analyses each source's newest lines only (`window.LiveTables`), so a finding made on rows
 that have since left the window would not be made again. Kept findings are keyed by their folding
 signature (`folding.signature`: run, code and message but for numbers), so a repeat found again
 replaces the one kept; one not found again is dropped (withdrawn, as before) only while its evidence
 is still inside the window. A run that has ended (a later server start of its source was parsed) is
-judged once: its findings from the first update after it ended are frozen.
+judged once: its findings from the first update after it ended are frozen, and so is its status (its
+verdict, fix and figures, `KeptRuns`): a run that ended keeps the last verdict it had, whatever later
+windows hold of it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import hashlib
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 
 from tracelens.analysis import Finding
 from tracelens.analysis.findings import sort_findings
 from tracelens.analysis.folding import signature
 from tracelens.analysis.verdicts import causal_rank
+from tracelens.live.status import ENDED_POINTS, RunKey, RunStatus, Snapshot, thin
 
-RunKey = tuple[str, int]  # source label, run
+
+def finding_id(finding: Finding) -> str:
+    """A finding's identity across updates, as `follow` names it: its run, code and a digest of its
+    folding signature (the message but for numbers and rank lists), so that a finding whose count,
+    ranks or time range changes keeps its id."""
+    digest = hashlib.blake2s(repr(signature(finding)).encode(), digest_size=4).hexdigest()
+    return f"{finding.label}/{finding.code}/{digest}"
+
+
+def finding_changed(before: Finding, after: Finding) -> bool:
+    """The same finding (`finding_id`) says something else: its severity, words, count, time range or
+    evidence lines."""
+    lines = lambda f: [(e.source, e.line_no) for e in f.evidence]  # noqa: E731
+    return (before.severity, before.message, before.count, before.ts, before.last_ts, lines(before)) != (
+        after.severity,
+        after.message,
+        after.count,
+        after.ts,
+        after.last_ts,
+        lines(after),
+    )
 
 
 class KeptFindings:
@@ -47,3 +73,24 @@ class KeptFindings:
 def _left_window(finding: Finding, window_start: Callable[[str], int]) -> bool:
     """Some of the finding's evidence is before its source's window: an update cannot see it again."""
     return any(e.line_no < window_start(e.source) for e in finding.evidence)
+
+
+class KeptRuns:
+    """The status of every run that has ended, as the first update after its end made it."""
+
+    def __init__(self) -> None:
+        self._kept: dict[RunKey, RunStatus] = {}
+
+    @property
+    def kept(self) -> Mapping[RunKey, RunStatus]:
+        return self._kept
+
+    def update(self, snap: Snapshot, ended: set[RunKey]) -> Snapshot:
+        """``snap`` (made with `kept`'s statuses) after the runs of ``ended`` are frozen as it shows them."""
+        for run in snap.every_run:
+            if run.key is not None and run.key in ended and run.key not in self._kept:
+                # it is sent with every snapshot from now on: its plots' series thinned further
+                self._kept[run.key] = replace(run, ended=True, series=thin(run.series, ENDED_POINTS))
+        return replace(
+            snap, every_run=tuple(self._kept.get(r.key, r) if r.key else r for r in snap.every_run)
+        )

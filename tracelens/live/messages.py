@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
     from tracelens.analysis import Analysis, Finding
     from tracelens.analysis.expectations import Expectations
+    from tracelens.analysis.training import TrainingInputs
     from tracelens.live.seed import Cut
     from tracelens.live.status import Snapshot
     from tracelens.parsers import ParseOptions
@@ -43,6 +44,8 @@ class WorkerConfig:
     window_lines: int = WINDOW_LINES  # per source, the newest lines an update analyses (`window.LiveTables`)
     # by label, sources a dataset holds up to a cut: parsed from there, the rest read from it (`live.seed`)
     cuts: dict[str, Cut] = field(default_factory=dict)
+    # the training to compare the runs with and where their configs are looked up (`--training`)
+    training: TrainingInputs | None = None
 
 
 @dataclass(frozen=True)

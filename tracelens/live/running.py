@@ -34,7 +34,7 @@ says so (`RunStatus.window_figures`).
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -453,11 +453,18 @@ class RunningFigures:
         return states.item(0, A.EMBED_STATE) if states.height else None
 
     def apply(
-        self, snap: Snapshot, analysis: Analysis, cut: Callable[[str, int], bool], baseline: str | None
+        self,
+        snap: Snapshot,
+        analysis: Analysis,
+        cut: Callable[[str, int], bool],
+        baseline: str | None,
+        kept: Container[RunKey] = (),
     ) -> Snapshot:
         """``snap`` (made from the window's analysis) with the whole-run figures of each run ``cut``
-        says is partly outside the window, and of its baseline."""
-        return replace(snap, runs=tuple(self._status(r, analysis, cut, baseline) for r in snap.runs))
+        says is partly outside the window, and of its baseline; the ``kept`` runs' statuses (ended, as
+        they were then) stay as they are."""
+        runs = tuple(r if r.key in kept else self._status(r, analysis, cut, baseline) for r in snap.every_run)
+        return replace(snap, every_run=runs)
 
     def _status(
         self, status: RunStatus, analysis: Analysis, cut: Callable[[str, int], bool], named: str | None

@@ -28,7 +28,7 @@ from __future__ import annotations
 import hashlib
 import mmap
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import cast
@@ -40,20 +40,17 @@ from tracelens.engine.cache import resolve_args
 from tracelens.engine.engine import EngineOptions, Progress, Report, parse_to_dataset, reading_dataset
 from tracelens.engine.lock import Notify
 from tracelens.engine.manifest import InputRecord, Manifest
-from tracelens.engine.plan import DEFAULT_RANGE_BYTES
 from tracelens.errors import InputError
 from tracelens.live.index import LogIndex, parsed_columns
 from tracelens.live.running import DECODE_COLUMNS
+from tracelens.sizes import DEFAULT_RANGE_BYTES
 from tracelens.sources.generation import FileGeneration
+from tracelens.sources.naming import run_label
 from tracelens.tables.frames import DatasetTables, Tables
-from tracelens.tables.schema import TABLES, C, T, polars_schema
+from tracelens.tables.schema import C, T
 
 LOAD_BYTES = DEFAULT_RANGE_BYTES  # a plain file larger than this is read through the engine first
 SMALL = (T.LIFECYCLE, T.SERVER_ARGS, T.BENCHMARKS)  # kept whole by the window: seeded in memory
-# the tables whose rows carry their line's ranks (`lines` in a dataset does not: `schema.STORED_LINES`)
-RANKED = tuple(
-    name for name in TABLES if name != T.LINES and {C.TP, C.DP} <= set(polars_schema(name).names())
-)
 _FINGERPRINT = 64 << 10
 _INDEX_SLICE = 1_000_000  # lines read from the dataset at a time for the log index  # as the manifest's (`manifest.input_record`)
 
@@ -186,15 +183,10 @@ def index_lines(index: LogIndex, source: int, cut: Cut, generation: FileGenerati
         for first in range(1, cut.first_line, _INDEX_SLICE):
             last = min(first + _INDEX_SLICE, cut.first_line)
             part = pl.col(C.LINE_NO).is_between(first, last, closed="left")
-            ranks = pl.concat(
-                [_rows(data, name, cut, label).filter(part).select(C.LINE_NO, C.TP, C.DP) for name in RANKED],
-                how="vertical_relaxed",
-            ).unique(C.LINE_NO, keep="first")
             lines = (
                 _rows(data, T.LINES, cut, label)
                 .filter(part)
-                .select(C.LINE_NO, C.BYTE_OFFSET, C.BYTE_LEN, C.KIND, C.TS)
-                .join(ranks, on=C.LINE_NO, how="left")
+                .select(C.LINE_NO, C.BYTE_OFFSET, C.BYTE_LEN, C.KIND, C.TS, C.TP, C.DP)
                 .collect()
                 .sort(C.LINE_NO)
             )
@@ -302,10 +294,11 @@ def older_rows(cuts: dict[str, Cut], names: list[str], where: pl.Expr | None) ->
 
 
 def seed_findings(
-    cuts: dict[str, Cut], analyse: Callable[[Tables], list[Finding]]
+    cuts: dict[str, Cut], analyse: Callable[[Tables], list[Finding]], short: Mapping[str, str]
 ) -> tuple[list[Finding], set[tuple[str, int]]]:
     """The findings of each dataset's analysis (``analyse``, as `tracelens check` would make them) for
-    the cut sources, named by their labels, and the runs that ended before their cut (judged whole)."""
+    the cut sources, named by their labels, their runs labelled by the session's short names (``short``:
+    label -> short name), and the runs that ended before their cut (judged whole)."""
     found: list[Finding] = []
     ended: set[tuple[str, int]] = set()
     datasets: dict[str, dict[str, str]] = {}
@@ -314,7 +307,7 @@ def seed_findings(
     for dataset, names in datasets.items():
         with reading_dataset(dataset):
             tables = Tables.read_dataset(Path(dataset))
-            found += renamed(analyse(tables), names)
+            found += renamed(analyse(tables), names, short)
             runs = tables[T.RUNS].select(C.SOURCE, C.RUN)
         for label, cut in cuts.items():
             if cut.dataset == dataset:
@@ -323,8 +316,9 @@ def seed_findings(
     return found, ended
 
 
-def renamed(findings: list[Finding], names: dict[str, str]) -> list[Finding]:
-    """Findings of a dataset's analysis with each source's dataset name replaced by its live label."""
+def renamed(findings: list[Finding], names: dict[str, str], short: Mapping[str, str]) -> list[Finding]:
+    """Findings of a dataset's analysis with each source's dataset name replaced by its live label, and
+    the run's label by the session's (`sources.naming`: among the session's sources, not the dataset's)."""
     out = []
     for finding in findings:
         label = names.get(finding.source)
@@ -333,7 +327,10 @@ def renamed(findings: list[Finding], names: dict[str, str]) -> list[Finding]:
         evidence = [Evidence(names.get(e.source, e.source), e.line_no, e.text) for e in finding.evidence]
         out.append(
             replace(
-                finding, source=label, label=finding.label.replace(finding.source, label), evidence=evidence
+                finding,
+                source=label,
+                label=run_label(short.get(label, label), finding.run),
+                evidence=evidence,
             )
         )
     return out

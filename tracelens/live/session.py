@@ -27,7 +27,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,16 +36,19 @@ import numpy as np
 from tracelens.analysis import Analysis, Evidence, Finding
 from tracelens.analysis.defaults import DEFAULT_STALL_SECONDS
 from tracelens.analysis.expectations import Expectations
+from tracelens.analysis.training import TrainingInputs
 from tracelens.live import events as ev
 from tracelens.live.index import NOT_HELD, LogIndex
+from tracelens.live.kept import finding_changed, finding_id
 from tracelens.live.messages import Analysed, FromWorker, NotAnalysed, ParseFailed, RowsParsed, WorkerConfig
 from tracelens.live.seed import Cut, index_lines, opened
-from tracelens.live.spec import FILE, RECORDED, SourceSpec
+from tracelens.live.spec import FILE, RECORDED, SSH, SourceSpec
 from tracelens.live.status import Snapshot
 from tracelens.live.store import SCROLLBACK_LINES, TextStore
 from tracelens.live.window import WINDOW_LINES
 from tracelens.live.worker import WorkerClient, WorkerGone
 from tracelens.parsers import ParseOptions, ParseState, parse_lines
+from tracelens.sizes import LIVE_BATCH_BYTES
 from tracelens.sources import events as src
 from tracelens.sources.files import block_lines, line_spans
 from tracelens.sources.generation import FileGeneration
@@ -55,7 +58,6 @@ from tracelens.tables.schema import T
 Listener = Callable[[Any], None]
 ANALYSIS_INTERVAL = 0.75
 _QUEUE_ITEMS = 32
-_BATCH_BYTES = 16 << 20
 _FETCH_TIMEOUT = 120.0  # seconds to wait for the worker's full analysis (`LiveSession.analysis`)
 
 
@@ -83,10 +85,6 @@ class SourceState:
         return None if self.last_data is None else now - self.last_data
 
 
-def finding_key(finding: Finding) -> tuple[str, str, str, int]:
-    return (finding.severity, finding.code, finding.source, finding.run)
-
-
 class LiveSession:
     def __init__(
         self,
@@ -102,11 +100,13 @@ class LiveSession:
         follower_options: dict[str, dict[str, Any]] | None = None,
         clock: Callable[[], float] = time.monotonic,
         cuts: dict[str, Cut] | None = None,
+        training: TrainingInputs | None = None,
     ) -> None:
         labels = [s.label for s in specs]
         if len(set(labels)) != len(labels):
             raise ValueError("two sources with the same label")
         self.expectations = expectations
+        self.training = training
         self.baseline = baseline
         self.stall_seconds = stall_seconds
         self.interval = interval
@@ -119,7 +119,7 @@ class LiveSession:
         self.snapshot = Snapshot()
         self.findings: list[Finding] = []  # of the newest analysis, evidence read from the store
         self.analyses = 0
-        self.findings_seen: dict[tuple[str, str, str, int], int] = {}  # key -> order first seen
+        self._said: dict[str, Finding] = {}  # the newest analysis' findings by `finding_id`
         self._follower_options = follower_options or {}
         # local files the batch engine read into a dataset: taken over at a cut (`live.seed`)
         self.cuts: dict[str, Cut] = dict(cuts or {})
@@ -141,6 +141,20 @@ class LiveSession:
         self._analysed_seq = 0
         self._seq_lock = threading.Lock()
         self._fetched: tuple[int, Analysis | None] = (0, None)  # (analyses, full analysis) last fetched
+
+    def _training_where_followed(self) -> TrainingInputs | None:
+        """The training inputs, the configs looked up on the host the logs come from: when every source
+        is followed over ssh from one host, there, through the same ssh options as its follower."""
+        training = self.training
+        if training is None or not training.discover or training.remote is not None:
+            return training
+        remote = [s.spec for s in self.sources if s.spec.kind == SSH and s.spec.target is not None]
+        hosts = {(t.host, t.user, t.port) for t in (spec.target for spec in remote) if t is not None}
+        if not remote or len(remote) != len(self.sources) or len(hosts) != 1:
+            return training
+        spec = remote[0]
+        options = tuple(self._follower_options.get(spec.label, {}).get("extra_options", ()))
+        return replace(training, remote=spec.target, remote_options=options)
 
     # ----- lifecycle -----
 
@@ -172,6 +186,7 @@ class LiveSession:
             interval=self.interval,
             window_lines=self.window_lines,
             cuts=self.cuts,
+            training=self._training_where_followed(),
         )
         try:
             self._worker = WorkerClient(config, self._from_worker, self._worker_ended)
@@ -300,7 +315,7 @@ class LiveSession:
             try:
                 batch = [first]
                 size = len(getattr(first, "data", b""))
-                while size < _BATCH_BYTES:
+                while size < LIVE_BATCH_BYTES:
                     try:
                         item = self._queue.get_nowait()
                     except queue.Empty:
@@ -384,21 +399,17 @@ class LiveSession:
     def _on_analysed(self, analysed: Analysed) -> None:
         findings, snap = analysed.findings, analysed.snapshot
         self._fill_evidence(findings)
-        new = []
-        for finding in findings:
-            key = finding_key(finding)
-            if key not in self.findings_seen:
-                self.findings_seen[key] = len(self.findings_seen) + 1
-                new.append(finding)
-        now = {finding_key(f) for f in findings}
-        withdrawn = [f for f in self.findings if finding_key(f) not in now]
-        for finding in withdrawn:  # forgotten, so it is new again if a later analysis finds it
-            self.findings_seen.pop(finding_key(finding), None)
+        now = {finding_id(f): f for f in findings}
+        new = [f for key, f in now.items() if key not in self._said]
+        updated = [f for key, f in now.items() if key in self._said and finding_changed(self._said[key], f)]
+        # forgotten, so it is new again if a later analysis finds it
+        withdrawn = [f for key, f in self._said.items() if key not in now]
+        self._said = now
         self.findings, self.snapshot = findings, snap
         self.analyses = analysed.count
         with self._seq_lock:
             self._analysed_seq = max(self._analysed_seq, analysed.through)
-        self._notify(ev.AnalysisUpdated(findings, snap, new, analysed.seconds, withdrawn))
+        self._notify(ev.AnalysisUpdated(findings, snap, new, analysed.seconds, withdrawn, updated))
 
     def _worker_ended(self, reason: str) -> None:
         self._worker_gone = True

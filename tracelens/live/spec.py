@@ -5,6 +5,7 @@
     ssh://USER@HOST:PORT/path        the same with a port
     -                                standard input
     replay:FILE?speed=N              a recorded log at its original pace times N
+    http://HOST:PORT?every=N         a server's /metrics and /server_info, polled every N seconds (5)
     server.log.gz  logs.tar.gz       a compressed log, or each log in an archive (`ARCHIVE:MEMBER`):
                                      read once to its end (`expand_recorded`), then ended
     --cmd "kubectl logs -f POD"      a command's output (an option, not a source argument)
@@ -30,6 +31,7 @@ COMMAND = "cmd"
 STDIN = "stdin"
 REPLAY = "replay"
 RECORDED = "recorded"  # a compressed file or an archive member: read once to its end
+HTTP = "http"  # a server's metrics endpoints, polled
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,7 @@ class SourceSpec:
     speed: float = 1.0
     member: str | None = None  # RECORDED: the archive member (None: the compressed file itself)
     mtime: float | None = None  # RECORDED: the file's or member's modification time (its base date)
+    every: float = 5.0  # HTTP: seconds between two polls
 
     def follower(self, **options: Any):
         """A follower object with `run(emit, stop)` for this source."""
@@ -62,6 +65,10 @@ class SourceSpec:
             from tracelens.sources.command import StreamFollower
 
             return StreamFollower(options.get("fd", 0), self.label)
+        if self.kind == HTTP:
+            from tracelens.sources.metrics_http import MetricsFollower
+
+            return MetricsFollower(self.path or "", self.label, self.every)
         if self.kind == RECORDED:
             from tracelens.sources.recorded import RecordedFollower
 
@@ -82,6 +89,8 @@ def parse_spec(text: str) -> SourceSpec:
         return _replay(text)
     if text.startswith("ssh://"):
         return _ssh_url(text)
+    if text.startswith(("http://", "https://")):
+        return _http(text)
     if os.path.exists(text):
         return _local(text)
     host, sep, path = text.partition(":")
@@ -164,21 +173,50 @@ def _ssh_url(text: str) -> SourceSpec:
     return _remote(RemoteTarget(url.hostname, url.path, url.username, port), text)
 
 
+def _query_number(
+    query: str, key: str, default: float, where: str, unit: str = "", finite: bool = False
+) -> float:
+    """The one number a source's ``?key=N`` query may give (above 0), ``default`` without a query; any
+    other key, or a value that is not such a number, is an `InputError` naming ``where``."""
+    if not query:
+        return default
+    values = parse_qs(query)
+    unknown = set(values) - {key}
+    if unknown:
+        raise InputError(
+            f"{where}: knows only ?{key}={unit.upper() or 'N'}, got {', '.join(sorted(unknown))}"
+        )
+    try:
+        value = float(values[key][-1])
+    except (KeyError, ValueError) as exc:
+        raise InputError(
+            f"{where}: {key} must be a number{f' of {unit}' if unit else ''}, got {query!r}"
+        ) from exc
+    if not value > 0 or math.isnan(value) or (finite and math.isinf(value)):
+        raise InputError(f"{where}: {key} must be above 0{f' {unit}' if unit else ''}, got {value:g}")
+    return value
+
+
 def _replay(text: str) -> SourceSpec:
     rest = text.removeprefix("replay:")
     path, _, query = rest.partition("?")
-    speed = 1.0
-    if query:
-        values = parse_qs(query)
-        unknown = set(values) - {"speed"}
-        if unknown:
-            raise InputError(f"replay: knows only ?speed=N, got {', '.join(sorted(unknown))}")
-        try:
-            speed = float(values["speed"][-1])
-        except (KeyError, ValueError) as exc:
-            raise InputError(f"replay: speed must be a number, got {query!r}") from exc
-        if not speed > 0 or math.isnan(speed):
-            raise InputError(f"replay: speed must be above 0, got {speed:g}")
+    speed = _query_number(query, "speed", 1.0, "replay")
     if not Path(path).is_file():
         raise InputError(f"replay: no such file: {path}")
     return SourceSpec(REPLAY, f"replay:{path}", path=path, speed=speed)
+
+
+def _http(text: str) -> SourceSpec:
+    """`http://HOST:PORT[?every=SECONDS]`: the server's base address, its endpoints polled."""
+    try:
+        url = urlsplit(text)
+        url.port  # noqa: B018 - reading it checks it
+    except ValueError as exc:
+        raise InputError(f"cannot read {text!r} as http://HOST:PORT ({exc})") from exc
+    if not url.hostname or url.path not in ("", "/"):
+        raise InputError(
+            f"expected http://HOST:PORT (the server's /metrics and /server_info are polled), got {text!r}"
+        )
+    every = _query_number(url.query, "every", 5.0, text, unit="seconds", finite=True)
+    base = f"{url.scheme}://{url.netloc}"
+    return SourceSpec(HTTP, base, path=base, every=every)

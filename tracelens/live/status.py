@@ -1,26 +1,34 @@
-"""What the live screen and `follow` show, computed from an `Analysis`: per source, its current run
-(the last server start), the server's phase, the speculative config, acceptance and throughput, and
-the EAGLE-3 capture per debug site. Headless: plain data that any view renders.
+"""What the live screen and `follow` show, computed from an `Analysis`: every run of every source (its
+verdict and fix, the server's phase, the speculative config, acceptance and throughput, the EAGLE-3
+capture per debug site), each source's current run (the last server start) among them. Headless: plain
+data that any view renders.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import polars as pl
 
 from tracelens.analysis import Analysis, Finding, Severity, Status
 from tracelens.analysis.plotdata import decimate
-from tracelens.formatting import duration, speculative_words
+from tracelens.formatting import acceptance_words, duration, speculative_words
 from tracelens.tables.frames import Tables
 from tracelens.tables.schema import A, C, T
 
+if TYPE_CHECKING:
+    from tracelens.analysis.verdicts import Verdict
+
+RunKey = tuple[str, int]  # source label, run
+
 # The server's phases, as the header names them.
 SNAPSHOT_POINTS = 2000  # rows of a run's series a screen snapshot carries
+# rows of an ended run's series: every snapshot carries every run, and a plot is a few hundred dots wide
+ENDED_POINTS = 500
 WAITING = "waiting for a server start"
 STARTING = "starting"
 LOADING = "loading weights"
@@ -93,10 +101,24 @@ class RunStatus:
     mean_gen_throughput: float | None = None
     status: Status | None = None
     headline: str | None = None
+    fix: str | None = None  # the verdict's fix, when one can be derived
+    # A later server start of the source was seen: the run is over, and keeps the verdict it had then
+    # (`kept.KeptRuns`).
+    ended: bool = False
     embed_state: str | None = None
     embed_words: str = ""
     embed_level: Level = Level.UNKNOWN
     sites: tuple[SiteStatus, ...] = ()
+    # Acceptance from the request logs, snapshots and vLLM's lines (analysis/positions.py): per position
+    # (0 = the first draft token), the basis and engine it came from, the depth in force, the requests'
+    # pooled normalised rate; `acceptance` says it in words (formatting.acceptance_words).
+    engine: str | None = None
+    positions: tuple[float, ...] = ()
+    positions_basis: str | None = None
+    depth: int | None = None
+    requests: int = 0
+    request_rate: float | None = None
+    acceptance: str = ""
     # decode series of the run: t_since_start_s, accept_len, gen_throughput, rolling medians
     series: pl.DataFrame = field(default_factory=pl.DataFrame)
     # The findings shown for the run (the session's kept findings, `kept.KeptFindings`), errors among them.
@@ -114,16 +136,45 @@ class RunStatus:
         }
         out["sites"] = [s.__dict__ for s in self.sites]
         out["decode_points"] = self.series.height
+        out["verdict"] = self.verdict_json()
         return out
+
+    @property
+    def phase_words(self) -> str:
+        """The phase as the views say it: an ended run's last phase ("ready") no longer holds once its
+        server was started again, unless it says how the run ended."""
+        if self.ended and self.phase not in (CRASHED, SHUT_DOWN):
+            return "over (the server started again)"
+        return self.phase
+
+    @property
+    def key(self) -> RunKey | None:
+        return None if self.run is None else (self.source, self.run)
+
+    def verdict_json(self) -> dict[str, Any]:
+        """The run's verdict as every `follow --json` event about the run carries it."""
+        return {"run": self.label, "status": self.status, "headline": self.headline, "fix": self.fix}
 
 
 @dataclass(frozen=True)
 class Snapshot:
-    runs: tuple[RunStatus, ...] = ()
+    # Every run seen, per source in the sources' order and by run number: ended runs (with the verdict
+    # they had when they ended) before the source's current one; a source with no run yet as a waiting
+    # status (`run` None).
+    every_run: tuple[RunStatus, ...] = ()
     lines: int = 0
 
+    @property
+    def runs(self) -> tuple[RunStatus, ...]:
+        """Each source's current run (its newest), in the sources' order."""
+        return tuple(r for r in self.every_run if not r.ended)
+
     def run_of(self, source: str) -> RunStatus | None:
+        """The current run of ``source``."""
         return next((r for r in self.runs if r.source == source), None)
+
+    def by_key(self) -> dict[RunKey, RunStatus]:
+        return {r.key: r for r in self.every_run if r.key is not None}
 
 
 def _phase(analysis: Analysis, source: str, run: int, last_ts: dt.datetime | None, row: dict[str, Any]):
@@ -191,13 +242,17 @@ def _last(frame: pl.DataFrame, column: str) -> float | None:
     return float(values[-1]) if len(values) else None
 
 
-def run_status(analysis: Analysis, source: str) -> RunStatus:
+def run_status(
+    analysis: Analysis, source: str, run: int | None = None, verdict: Verdict | None = None
+) -> RunStatus:
+    """The status of one run of ``source`` (default: its newest), with its ``verdict``'s fix."""
     runs = analysis.runs.filter(pl.col(C.SOURCE) == source).sort(C.RUN)
     lines = analysis.tables[T.LINES].filter(pl.col(C.SOURCE) == source)
     if not runs.height:
         return RunStatus(source, None, None, WAITING)
-    row = runs.row(-1, named=True)
-    run = int(row[C.RUN])
+    newest = int(runs.item(-1, C.RUN))
+    run = newest if run is None else run
+    row = runs.filter(pl.col(C.RUN) == run).row(0, named=True)
     timed = lines.filter((pl.col(C.RUN) == run) & pl.col(C.TS).is_not_null())
     last_ts = cast("dt.datetime | None", timed.get_column(C.TS).max()) if timed.height else None
     phase, detail, elapsed, expected = _phase(analysis, source, run, last_ts, row)
@@ -231,21 +286,49 @@ def run_status(analysis: Analysis, source: str) -> RunStatus:
         mean_gen_throughput=row.get(A.MEAN_GEN_THROUGHPUT),
         status=Status(row[A.STATUS]) if row.get(A.STATUS) else None,
         headline=row.get(A.HEADLINE),
+        fix=verdict.fix if verdict is not None else None,
+        ended=run < newest,
         embed_state=state,
         embed_words=words,
         embed_level=level,
         sites=_sites(analysis, source, run),
-        series=_thin(series.select([c for c in keep if c in series.columns])),
+        **_acceptance(analysis, source, run),
+        series=thin(series.select([c for c in keep if c in series.columns])),
     )
 
 
-def _thin(series: pl.DataFrame) -> pl.DataFrame:
-    """At most `SNAPSHOT_POINTS` rows of a run's series for the screen's plots (each time bucket's
-    middle row, and the newest row): a snapshot is sent every analysis, so it must not grow with the
-    run. The plots are a few hundred braille columns wide."""
-    if series.height <= SNAPSHOT_POINTS or A.T_SINCE_START not in series.columns:
+def _acceptance(analysis: Analysis, source: str, run: int) -> dict[str, Any]:
+    """The `RunStatus` acceptance fields of one run."""
+    key = (pl.col(C.SOURCE) == source) & (pl.col(C.RUN) == run)
+    curve = (
+        analysis.spec_curves.filter(key).sort(A.POSITION) if analysis.spec_curves.height else pl.DataFrame()
+    )
+    asked = analysis.requests.filter(key) if analysis.requests.height else pl.DataFrame()
+    depth = analysis.depth.filter(key).sort(C.LINE_NO) if analysis.depth.height else pl.DataFrame()
+    engine = asked.item(0, A.ENGINE) if asked.height else (curve.item(0, A.ENGINE) if curve.height else None)
+    out: dict[str, Any] = {
+        "engine": engine,
+        "positions": tuple(round(float(r), 4) for r in curve.get_column(A.RATE).to_list())
+        if curve.height
+        else (),
+        "positions_basis": curve.item(0, A.BASIS) if curve.height else None,
+        "depth": depth.item(-1, A.DEPTH) if depth.height else None,
+        "requests": int(asked.item(0, A.REQUESTS)) if asked.height else 0,
+        "request_rate": asked.item(0, A.POOLED_RATE) if asked.height else None,
+    }
+    out["acceptance"] = acceptance_words(
+        out["positions"], out["positions_basis"], engine, out["depth"], out["requests"], out["request_rate"]
+    )
+    return out
+
+
+def thin(series: pl.DataFrame, points: int = SNAPSHOT_POINTS) -> pl.DataFrame:
+    """At most ``points`` rows of a run's series for the screen's plots (each time bucket's middle
+    row, and the newest row): a snapshot is sent every analysis, so it must not grow with the run. The
+    plots are a few hundred braille columns wide."""
+    if series.height <= points or A.T_SINCE_START not in series.columns:
         return series
-    thinned = decimate(series, A.T_SINCE_START, [], SNAPSHOT_POINTS)
+    thinned = decimate(series, A.T_SINCE_START, [], points)
     if thinned.height and thinned.row(-1) != series.row(-1):
         thinned = pl.concat([thinned, series.tail(1)])
     return thinned
@@ -269,15 +352,45 @@ def with_finding_counts(snap: Snapshot, findings: list[Finding]) -> Snapshot:
         held[0] += 1
         held[1] += finding.severity == Severity.ERROR
     runs = []
-    for run in snap.runs:
+    for run in snap.every_run:
         found, errors = counts.get((run.source, run.run), (0, 0))
         runs.append(replace(run, findings=found, errors=errors))
-    return replace(snap, runs=tuple(runs))
+    return replace(snap, every_run=tuple(runs))
 
 
-def snapshot(analysis: Analysis, sources: list[str], lines: int | None = None) -> Snapshot:
-    """Each source's newest run; ``lines`` parsed in all (default: those of the analysis' tables)."""
+def with_verdicts(snap: Snapshot, verdicts: Mapping[RunKey, Verdict]) -> Snapshot:
+    """``snap`` with the status, headline and fix of the runs ``verdicts`` judged (an ended run judged
+    on all its rows, not on the window's)."""
+    if not verdicts:
+        return snap
+    runs = []
+    for run in snap.every_run:
+        verdict = verdicts.get(run.key) if run.key is not None else None
+        if verdict is not None:
+            run = replace(run, status=verdict.status, headline=verdict.headline, fix=verdict.fix)
+        runs.append(run)
+    return replace(snap, every_run=tuple(runs))
+
+
+def snapshot(
+    analysis: Analysis,
+    sources: list[str],
+    lines: int | None = None,
+    kept: Mapping[RunKey, RunStatus] | None = None,
+) -> Snapshot:
+    """Every run of each source (``kept`` statuses as they are, not made again); ``lines`` parsed in
+    all (default: those of the analysis' tables)."""
+    kept = kept or {}
+    verdicts = {(v.source, v.run): v for v in analysis.verdicts}
+    every: list[RunStatus] = []
+    for source in sources:
+        runs = analysis.runs.filter(pl.col(C.SOURCE) == source).get_column(C.RUN).sort().to_list()
+        if not runs:
+            every.append(RunStatus(source, None, None, WAITING))
+        for run in runs:
+            held = kept.get((source, int(run)))
+            every.append(held or run_status(analysis, source, int(run), verdicts.get((source, int(run)))))
     return Snapshot(
-        runs=tuple(run_status(analysis, s) for s in sources),
+        every_run=tuple(every),
         lines=analysis.tables[T.LINES].height if lines is None else lines,
     )

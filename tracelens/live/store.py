@@ -24,7 +24,7 @@ from tracelens.sources.generation import FileGeneration
 
 GONE = "[text no longer available: the file was truncated]"
 # The lines of each source the log view keeps by default (`--scrollback`; their text is kept here): about
-# 57 bytes a line held in the index, 56 MiB (README: "Scroll-back"). Here rather than in `index`, which
+# 57 bytes a line held in the index, 56 MiB (docs/live.md: "Scroll-back"). Here rather than in `index`, which
 # needs numpy and polars: the live commands' options show it, and every command defines them.
 SCROLLBACK_LINES = 1_000_000
 SPOOL_SEGMENT = 64 << 20  # a new spool file after this many bytes, so that old ones can be closed

@@ -45,11 +45,11 @@ from typing import IO, Any, BinaryIO
 
 import polars as pl
 
-from tracelens.analysis import Analysis, Finding, analyze_tables
+from tracelens.analysis import Analysis, Finding, Verdict, analyze_tables
 from tracelens.engine.executors import WORKER_ENV
 from tracelens.engine.stream import SourceParser
 from tracelens.live.index import parsed_columns
-from tracelens.live.kept import KeptFindings
+from tracelens.live.kept import KeptFindings, KeptRuns
 from tracelens.live.messages import (
     Analysed,
     AnalysisRequested,
@@ -65,10 +65,11 @@ from tracelens.live.messages import (
     WorkerEnded,
 )
 from tracelens.live.seed import read_seed, seed_findings
-from tracelens.live.status import newest_decode, snapshot, with_finding_counts
+from tracelens.live.status import RunKey, newest_decode, snapshot, with_finding_counts, with_verdicts
 from tracelens.live.window import LiveTables
 from tracelens.parsers import ParseState
 from tracelens.sources.files import block_lines
+from tracelens.sources.naming import short_names
 from tracelens.sources.protocol import Block
 from tracelens.tables.frames import Tables
 from tracelens.tables.schema import C, T
@@ -146,6 +147,7 @@ class _Worker:
 
     def __init__(self, config: WorkerConfig, out: BinaryIO) -> None:
         self.config = config
+        self._names = short_names(config.labels)  # label -> short name, as the analyses name runs
         self._out = out
         self._out_lock = threading.Lock()
         self._inbox: queue.Queue[ParseRequested | None] = queue.Queue(maxsize=_READ_AHEAD)
@@ -158,6 +160,9 @@ class _Worker:
         self._tables = LiveTables(config.window_lines)
         self._pending_seq = 0  # the last parse message whose rows are in `_tables`
         self._kept = KeptFindings()
+        self._runs = KeptRuns()  # every ended run's last status (its verdict, fix and figures)
+        # verdicts of ended runs judged on all their rows (read back, or the dataset's), until frozen
+        self._whole: dict[RunKey, Verdict] = {}
         self._analysis: Analysis | None = None
         self._analyses = 0
         self._dirty = threading.Event()
@@ -184,8 +189,20 @@ class _Worker:
         analyse what is parsed from the cuts, and the screen says so."""
         try:
             self._tables.seed(read_seed(self.config.cuts))
-            found, ended = seed_findings(self.config.cuts, lambda tables: self._analyse(tables).findings)
+            verdicts: list[Verdict] = []
+
+            def analyse(tables: Tables) -> list[Finding]:
+                analysis = self._analyse(tables)
+                verdicts.extend(analysis.verdicts)
+                return analysis.findings
+
+            found, ended = seed_findings(self.config.cuts, analyse, self._names)
             self._kept.update(found, ended, self._tables.window_start)
+            named = {(cut.source, label) for label, cut in self.config.cuts.items()}
+            for verdict in verdicts:  # the runs that ended before the cut, under their live labels
+                for source, label in named:
+                    if verdict.source == source and (label, verdict.run) in ended:
+                        self._whole[(label, verdict.run)] = verdict
         except Exception as exc:
             self.reply(ParseFailed(f"reading the lines before the cut from the dataset failed: {exc}"))
 
@@ -291,10 +308,13 @@ class _Worker:
         ended = _ended_runs(tables)
         found = self._judge_ended(analysis.findings, ended)
         findings = self._kept.update(found, ended, self._tables.window_start)
-        snap = snapshot(analysis, self.config.labels, lines)
+        kept = self._runs.kept
+        snap = with_verdicts(snapshot(analysis, self.config.labels, lines, kept), self._whole)
         with self._lock:  # a run longer than the window shows its whole-run figures (`live/running.py`)
-            snap = self._tables.running.apply(snap, analysis, self._tables.is_cut, self.config.baseline)
-        snap = with_finding_counts(snap, findings)
+            snap = self._tables.running.apply(snap, analysis, self._tables.is_cut, self.config.baseline, kept)
+        snap = self._runs.update(with_finding_counts(snap, findings), ended)
+        for key in ended:
+            self._whole.pop(key, None)
         with self._lock:
             self._analysis = analysis
             self._analyses += 1
@@ -312,9 +332,12 @@ class _Worker:
                 continue  # whole in the window already, or too long to read back
             with self._lock:
                 tables = self._tables.with_whole_run(source, run)
-            whole = self._analyse(tables).findings
+            whole = self._analyse(tables)
             found = [f for f in found if (f.source, f.run) != (source, run)]
-            found += [f for f in whole if (f.source, f.run) == (source, run)]
+            found += [f for f in whole.findings if (f.source, f.run) == (source, run)]
+            for verdict in whole.verdicts:
+                if (verdict.source, verdict.run) == (source, run):
+                    self._whole[(source, run)] = verdict
         return found
 
     def _analyse(self, tables: Tables) -> Analysis:
@@ -323,6 +346,8 @@ class _Worker:
             self.config.expectations,
             baseline=self.config.baseline,
             stall_seconds=self.config.stall_seconds,
+            training=self.config.training,
+            sources=self.config.labels,  # all of them from the start: a label never changes
         )
 
     def _send_analysis(self, request: int) -> None:

@@ -60,6 +60,7 @@ class Explanation:
     record: int | None
     fields: dict[str, Any] = field(default_factory=dict)
     near_miss: NearMiss | None = None
+    run: int | None = None  # the server start the line belongs to (0: before the first)
 
 
 def _matched_length(pattern: str, text: str) -> int:
@@ -114,7 +115,9 @@ def explain(
     clean, body, prefix = _prefix_fields(text, base_date)
     kind = row[C.KIND]
     table = KIND_TABLE[kind]
-    result = Explanation(source, line_no, text, clean, body, prefix, kind, table, row[C.RECORD])
+    result = Explanation(
+        source, line_no, text, clean, body, prefix, kind, table, row[C.RECORD], run=row[C.RUN]
+    )
     result.fields = _table_row(tables, table, source, row[C.RECORD])
     if kind in (Kind.UNPARSED, Kind.MESSAGE):
         result.near_miss = near_miss(clean, body)

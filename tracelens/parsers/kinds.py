@@ -7,19 +7,27 @@ then extracts fields, and a line it cannot read falls back to `message` (prefixe
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from tracelens.parsers.bench_serving import FOOTER, HEADER, METRIC_STARTS, SECTIONS
+from tracelens.parsers.endpoint_metrics import (
+    COMMENT_STARTS,
+    DEFAULT_SAMPLE_STARTS,
+    ENGINE_SAMPLE_STARTS,
+    SERVER_INFO_STARTS,
+)
+from tracelens.parsers.request_kinds import REQUEST_SAMPLES
+from tracelens.parsers.requests import (
+    FINISH,
+    JSON_LOGGER_START,
+    METRICS_FILE_START,
+    RECEIVE,
+    VLLM_RESPONSE_STARTS,
+)
+from tracelens.parsers.sample import Sample
 from tracelens.tables.schema import C, Kind
 
-
-@dataclass(frozen=True)
-class Sample:
-    """A real-shaped line and (a subset of) the fields its table row must hold."""
-
-    line: str
-    fields: dict[str, Any] = field(default_factory=dict)
+__all__ = ["FAULT_PHRASES", "LIFECYCLE_EVENTS", "ROUTES", "SAMPLES", "LifecycleEvent", "Route", "Sample"]
 
 
 @dataclass(frozen=True)
@@ -87,6 +95,17 @@ FAULT_PHRASES: tuple[tuple[str, str], ...] = (
 ROUTES: tuple[Route, ...] = (
     Route(Kind.DEBUG, contains=("_DEBUG[",)),
     Route(Kind.BATCH, starts=("Prefill batch", "Decode batch", "new fill batch", "#running-req: ")),
+    # Request logs come before every route that tests the whole line: their text holds user prompts.
+    # Starts only, and few tests (more than four starts are one anchored regex): these run on every line
+    # the bulk routes leave. A `/server_info` snapshot may be stamped by whatever polled it.
+    Route(Kind.REQUEST, starts=(RECEIVE, FINISH)),
+    Route(
+        Kind.REQUEST, starts=(JSON_LOGGER_START, METRICS_FILE_START, *VLLM_RESPONSE_STARTS), prefixed=False
+    ),
+    Route(
+        Kind.ENDPOINT_METRIC,
+        starts=ENGINE_SAMPLE_STARTS + COMMENT_STARTS + DEFAULT_SAMPLE_STARTS + SERVER_INFO_STARTS,
+    ),
     Route(Kind.SPEC_METRICS, contains=("SpecDecoding metrics:", "Speculative metrics:")),
     # sglang.bench_serving result blocks pasted into a log (never SGLang-prefixed)
     Route(Kind.BENCHMARK, contains=(f" {HEADER} ", *(f"-{s}-" for s in SECTIONS)), prefixed=False),
@@ -463,4 +482,5 @@ SAMPLES: dict[str, tuple[Sample, ...]] = {
             },
         ),
     ),
+    **REQUEST_SAMPLES,
 }

@@ -19,6 +19,7 @@ import polars as pl
 from tracelens.parsers.batch import parse_batches
 from tracelens.parsers.bench_serving import parse_benchmarks
 from tracelens.parsers.debug import parse_debug
+from tracelens.parsers.endpoint_metrics import parse_endpoint_metrics
 from tracelens.parsers.faults import EXCEPTION_NAME, parse_faults
 from tracelens.parsers.first_match import first_match
 from tracelens.parsers.foreign import formats_of, parse_foreign
@@ -27,6 +28,7 @@ from tracelens.parsers.kinds import ROUTES, Route
 from tracelens.parsers.lifecycle import parse_lifecycle
 from tracelens.parsers.literals import has_literal
 from tracelens.parsers.prefix import add_prefix_columns
+from tracelens.parsers.requests import parse_requests
 from tracelens.parsers.spec_metrics import VLLM_SERVER_START, parse_spec_metrics, vllm_timestamps
 from tracelens.tables.frames import PARTS, Tables
 from tracelens.tables.schema import (
@@ -67,6 +69,8 @@ _PARSERS = {
     Kind.FAULT: parse_faults,
     Kind.SPEC_METRICS: parse_spec_metrics,
     Kind.BENCHMARK: parse_benchmarks,
+    Kind.REQUEST: parse_requests,
+    Kind.ENDPOINT_METRIC: parse_endpoint_metrics,
     Kind.FOREIGN: parse_foreign,
 }
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 from dataclasses import dataclass
-from pathlib import Path, PurePath
+from pathlib import Path
 
 from tracelens import __version__
 from tracelens.analysis import Analysis
@@ -42,7 +42,7 @@ def default_title(analysis: Analysis) -> str:
     sources = analysis.tables[T.RUNS].get_column(C.SOURCE).unique(maintain_order=True).to_list()
     if not sources:
         return "tracelens report"
-    names = [PurePath(s).name for s in sources]
+    names = [analysis.names.get(s, s) for s in sources]
     more = f" and {len(names) - 2} more" if len(names) > 2 else ""
     return f"tracelens report: {', '.join(names[:2])}{more}"
 

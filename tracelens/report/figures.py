@@ -26,6 +26,7 @@ from tracelens.report.figure_base import (
     run_origins,
     runs_with,
 )
+from tracelens.report.request_figures import depth_timeline, request_lengths
 from tracelens.report.time_figures import (
     acceptance_over_time,
     acceptance_rate_over_time,
@@ -179,12 +180,13 @@ def position_curves(analysis: Analysis, colors: dict[str, str]) -> Plot | None:
     fig = go.Figure()
     for (label,), part in curves.group_by(A.LABEL, maintain_order=True):
         part = part.sort(A.POSITION)
+        whose = f"{part.item(0, A.ENGINE)}, {part.item(0, A.BASIS).replace('_', ' ')}"
         fig.add_scatter(
             x=part.get_column(A.POSITION).to_numpy() + 1,
             y=part.get_column(A.RATE).to_numpy(),
             mode="lines+markers",
             line={"color": colors.get(label, PALETTE[0]), "width": 2},
-            name=plot_text(label),
+            name=plot_text(f"{label} ({whose})"),
             legendgroup=label,
             hovertemplate="%{fullData.name}<br>position %{x}: %{y:.1%} accepted<extra></extra>",
         )
@@ -194,8 +196,10 @@ def position_curves(analysis: Analysis, colors: dict[str, str]) -> Plot | None:
     )
     return Plot(
         "curves",
-        "vLLM acceptance per draft position",
-        "Mean acceptance rate of each draft position per run, from vLLM's per-position metrics.",
+        "Acceptance per draft position",
+        "P(the draft token at each position is accepted), per run, run against run, from the most exact "
+        "figures the run has: vLLM's per-position counters, the requests' acceptance histograms (SGLang or "
+        "vLLM), or vLLM's per-position metrics lines (docs/acceptance.md).",
         fig,
     )
 
@@ -212,5 +216,7 @@ def build_plots(analysis: Analysis) -> list[Plot]:
         lambda: accept_distribution(analysis, colors),
         lambda: startup_timeline(analysis, colors, origins),
         lambda: position_curves(analysis, colors),
+        lambda: request_lengths(analysis, colors),
+        lambda: depth_timeline(analysis, colors),
     ]
     return [plot for make in makers if (plot := make()) is not None]

@@ -15,7 +15,6 @@ import base64
 import datetime as dt
 import hashlib
 from importlib import resources
-from pathlib import PurePath
 from typing import Any
 
 import jinja2
@@ -85,14 +84,14 @@ def _header(analysis: Analysis, generated: dt.datetime) -> dict[str, Any]:
         first = start.min() if start.len() else end.min()
         last = end.max() if end.len() else start.max()
         span = f"{timestamp(first)} to {timestamp(last)}"  # type: ignore[arg-type]
-    names = ", ".join(PurePath(s).name for s in sources[:4]) + (
+    names = ", ".join(analysis.names.get(s, s) for s in sources[:4]) + (
         f" and {len(sources) - 4} more" if len(sources) > 4 else ""
     )
     counts = dict.fromkeys(SEVERITIES, 0)
     for finding in analysis.findings:
         counts[finding.severity] = counts.get(finding.severity, 0) + 1
     return {
-        "sources": sources,
+        "sources": [analysis.shown_source(s) for s in sources],
         "names": names,
         "span": span,
         "runs": runs.height,
@@ -155,7 +154,7 @@ def _cards(analysis: Analysis, colors: dict[str, str]) -> list[dict[str, Any]]:
             if run[key] is not None and (run[key] != 1 or key == C.TP_SIZE)
         )
         subs = [[v for v in (run[C.MODEL] or "model unknown", parallel) if v]]
-        if run[C.SPEC_ALGORITHM]:
+        if run[A.SPECULATIVE]:
             subs.append([v for v in (speculative_of_run(run), run[C.SPEC_DRAFT_MODEL]) if v])
         else:
             subs.append(["no speculative decoding"])
@@ -171,7 +170,9 @@ def _cards(analysis: Analysis, colors: dict[str, str]) -> list[dict[str, Any]]:
         rows: list[tuple[str, Any, str]] = []
         if run[A.BASELINE] is not None:
             rows.append(("baseline", run[A.BASELINE], "run"))
-        if run[C.SPEC_ALGORITHM]:
+        if run[A.SPEEDUP] is None and run[A.SPEEDUP_NOTE] and label not in base:  # why no speedup
+            rows.append(("no speedup", run[A.SPEEDUP_NOTE], ""))
+        if run[A.SPECULATIVE]:
             ids = debug_ids.get((run[C.SOURCE], run[C.RUN]))
             if ids is not None:
                 rows.append(("layer ids", "[" + ", ".join(str(i) for i in ids) + "] (debug lines)", ""))
@@ -262,7 +263,7 @@ def _findings(analysis: Analysis) -> dict[str, Any]:
 def _incidents(analysis: Analysis) -> dict[str, Any]:
     rows = []
     for inc in analysis.incidents.head(MAX_INCIDENT_ROWS).iter_rows(named=True):
-        where = f"{inc[C.SOURCE]}:{inc[C.FIRST_LINE]}" + (
+        where = f"{analysis.shown_source(inc[C.SOURCE])}:{inc[C.FIRST_LINE]}" + (
             f"-{inc[C.LAST_LINE]}" if inc[C.LAST_LINE] not in (None, inc[C.FIRST_LINE]) else ""
         )
         traceback = inc[C.TRACEBACK] or ""

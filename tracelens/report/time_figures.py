@@ -284,7 +284,7 @@ def acceptance_rate_over_time(
         "rate",
         "Acceptance rate over time (%)",
         "The share of drafted tokens accepted per verify step, (accept len - 1) / speculative_num_steps, per "
-        "decode line (one definition for every SGLang version, see the README); dotted vertical lines mark "
+        "decode line (one definition for every SGLang version, see docs/findings.md); dotted vertical lines mark "
         "a crash or a restart.",
         made,
     )

@@ -24,12 +24,11 @@ import polars as pl
 import pyarrow as pa
 
 from tracelens.errors import InputError, SourceReadError
+from tracelens.sizes import DEFAULT_BLOCK_BYTES
 from tracelens.sources.logfiles import is_read_error, open_source
 from tracelens.sources.long_lines import cut_line, max_line_bytes, too_long
 from tracelens.sources.protocol import Block, BlockBytes
 from tracelens.tables.schema import C
-
-DEFAULT_BLOCK_BYTES = 8 << 20
 
 
 def iter_blocks(
@@ -84,8 +83,12 @@ def blocks_from_stream(
         if left is not None:
             left -= len(chunk)
         data = carry + chunk if carry else chunk
-        newlines = _newlines(data)
-        if not len(newlines) and len(data) > longest:  # a line over the limit: keep its head, skip on
+        # The cut is found before any view of ``data`` is taken, and ``data`` is cut in place (below)
+        # before its newline scan views it: a bytearray cannot be resized while a view of it lives, and a
+        # view can outlive its function (a sampling profiler, as Dask's workers run, holds the frames it
+        # saw and their locals: `BufferError: Existing exports of data`, one run in six on Dask).
+        cut = data.rfind(b"\n") + 1
+        if not cut and len(data) > longest:  # a line over the limit: keep its head, skip on
             total, rest, ended, broken, read = _skip_line(fh, len(data), block_bytes, left, broken)
             if left is not None:
                 left -= read
@@ -94,10 +97,9 @@ def blocks_from_stream(
             line_no += 1
             carry, again = rest, 0
             continue
-        if not len(newlines):  # no newline yet: a long line, keep reading
+        if not cut:  # no newline yet: one very long line, keep reading
             carry, again = data, 0
             continue
-        cut = int(newlines[-1]) + 1
         again = len(data) - cut if rewind and broken is None else 0
         if again:
             fh.seek(-again, io.SEEK_CUR)
@@ -118,6 +120,7 @@ def blocks_from_stream(
             block = data
         else:
             block = data[:cut]
+        newlines = _newlines(block)
         if too_long(newlines, longest):
             yield from _cut_long_lines(SplitBlock(source, line_no, offset, block, newlines), longest)
         else:

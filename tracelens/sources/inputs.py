@@ -18,7 +18,7 @@ from tracelens.sources.logfiles import compression_of, files_under, looks_like_l
 FILE = "file"
 TAR = "tar"
 ZIP = "zip"
-_ARCHIVE_SUFFIXES = (".tar", ".tgz", ".tbz2", ".txz", ".tar.gz", ".tar.bz2", ".tar.xz", ".tar.zst", ".zip")
+ARCHIVE_SUFFIXES = (".tar", ".tgz", ".tbz2", ".txz", ".tar.gz", ".tar.bz2", ".tar.xz", ".tar.zst", ".zip")
 _GLOB_CHARS = "*?["
 
 
@@ -58,7 +58,7 @@ def container_of(path: Path) -> str:
 
 def _wanted_in_directory(path: Path) -> bool:
     name = path.name.lower()
-    return looks_like_log(path) or name.endswith(_ARCHIVE_SUFFIXES)
+    return looks_like_log(path) or name.endswith(ARCHIVE_SUFFIXES)
 
 
 def _expand_one(raw: str, unread: list[str]) -> list[Path]:

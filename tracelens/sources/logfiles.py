@@ -22,7 +22,8 @@ from typing import IO, BinaryIO
 from tracelens.errors import InputError
 
 # Names that look like logs when a directory is given (rotated `.log.1` and compressed variants too).
-_LOG_SUFFIXES = (".log", ".txt", ".out", ".err")
+# `.jsonl`: responses a client saved; `.prom`: a saved `/metrics` page (docs/acceptance.md).
+_LOG_SUFFIXES = (".log", ".txt", ".out", ".err", ".jsonl", ".prom")
 _COMPRESSED_SUFFIXES = (".gz", ".zst", ".bz2", ".xz")
 
 _MAGIC: list[tuple[bytes, str]] = [

@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import BinaryIO
 
 from tracelens.errors import SourceReadError
+from tracelens.sizes import FOLLOW_READ_BYTES
 from tracelens.sources.archives import open_member
 from tracelens.sources.events import LinesAppended, SourceConnected, SourceEnded
 from tracelens.sources.files import blocks_from_stream
 from tracelens.sources.logfiles import open_source
 from tracelens.sources.protocol import Emit
 
-BLOCK_BYTES = 4 << 20
 READ_IN_PART = "read in part"
 READ_TO_END = "read to its end"
 
@@ -30,7 +30,7 @@ class RecordedFollower:
     """``path`` decompressed (``member`` None), or its member ``member`` (a tar or zip archive)."""
 
     def __init__(
-        self, path: str | Path, member: str | None, label: str, *, block_bytes: int = BLOCK_BYTES
+        self, path: str | Path, member: str | None, label: str, *, block_bytes: int = FOLLOW_READ_BYTES
     ) -> None:
         self.path = Path(path)
         self.member = member

@@ -124,15 +124,20 @@ def remote_command(path: str, offset: int, anchor: bytes = b"") -> str:
     )
 
 
-def ssh_argv(
-    target: RemoteTarget, offset: int, ssh: str = "ssh", extra: tuple[str, ...] = (), anchor: bytes = b""
-) -> list[str]:
+def ssh_base_argv(target: RemoteTarget, ssh: str = "ssh", extra: tuple[str, ...] = ()) -> list[str]:
+    """The ssh command line up to the remote command: the follower's options, port, user and host."""
     argv = [ssh, *SSH_OPTIONS, *extra]
     if target.port:
         argv += ["-p", str(target.port)]
     if target.user:
         argv += ["-l", target.user]
-    return [*argv, "--", target.host, remote_command(target.path, offset, anchor)]
+    return [*argv, "--", target.host]
+
+
+def ssh_argv(
+    target: RemoteTarget, offset: int, ssh: str = "ssh", extra: tuple[str, ...] = (), anchor: bytes = b""
+) -> list[str]:
+    return [*ssh_base_argv(target, ssh, extra), remote_command(target.path, offset, anchor)]
 
 
 @dataclass

@@ -15,6 +15,7 @@ import glob
 import os
 import threading
 
+from tracelens.sizes import FOLLOW_READ_BYTES
 from tracelens.sources.events import (
     BackfillProgressed,
     FileRotated,
@@ -30,7 +31,6 @@ from tracelens.sources.protocol import Emit
 # A new line waits for the next look at the file: half this on average (a look that finds nothing is
 # three system calls).
 POLL_SECONDS = 0.01
-BLOCK_BYTES = 4 << 20
 PREVIEW_THRESHOLD = 8 << 20
 PREVIEW_BYTES = 256 << 10
 # After the preview, the backfill waits this long: reading and parsing a large file takes every core,
@@ -52,7 +52,7 @@ class FileFollower:
         label: str,
         *,
         poll: float = POLL_SECONDS,
-        block_bytes: int = BLOCK_BYTES,
+        block_bytes: int = FOLLOW_READ_BYTES,
         preview_threshold: int = PREVIEW_THRESHOLD,
         preview_bytes: int = PREVIEW_BYTES,
         preview_grace: float = PREVIEW_GRACE,

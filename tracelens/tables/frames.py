@@ -10,7 +10,7 @@ from pathlib import Path
 
 import polars as pl
 
-from tracelens.tables.schema import TABLES, C, T, empty, polars_schema
+from tracelens.tables.schema import TABLES, C, T, empty
 
 # The dataset's hidden metadata folder (manifest, journal), as the batch engine names it.
 DATASET_META = ".tracelens"
@@ -171,14 +171,7 @@ class DatasetTables(Tables):
         parts = self._parts(name)
         if not parts:
             return empty(name).lazy()
-        # Part files leave out their all-null columns (`engine.store`): with the table's schema they come
-        # back as nulls, whichever part comes first.
-        scan = pl.scan_parquet(parts, schema=polars_schema(name), missing_columns="insert")
-        if (
-            name == T.LINES
-        ):  # stored lines leave `record` null where it equals `line_no` (schema.stored_lines)
-            scan = scan.with_columns(pl.coalesce(C.RECORD, C.LINE_NO).alias(C.RECORD))
-        return scan
+        return pl.scan_parquet(parts)  # every part file holds the table's whole schema (`engine.store`)
 
     def __getitem__(self, name: str) -> pl.DataFrame:
         if name not in self.frames:

@@ -19,6 +19,11 @@ class T:
     FAULTS = "faults"
     SPEC_METRICS = "spec_metrics"
     BENCHMARKS = "benchmarks"
+    # one row per request-log line (SGLang `--log-requests` text or JSON, its `--export-metrics-to-file`
+    # records, vLLM responses with `metrics.speculative_decoding`) and per metrics-endpoint line
+    # (a saved `/metrics` exposition or `/server_info` JSON): docs/acceptance.md
+    REQUESTS = "requests"
+    ENDPOINT_METRICS = "endpoint_metrics"
     FOREIGN = "foreign"
     MESSAGES = "messages"
     UNPARSED = "unparsed"
@@ -41,6 +46,8 @@ TABLES: tuple[str, ...] = (
     T.FAULTS,
     T.SPEC_METRICS,
     T.BENCHMARKS,
+    T.REQUESTS,
+    T.ENDPOINT_METRICS,
     T.FOREIGN,
     T.MESSAGES,
     T.UNPARSED,
@@ -191,6 +198,29 @@ class C:
     NUM_SPEC_TOKENS = "num_spec_tokens"
     PER_POSITION = "per_position"
 
+    # requests: one row per request-log line; the spec fields as the engine wrote them
+    RID = "rid"
+    PROMPT_TOKENS = "prompt_tokens"
+    COMPLETION_TOKENS = "completion_tokens"
+    CACHED_TOKENS = "cached_tokens"
+    FINISH_REASON = "finish_reason"
+    E2E_LATENCY_S = "e2e_latency_s"
+    QUEUE_TIME_S = "queue_time_s"
+    PREFILL_LAUNCH_LATENCY_S = "prefill_launch_latency_s"
+    SPEC_VERIFY_CT = "spec_verify_ct"  # SGLang verify steps; vLLM `num_spec_steps`
+    SPEC_ACCEPT_LENGTH = "spec_accept_length"  # tokens per verify step, the bonus token included
+    SPEC_ACCEPT_RATE = "spec_accept_rate"  # as the engine wrote it (docs/acceptance.md)
+    SPEC_ACCEPTED_TOKENS = "spec_accepted_tokens"  # accepted draft tokens (no bonus)
+    SPEC_DRAFT_TOKENS = "spec_draft_tokens"  # drafted tokens
+    SPEC_ACCEPT_HISTOGRAM = "spec_accept_histogram"  # [i] = verify steps that accepted exactly i drafts
+
+    # endpoint_metrics: a Prometheus sample, a `# TYPE`/`# HELP` line, or a `/server_info` object
+    METRIC_ITEM = "metric_item"  # sample | type | help | server_info
+    METRIC_NAME = "metric_name"
+    METRIC_LABELS = "metric_labels"
+    METRIC_VALUE = "metric_value"
+    METRIC_POSITION = "metric_position"  # the `position` label of a per-position counter
+
     # foreign, messages
     FORMAT = "format"
     LEVEL = "level"
@@ -210,6 +240,8 @@ class Kind:
     FAULT = "fault"
     SPEC_METRICS = "spec_metrics"
     BENCHMARK = "benchmark"
+    REQUEST = "request"
+    ENDPOINT_METRIC = "endpoint_metric"
     FOREIGN = "foreign"
     MESSAGE = "message"
     UNPARSED = "unparsed"
@@ -226,6 +258,8 @@ KIND_TABLE: dict[str, str] = {
     Kind.FAULT: T.FAULTS,
     Kind.SPEC_METRICS: T.SPEC_METRICS,
     Kind.BENCHMARK: T.BENCHMARKS,
+    Kind.REQUEST: T.REQUESTS,
+    Kind.ENDPOINT_METRIC: T.ENDPOINT_METRICS,
     Kind.FOREIGN: T.FOREIGN,
     Kind.MESSAGE: T.MESSAGES,
     Kind.UNPARSED: T.UNPARSED,
@@ -233,11 +267,15 @@ KIND_TABLE: dict[str, str] = {
 }
 KINDS: tuple[str, ...] = tuple(KIND_TABLE)
 
+# The `endpoint_metrics.name` a `/server_info` object's mean `avg_spec_accept_length` is stored under
+# (the parser writes it, the analysis reads it).
+SERVER_INFO_ACCEPT = "server_info:avg_spec_accept_length"
+
 
 class A:
     """Columns of the analysis frames (`tracelens.analysis.Analysis`); table columns are in `C`."""
 
-    LABEL = "label"  # a run's display name: `<file name>#<run>`
+    LABEL = "label"  # a run's display name: `<short name>#<run>` (`sources.naming`), unique per command
     # client-side results of an sglang.bench_serving block (analysis/benchmarks.py), beside the run's
     BENCH_LINE = "bench_line"  # the line of the block's header
     BENCH_BACKEND = "bench_backend"
@@ -251,7 +289,7 @@ class A:
     BENCH_MEAN_ITL_MS = "bench_mean_itl_ms"
     T_SINCE_START = "t_since_start_s"
     DP_RANKS = "dp_ranks"
-    ACCEPTANCE_RATE = "acceptance_rate"  # recomputed, one definition across versions (README)
+    ACCEPTANCE_RATE = "acceptance_rate"  # recomputed, one definition across versions (docs/findings.md)
     ACCEPT_RATE_LOGGED = "accept_rate_logged"  # the `accept rate` SGLang printed, as printed
     ACCEPT_RATE_DEFINITION = "accept_rate_definition"  # which formula the logged value follows
     STAGE = "stage"  # warmup | steady
@@ -275,6 +313,10 @@ class A:
     SPEEDUP_LOW = "speedup_ci_low"
     SPEEDUP_HIGH = "speedup_ci_high"
     BASELINE = "baseline"
+    SPEEDUP_NOTE = "speedup_note"  # why a run has no speedup, in words (null: it has one, or wants none)
+    # whether a run decodes speculatively, decided once (`runs.with_speculation`): every view reads it
+    SPECULATIVE = "speculative"
+    SPECULATIVE_FROM = "speculative_from"  # what says so: server args | decode lines | metrics lines
     MATCHED_BATCH_SIZES = "matched_batch_sizes"
     SAMPLES = "samples"
     FINDINGS = "findings"
@@ -305,6 +347,20 @@ class A:
     LAST_FRAMES = "last_frames"
     FIRST_TS = "first_ts"
     LAST_TS = "last_ts"
-    # spec curves
-    POSITION = "position"
+    # spec curves and per-request acceptance (analysis/positions.py, docs/acceptance.md)
+    POSITION = "position"  # 0 = the first drafted token
     RATE = "rate"
+    ENGINE = "engine"  # sglang | vllm: whose figure it is
+    BASIS = "basis"  # vllm_counters | request_histograms | vllm_metrics_lines
+    REQUESTS = "requests"
+    POOLED_ACCEPT_LEN = "pooled_accept_len"  # 1 + accepted drafts / verify steps, over the run's tokens
+    REQUEST_MEAN_ACCEPT_LEN = "request_mean_accept_len"  # the mean of per-request accept lengths
+    POOLED_RATE = "pooled_rate"  # accepted / drafted tokens over the run (the normalised rate)
+    REQUEST_MEAN_RATE = "request_mean_rate"
+    ACCEPT_LEN_P = "accept_len_p"  # + 10 | 50 | 90: percentiles of the per-request accept length
+    NOT_PAID = "not_paid"  # requests below positions.NOT_PAID_ACCEPT_LEN
+    PAID = "paid"
+    DEPTH = "depth"  # speculative_num_steps in force
+    LAUNCH_DEPTH = "launch_depth"
+    DROP = "drop"
+    BIN_FROM = "bin_from"  # the low edge of a histogram bin

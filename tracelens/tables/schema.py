@@ -29,7 +29,6 @@ __all__ = [
     "KV_STRUCT",
     "RANK_COLUMNS",
     "SCHEMAS",
-    "STORED_LINES",
     "TABLES",
     "TIMESTAMP",
     "A",
@@ -38,12 +37,11 @@ __all__ = [
     "Kind",
     "T",
     "W",
+    "arrow_schema",
     "conform",
     "conform_parts",
     "empty",
     "polars_schema",
-    "restored_lines",
-    "stored_lines",
 ]
 
 TIMESTAMP = pa.timestamp("us")
@@ -255,6 +253,39 @@ SCHEMAS: dict[str, pa.Schema] = {
             (C.VALUE, pa.string()),
         ]
     ),
+    T.REQUESTS: pa.schema(
+        [
+            *_COMMON,
+            (C.LAYOUT, pa.string()),
+            (C.EVENT, pa.string()),
+            (C.RID, pa.string()),
+            (C.PROMPT_TOKENS, pa.int64()),
+            (C.COMPLETION_TOKENS, pa.int64()),
+            (C.CACHED_TOKENS, pa.int64()),
+            (C.FINISH_REASON, pa.string()),
+            (C.E2E_LATENCY_S, pa.float64()),
+            (C.QUEUE_TIME_S, pa.float64()),
+            (C.PREFILL_LAUNCH_LATENCY_S, pa.float64()),
+            (C.SPEC_VERIFY_CT, pa.int64()),
+            (C.SPEC_ACCEPT_LENGTH, pa.float64()),
+            (C.SPEC_ACCEPT_RATE, pa.float64()),
+            (C.SPEC_ACCEPTED_TOKENS, pa.int64()),
+            (C.SPEC_DRAFT_TOKENS, pa.int64()),
+            (C.SPEC_ACCEPT_HISTOGRAM, pa.list_(pa.int64())),
+        ]
+    ),
+    T.ENDPOINT_METRICS: pa.schema(
+        [
+            *_COMMON,
+            (C.METRIC_ITEM, pa.string()),
+            (C.METRIC_NAME, pa.string()),
+            (C.METRIC_LABELS, KV_LIST),
+            (C.METRIC_VALUE, pa.float64()),
+            (C.METRIC_POSITION, pa.int64()),
+            (C.SPEC_NUM_STEPS, pa.int64()),
+            (C.DETAIL, pa.string()),
+        ]
+    ),
     T.FOREIGN: pa.schema(
         [*_COMMON, (C.FORMAT, pa.string()), (C.LEVEL, pa.string()), (C.MESSAGE, pa.string())]
     ),
@@ -268,42 +299,25 @@ SCHEMAS: dict[str, pa.Schema] = {
 assert tuple(SCHEMAS) == TABLES, "names.TABLES names the tables of SCHEMAS, in its order"
 COMMON_COLUMNS: tuple[str, ...] = tuple(name for name, _ in _COMMON)
 
-# What a dataset's `lines` part files hold: only what cannot be recomputed. The rank columns are left
-# out (a line's ranks are in the table of its kind, row `record`; the in-memory `lines` of a parse keeps
-# them, for the live view's rank filter), and `record` is written null where it equals `line_no` (a
-# line that is its own record: all but continuation lines). `stored_lines` and `restored_lines` convert.
-STORED_LINES: tuple[str, ...] = tuple(name for name in SCHEMAS[T.LINES].names if name not in RANK_COLUMNS)
-
-
-def stored_lines(lines: pl.DataFrame) -> pl.DataFrame:
-    """`lines` as a dataset stores it (see `STORED_LINES`)."""
-    own = pl.col(C.RECORD) == pl.col(C.LINE_NO)
-    return lines.select(
-        *(
-            pl.when(~own).then(pl.col(C.RECORD)).alias(C.RECORD) if c == C.RECORD else pl.col(c)
-            for c in STORED_LINES
-        )
-    )
-
-
-def restored_lines(lines: pl.DataFrame) -> pl.DataFrame:
-    """`lines` read from a dataset, with the table's schema (rank columns null, `record` filled)."""
-    lines = conform(T.LINES, lines)
-    return lines.with_columns(pl.coalesce(C.RECORD, C.LINE_NO).alias(C.RECORD))
-
 
 def conform_parts(table: str, parts: list[pl.DataFrame]) -> pl.DataFrame:
-    """One table from its part files, which leave out their all-null columns (`engine.store`)."""
+    """One table from frames read from its part files (each holds the table's whole schema)."""
     if not parts:
         return empty(table)
-    frame = conform(table, pl.concat(parts, how="diagonal_relaxed"))
-    return restored_lines(frame) if table == T.LINES else frame
+    return conform(table, pl.concat(parts, how="vertical_relaxed"))
 
 
 @cache
 def polars_schema(table: str) -> pl.Schema:
     """The polars view of a table's Arrow schema."""
     return pl.DataFrame(SCHEMAS[table].empty_table()).schema
+
+
+@cache
+def arrow_schema(table: str) -> pa.Schema:
+    """The Arrow schema a table's part files are written with: `SCHEMAS`' columns and types as polars
+    hands them to Arrow (strings as large strings), so a frame converts without a cast."""
+    return _empty(table).to_arrow().schema
 
 
 def empty(table: str) -> pl.DataFrame:

@@ -101,6 +101,8 @@ class W:
     PRINTED = "_printed"  # the run printed the layer ids it captures
     BUSY = "_busy"  # the run has batch, fault, debug or vLLM metrics lines
     SEEN = "_seen"  # the run's debug lines show an embedding capture
+    MEASURED = "_measured"  # why a compared run's speedup could not be measured (`compare.speedup_notes`)
+    SPEC_SEEN = "_spec_seen"  # which stats lines of a run show it drafts (`runs.with_speculation`)
     SITES = "_s"  # a run's debug sites, `tag/site/event`
     WIDTH = "_w"  # the last dimension of a debug shape
     NORM_Z = "_z"  # a norm's distance from its site's median, in robust standard deviations
@@ -111,6 +113,7 @@ class W:
     HIGH = "_hi"  # a bucket's highest row
     MIDDLE = "_mid"  # a bucket's middle row
     BIN = "_bin"  # which time bin of the TUI's acceptance plot a decode round falls in
+    CAPTURE_TEXT = "_capture_text"  # a debug line's printed `layers_to_capture` value
 
     # The live worker's running figures (tracelens/live/running.py): partial sums of decode rounds.
     DP_KEY = "_dp_key"  # a decode line's DP rank, -1 without one (each key counts its own rounds)
@@ -123,3 +126,20 @@ class W:
     WARM = "_warm"  # a decode round is warm-up (`acceptance.is_warm`)
     FINITE_SUM = "_finite_sum"  # sum and count of a debug site's finite norms
     FINITE_N = "_finite_n"
+
+    # Per-request and per-position acceptance (tracelens/analysis/positions.py).
+    TO_SOURCE = "_to_source"  # the run a loose request row joins (a server start whose span holds it)
+    TO_RUN = "_to_run"
+    VERIFY = "_verify"  # a request's verify steps
+    ACCEPTED = "_accepted"  # its accepted draft tokens
+    DRAFTED = "_drafted"  # its drafted tokens (or an interval's, or a run's drafts counter)
+    LENGTH = "_length"  # its acceptance length
+    RATE = "_rate"  # its accepted / drafted
+    BINS = "_bins"  # its histogram's length (depth + 1)
+    HIST_BIN = "_hist_bin"  # a histogram bin: the number of drafts a verify step accepted
+    ABOVE = "_above"  # a request's verify steps that accepted more drafts than a position
+    SERIES = "_series"  # a counter's labels but `position`: one series per engine and model
+    GAIN = "_gain"  # a counter's increase at one snapshot
+    LAST = "_last_value"  # a counter's value at the last snapshot
+    TOTAL = "_total"  # the sum of those over a run's series
+    IDLE = "_idle"  # no draft between a run's counter snapshots: its totals are taken

@@ -27,11 +27,19 @@ from tracelens.analysis import Severity
 from tracelens.errors import InputError
 from tracelens.live import LiveSession
 from tracelens.live import events as ev
-from tracelens.live.status import RunStatus
+from tracelens.live.status import RunKey, RunStatus
 from tracelens.sources import events as src
 from tracelens.tui.logview import LogView
-from tracelens.tui.panels import AcceptancePanel, CapturePanel, FindingsList, HeaderBar, VerdictStrip
-from tracelens.tui.screens import FilterScreen, HelpScreen
+from tracelens.tui.panels import (
+    AcceptancePanel,
+    CapturePanel,
+    FindingsList,
+    FixLine,
+    HeaderBar,
+    VerdictStrip,
+    strip_order,
+)
+from tracelens.tui.screens import FilterScreen, HelpScreen, VerdictScreen
 
 DEFAULT_REPORT = Path("tracelens-live-report.html")
 EVENTS_KEPT = 1000  # session event names kept for inspection (tests, debugging)
@@ -63,7 +71,8 @@ class TraceLensApp(App[None]):
         Binding("f", "filter", "filter"),
         Binding("p", "pause", "pause"),
         Binding("e", "next_fault", "next fault"),
-        Binding("s", "switch_run", "switch run"),
+        Binding("s", "switch_run", "next run"),
+        Binding("v", "verdict", "verdict"),
         Binding("r", "report", "report"),
         Binding("question_mark", "help", "help"),
         Binding("q", "quit", "quit"),
@@ -85,8 +94,8 @@ class TraceLensApp(App[None]):
         # names of the last session events handled, in order (bounded: a session runs for days)
         self.events_seen: deque[str] = deque(maxlen=EVENTS_KEPT)
         self.last_report: Path | None = None
-        self.current_source: str | None = None
-        self.chosen_source: str | None = None  # picked with `s`; None: the newest speculative run
+        self.current_run: RunKey | None = None  # the run the panels show
+        self.chosen_run: RunKey | None = None  # picked with `s` or on the strip; None: the strip's first
         self.toasted_errors = False  # at most one error toast per analysis, none for the first
 
     def on_notify(self, message: Notify) -> None:
@@ -101,6 +110,7 @@ class TraceLensApp(App[None]):
     def compose(self) -> ComposeResult:
         yield HeaderBar(self.session, self.clock, id="header")
         yield VerdictStrip(id="verdicts")
+        yield FixLine(id="fix")
         with Horizontal(id="panels"):
             yield AcceptancePanel(id="acceptance")
             yield CapturePanel(id="capture")
@@ -116,6 +126,10 @@ class TraceLensApp(App[None]):
     @property
     def verdicts(self) -> VerdictStrip:
         return self.query_one(VerdictStrip)
+
+    @property
+    def fix_line(self) -> FixLine:
+        return self.query_one(FixLine)
 
     @property
     def acceptance(self) -> AcceptancePanel:
@@ -180,18 +194,21 @@ class TraceLensApp(App[None]):
             self.notify(event.message, severity="error", timeout=10)
 
     def _current_run(self) -> RunStatus | None:
-        """The run the panels show: the one picked with `s`, else the newest speculative run among the
-        sources, else the first."""
-        runs = self.session.snapshot.runs
-        picked = [r for r in runs if r.source == self.chosen_source]
-        speculative = [r for r in runs if r.speculative]
-        chosen = picked[0] if picked else speculative[-1] if speculative else (runs[0] if runs else None)
-        self.current_source = chosen.source if chosen else None
+        """The run the panels show: the one picked (with `s` or on the strip) while it is in view, else
+        the strip's first (the worst run; among equals the first source's first run)."""
+        every = self.session.snapshot.every_run
+        picked = [r for r in every if r.key is not None and r.key == self.chosen_run]
+        ordered = strip_order(every)
+        waiting = [r for r in every if r.run is None]
+        chosen = picked[0] if picked else ordered[0] if ordered else (waiting[0] if waiting else None)
+        self.current_run = chosen.key if chosen else None
         return chosen
 
     def _note_decode(self, event: ev.LinesParsed) -> None:
-        """The newest decode line's values, before the next analysis has them."""
-        if self.current_source is not None and event.source != self.current_source:
+        """The newest decode line's values, before the next analysis has them: only for a run that is
+        its source's current one (an ended run has no new lines)."""
+        shown = self.acceptance.run
+        if shown is None or shown.ended or event.source != shown.source:
             return
         if event.newest_decode is not None:
             self.acceptance.note_decode(*event.newest_decode)
@@ -212,22 +229,36 @@ class TraceLensApp(App[None]):
         self.toasted_errors = True
 
     def _show_run(self, run: RunStatus | None) -> None:
-        self.verdicts.show(self.session.snapshot.runs, self.current_source)
+        self.verdicts.show(self.session.snapshot.every_run, self.current_run)
+        self.fix_line.show(run)
         self.acceptance.show(run)
         self.capture.show(run, self.session.findings)
 
-    def action_switch_run(self) -> None:
-        """Show the next source's run in the panels."""
-        runs = self.session.snapshot.runs
-        if len(runs) < 2:
-            self.notify("only one run in view")
+    def _pick(self, run: RunStatus | None) -> None:
+        if run is None or run.key == self.current_run:
             return
-        sources = [r.source for r in runs]
-        at = sources.index(self.current_source) if self.current_source in sources else -1
-        self.chosen_source = sources[(at + 1) % len(sources)]
+        self.chosen_run = run.key
         self.acceptance.latest_accept_len = None
         self.acceptance.latest_gen_throughput = None
         self._show_run(self._current_run())
+
+    def action_switch_run(self) -> None:
+        """Show the next run of the strip (every run of every source, worst first) in the panels."""
+        if len(strip_order(self.session.snapshot.every_run)) < 2:
+            self.notify("only one run in view")
+            return
+        self._pick(self.verdicts.pick(1))
+
+    def on_verdict_strip_run_picked(self, message: VerdictStrip.RunPicked) -> None:
+        self._pick(message.run)
+
+    def action_verdict(self) -> None:
+        """The verdict of the run the panels show, whole: status, headline and fix."""
+        run = self._current_run()
+        if run is None or run.run is None:
+            self.notify("no run in view yet")
+            return
+        self.push_screen(VerdictScreen(run))
 
     # ----- keys -----
 

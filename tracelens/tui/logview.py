@@ -20,6 +20,7 @@ from textual.strip import Strip
 
 from tracelens.errors import InputError
 from tracelens.live.index import KIND_CODES, LineFilter, LogIndex
+from tracelens.sources.naming import short_names
 from tracelens.tables.schema import Kind
 
 KIND_STYLE: dict[int, Style] = {
@@ -33,6 +34,7 @@ KIND_STYLE: dict[int, Style] = {
 }
 GUTTER = Style(dim=True)
 CURSOR = Style(bgcolor="grey23")
+_NAME_WIDTH = 20  # at most this much of a source's short name in front of each line
 _CONTROL = str.maketrans({chr(c): "�" for c in range(32) if c != 9} | {"\t": "    "})
 
 
@@ -72,6 +74,7 @@ class LogView(ScrollView, can_focus=True):
         self._cache: LRUCache[int, str] = LRUCache(4096)
         # line numbers and kinds of the rows being drawn, read in one call per frame (`render_lines`)
         self._frame: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._names: dict[str, str] = {}
         self.border_title = "log"
 
     # ----- data -----
@@ -172,14 +175,22 @@ class LogView(ScrollView, can_focus=True):
         gutter = f"{number:>8} " if number else f"{'…':>8} "
         segments = [Segment(gutter, GUTTER)]
         if len(self.index.labels) > 1:
-            label = self.index.label(key).rsplit("/", 1)[-1][:12]
-            segments.append(Segment(f"{label:<12} ", Style(color="cyan", dim=True)))
+            names = self._source_names()
+            column = min(max(len(n) for n in names.values()), _NAME_WIDTH)
+            label = names[self.index.label(key)][:column]
+            segments.append(Segment(f"{label:<{column}} ", Style(color="cyan", dim=True)))
         style = KIND_STYLE.get(kind, Style())
         if row == self.cursor:
             style = style + CURSOR
         segments.append(Segment(self._text(key)[scroll_x:], style))
         strip = Strip(segments).crop_extend(0, width, CURSOR if row == self.cursor else None)
         return strip
+
+    def _source_names(self) -> dict[str, str]:
+        """Each source's short name (`sources.naming`), the one its runs' labels start with."""
+        if len(self._names) != len(self.index.labels):
+            self._names = short_names(self.index.labels)
+        return self._names
 
     # ----- movement -----
 

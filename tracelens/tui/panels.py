@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import polars as pl
 from rich.text import Text
@@ -12,13 +12,14 @@ from textual.message import Message
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from tracelens.analysis import Finding, Severity
+from tracelens.analysis import Finding, Severity, Status
 from tracelens.analysis.findings import severity_rank
 from tracelens.analysis.verdicts import STATUSES, causal_rank, status_rank
 from tracelens.formatting import (
     SEVERITY_STYLE,
     STATUS_BADGE_STYLE,
     ago,
+    clip_words,
     megabytes,
     number,
     severity_tag,
@@ -26,7 +27,7 @@ from tracelens.formatting import (
     speedup,
 )
 from tracelens.live import LiveSession
-from tracelens.live.status import CRASHED, READY, Level, RunStatus, Snapshot
+from tracelens.live.status import CRASHED, READY, Level, RunKey, RunStatus, Snapshot
 from tracelens.sources import events as src
 from tracelens.tables.schema import A, C, W
 from tracelens.tui.plot import braille_plot
@@ -44,7 +45,8 @@ FINDINGS_SHOWN = 500  # in `findings_order`; the rest stay in the analysis and t
 
 
 class HeaderBar(Static):
-    """Sources with their connection state and staleness; per source its run, phase and config."""
+    """Sources with their connection state and staleness, each source's current run, its phase and
+    config: one row a source."""
 
     DEFAULT_CSS = "HeaderBar { height: auto; background: $panel; padding: 0 1; }"
 
@@ -58,6 +60,9 @@ class HeaderBar(Static):
     def show(self, snapshot: Snapshot | None = None) -> None:
         if snapshot is not None:
             self.snapshot = snapshot
+        self.update(self.render_text())
+
+    def on_resize(self) -> None:
         self.update(self.render_text())
 
     def render_text(self) -> Text:
@@ -84,7 +89,8 @@ class HeaderBar(Static):
             run = self.snapshot.run_of(source.label)
             if run is None:
                 continue
-            text.append("\n  ")
+            # on the source's line (cut to the width below): a row a source, as many as fit at 80x24
+            text.append(" · ", style="dim")
             text.append(run.label or "no run yet", style="cyan")
             text.append("  ")
             text.append(run.phase, style=PHASE_STYLE.get(run.phase, "yellow"))
@@ -92,42 +98,141 @@ class HeaderBar(Static):
                 text.append(f" ({run.phase_detail})", style="dim")
             if run.speculative:
                 text.append(f"  {run.speculative}")
-        return text
+        width = self.size.width - 2  # padding
+        if width <= 0:
+            return text
+        # one row per line, cut to the width: a wrapped line would take a row the panels need at 80x24
+        lines = text.split("\n")
+        for line in lines:
+            line.truncate(width, overflow="ellipsis")
+        return Text("\n").join(lines)
 
 
-class VerdictStrip(Static):
-    """One line per run in view, worst first: its status and what is wrong. Lines are cut to the width
-    (never wrapped), so the strip stays a few lines high at 80x24; the run the panels show is marked."""
+def strip_order(runs: Iterable[RunStatus]) -> list[RunStatus]:
+    """Every run in view, worst first (the order `check` lists verdicts in), then by source and run; a
+    run not judged yet last. A source with no run yet is not a run."""
+    sources: dict[str, int] = {}
+    for run in runs:
+        sources.setdefault(run.source, len(sources))
 
-    DEFAULT_CSS = "VerdictStrip { height: auto; max-height: 4; padding: 0 1; }"
+    def rank(run: RunStatus) -> int:
+        return status_rank(run.status) if run.status in STATUSES else len(STATUSES)
+
+    seen = [r for r in runs if r.run is not None]
+    return sorted(seen, key=lambda r: (rank(r), sources[r.source], r.run))
+
+
+class VerdictStrip(OptionList):
+    """One line per run in view (earlier runs of a source and other sources' runs included), worst first:
+    its status and what is wrong, cut at a word boundary (`v` shows it whole). A few lines high, and
+    scrolled when more runs are in view; the run the panels show is marked, and choosing a line (enter,
+    a click, or moving on it) shows that run in the panels."""
+
+    DEFAULT_CSS = """
+    VerdictStrip { height: auto; max-height: 4; padding: 0 1; background: $background; }
+    VerdictStrip:focus { background-tint: $foreground 5%; }
+    """
+
+    class RunPicked(Message):
+        def __init__(self, run: RunStatus) -> None:
+            super().__init__()
+            self.run = run
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(compact=True, **kwargs)
+        self.runs: list[RunStatus] = []  # in the strip's order
+        self.current: RunKey | None = None
+        self._width = 0
+
+    def show(self, runs: Iterable[RunStatus], current: RunKey | None) -> None:
+        self.runs, self.current = strip_order(runs), current
+        self._redraw()
+
+    def on_resize(self) -> None:
+        if self.size.width != self._width:
+            self._redraw()
+
+    def _redraw(self) -> None:
+        self._width = self.size.width
+        width = max(self.scrollable_content_region.width, 20)
+        self.clear_options()
+        if not self.runs:
+            self.add_option(Option(Text("no verdict yet: waiting for the first analysis", style="dim")))
+            return
+        for run in self.runs:
+            self.add_option(Option(self.line_of(run, width)))
+        at = next((i for i, r in enumerate(self.runs) if r.key == self.current), None)
+        if at is not None:
+            with self.prevent(OptionList.OptionHighlighted):
+                self.highlighted = at
+            self.scroll_to_highlight()
+
+    def render_text(self) -> Text:
+        """The strip's lines as it draws them (every run, not only those scrolled into view)."""
+        lines = [self.get_option_at_index(i).prompt for i in range(self.option_count)]
+        return Text("\n").join(line if isinstance(line, Text) else Text(str(line)) for line in lines)
+
+    def line_of(self, run: RunStatus, width: int) -> Text:
+        line = Text("▶ " if run.key == self.current else "  ")
+        status = run.status or ""
+        line.append(f" {status.upper() or '…'} ", style=STATUS_BADGE_STYLE.get(status, "dim"))
+        line.append(f" {run.label}", style="bold")
+        line.append(" (ended)" if run.ended else "", style="dim")
+        line.append(": ")
+        if run.headline:
+            line.append(clip_words(run.headline, width - line.cell_len)[0])
+        return line
+
+    def pick(self, step: int) -> RunStatus | None:
+        """The run ``step`` lines from the current one in the strip's order (wrapping around)."""
+        if not self.runs:
+            return None
+        keys = [r.key for r in self.runs]
+        at = keys.index(self.current) if self.current in keys else -1
+        return self.runs[(at + step) % len(self.runs)]
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        if 0 <= event.option_index < len(self.runs):
+            self.post_message(self.RunPicked(self.runs[event.option_index]))
+
+    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        event.stop()
+        if self.has_focus and 0 <= event.option_index < len(self.runs):
+            self.post_message(self.RunPicked(self.runs[event.option_index]))
+
+
+class FixLine(Static):
+    """The fix of the run the panels show (two lines at most, cut at a word boundary; `v` shows it whole),
+    or what to read when no fix could be derived."""
+
+    DEFAULT_CSS = "FixLine { height: auto; max-height: 2; padding: 0 1; }"
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
-        self.runs: tuple[RunStatus, ...] = ()
-        self.current: str | None = None
+        self.run: RunStatus | None = None
 
-    def show(self, runs: tuple[RunStatus, ...], current: str | None) -> None:
-        self.runs, self.current = runs, current
+    def show(self, run: RunStatus | None) -> None:
+        self.run = run
+        self.display = run is not None and run.status not in (None, Status.HEALTHY, Status.INCOMPLETE)
         self.update(self.render_text())
 
     def on_resize(self) -> None:
         self.update(self.render_text())
 
     def render_text(self) -> Text:
-        width = max(self.size.width - 2, 20)  # padding
-        judged = [r for r in self.runs if r.status]
-        judged.sort(key=lambda r: status_rank(r.status) if r.status in STATUSES else len(STATUSES))
-        if not judged:
-            return Text("no verdict yet: waiting for the first analysis", style="dim")
-        lines = []
-        for run in judged:
-            line = Text("▶ " if run.source == self.current else "  ")
-            line.append(f" {(run.status or '').upper()} ", style=STATUS_BADGE_STYLE.get(run.status or "", ""))
-            line.append(f" {run.label}: ", style="bold")
-            line.append(run.headline or "")
-            line.truncate(width, overflow="ellipsis")  # one line a run, whatever the width
-            lines.append(line)
-        return Text("\n").join(lines)
+        run = self.run
+        if run is None:
+            return Text()
+        width = max(self.size.width - 2, 20)
+        lead = Text("fix ", style="bold green")
+        lead.append(f"{run.label}: ", style="bold")
+        if not run.fix:
+            lead.append("none derived: the findings say what was seen", style="dim")
+            return lead
+        lines = clip_words(run.fix, width, 2, first=width - lead.cell_len)
+        lead.append("\n".join(lines))
+        return lead
 
 
 class AcceptancePanel(Static):
@@ -146,9 +251,6 @@ class AcceptancePanel(Static):
 
     def show(self, run: RunStatus | None) -> None:
         self.run = run
-        self.border_title = f"acceptance · {run.label}" if run and run.label else "acceptance"
-        if run and "series" in run.window_figures:  # the run is longer than the worker's window
-            self.border_title += " · plots: newest lines"
         self.refresh_view()
 
     def note_decode(self, accept_len: float | None, gen_throughput: float | None) -> None:
@@ -174,6 +276,10 @@ class AcceptancePanel(Static):
         self.refresh_view()
 
     def refresh_view(self) -> None:
+        run = self.run
+        # the run is longer than the worker's window: its plots are of the newest lines
+        more = ("plots: newest lines",) if run and "series" in run.window_figures else ()
+        self.border_title = run_title("acceptance", run, self.size.width, *more)
         self.update(self.render_text())
 
     def render_text(self) -> Text:
@@ -183,6 +289,8 @@ class AcceptancePanel(Static):
             text.append("no decode lines yet", style="dim")
             if self.latest_accept_len is not None:
                 text.append(f"\naccept len {number(self.latest_accept_len)}", style="bold")
+            if run is not None and run.acceptance:
+                text.append(f"\n{run.acceptance}", style="bold magenta")
             return text
         width = max(self.size.width - 4, 10)
         rows = max((self.size.height - 6) // 2, 2)
@@ -211,8 +319,22 @@ class AcceptancePanel(Static):
         tput = series.get_column(C.GEN_THROUGHPUT).fill_null(float("nan")).to_list()
         for line in braille_plot(xs, tput, width, rows, hline=run.baseline_gen_throughput):
             text.append(line + "\n", style="green")
+        if run.acceptance:
+            text.append(run.acceptance, style="bold magenta")
         text.rstrip()
         return text
+
+
+def run_title(name: str, run: RunStatus | None, width: int, *more: str) -> str:
+    """A panel's title naming the run it shows: ``name · label`` (and ``more``) while it fits the
+    border, else the run's label alone (the panel's rows say what it is; which run, only the title)."""
+    if run is None or not run.label:
+        return name
+    for parts in ((name, run.label, *more), (name, run.label), (run.label,)):
+        title = " · ".join(parts)
+        if len(title) <= width - 6:  # the corners and the spaces around the title
+            return title
+    return run.label
 
 
 def _binned(series: pl.DataFrame, columns: int) -> pl.DataFrame:
@@ -257,8 +379,11 @@ class CapturePanel(Static):
             and f.code in CAPTURE_CODES
             and f.severity != Severity.INFO
         ]
-        self.border_title = f"EAGLE-3 capture · {run.label}" if run and run.label else "EAGLE-3 capture"
+        self.border_title = run_title("EAGLE-3 capture", run, self.size.width)
         self.update(self.render_text())
+
+    def on_resize(self) -> None:
+        self.border_title = run_title("EAGLE-3 capture", self.run, self.size.width)
 
     def render_text(self) -> Text:
         run = self.run

@@ -1,4 +1,4 @@
-"""Modal screens: help (every key) and the log filter (kinds, rank, regex)."""
+"""Modal screens: help (every key), a run's whole verdict and the log filter (kinds, rank, regex)."""
 
 from __future__ import annotations
 
@@ -7,34 +7,47 @@ from typing import ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, SelectionList, Static
 
+from tracelens.analysis import Status
 from tracelens.errors import InputError
+from tracelens.formatting import STATUS_BADGE_STYLE
 from tracelens.live.index import LineFilter, check_pattern, parse_rank
+from tracelens.live.status import RunStatus
 from tracelens.tables.schema import KINDS
 
 KEYS: tuple[tuple[str, str], ...] = (
     ("/", "search the log (regex); n next match, N previous"),
-    ("f", "filter the log by kind, rank (TPn, DPn) and regex"),
-    ("p", "pause / resume the log (the session keeps reading)"),
+    ("f", "filter the log by kind, rank (TPn, DPn), regex"),
+    ("p", "pause / resume the log (the session reads on)"),
     ("e", "next fault line in the log"),
-    ("s", "switch the panels to the next source's run"),
+    ("s", "the next run in the panels (the strip's order)"),
+    ("v", "the shown run's verdict and fix, whole"),
     ("r", "write the HTML report of what has been seen"),
-    ("tab", "move between the findings list and the log"),
+    ("tab", "move between the strip, the findings, the log"),
     ("enter", "on a finding: jump to its evidence line"),
     ("end", "last line, follow again"),
-    ("up/down/pgup/pgdn/home", "move in the log (moving up pauses following)"),
+    ("up/down", "move in the log (moving up pauses following)"),
+    ("pgup/pgdn/home", "a page up or down, the first line"),
     ("?", "this help"),
     ("q", "quit"),
+)
+KEY_WIDTH = max(len(key) for key, _ in KEYS)
+ABOUT = (
+    "The header shows each source's connection and how old its newest line is, its current run, the "
+    "server's phase and the speculative config. The strip below it lists every run, earlier ones and "
+    "other sources' included, worst first: ▶ marks the run the panels show (enter or a click on a line "
+    "shows that one), and that run's fix follows. Findings: errors first."
 )
 
 
 class HelpScreen(ModalScreen[None]):
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
-    HelpScreen > Vertical { width: 76; height: auto; border: round $primary; background: $panel; padding: 1 2; }
+    HelpScreen > VerticalScroll { width: 76; max-width: 100%; height: auto; max-height: 100%;
+                                  border: round $primary; background: $panel; padding: 0 1; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q,question_mark", "dismiss", "close")]
 
@@ -42,13 +55,53 @@ class HelpScreen(ModalScreen[None]):
         text = Text()
         text.append("tracelens tui: keys\n\n", style="bold")
         for key, what in KEYS:
-            text.append(f"{key:>24}  ", style="bold cyan")
+            text.append(f"{key:>{KEY_WIDTH}}  ", style="bold cyan")
             text.append(what + "\n")
-        text.append("\nThe header shows each source's connection and how old its newest line is, the run,\n")
-        text.append("the server's phase and the speculative config. Findings are newest first.")
-        with Vertical():
+        text.append("\n" + ABOUT)
+        box = VerticalScroll()  # at 80x24 the keys and the words below them take more rows
+        box.border_subtitle = "escape closes"
+        with box:
             yield Static(text)
+
+
+class VerdictScreen(ModalScreen[None]):
+    """One run's verdict in full sentences: the strip and the fix line cut them to the width."""
+
+    DEFAULT_CSS = """
+    VerdictScreen { align: center middle; }
+    VerdictScreen > Vertical { width: 90%; max-width: 100; height: auto; max-height: 90%;
+                               border: round $primary; background: $panel; padding: 0 1; }
+    VerdictScreen VerticalScroll { height: auto; max-height: 100%; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q,v", "dismiss", "close")]
+
+    def __init__(self, run: RunStatus) -> None:
+        super().__init__()
+        self.run = run
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            with VerticalScroll():
+                yield Static(self.render_text(), id="verdict")
             yield Button("Close", id="close")
+
+    def render_text(self) -> Text:
+        run = self.run
+        text = Text()
+        text.append(f"{run.label}", style="bold")
+        text.append(f"  {run.phase_words}", style="dim")
+        text.append("\n\n")
+        status = run.status or ""
+        text.append(f" {status.upper() or 'NOT JUDGED YET'} ", style=STATUS_BADGE_STYLE.get(status, "dim"))
+        text.append(f" {run.headline or ''}\n\n")
+        text.append("fix: ", style="bold green")
+        healthy = run.status == Status.HEALTHY
+        text.append(
+            run.fix or ("nothing to fix" if healthy else "none derived: the findings list says what was seen")
+        )
+        if run.findings:
+            text.append(f"\n\n{run.findings} finding(s), {run.errors} error(s)", style="dim")
+        return text
 
     def on_button_pressed(self) -> None:
         self.dismiss()

@@ -14,8 +14,8 @@ from tracelens.analysis.detectors.performance import (
     acceptance,
     change_points,
     slower_than_baseline,
-    spec_curves,
 )
+from tracelens.analysis.detectors.positions import position_regressed, spec_curves
 from tracelens.analysis.findings import Finding
 
 __all__ = ["DETECTORS", "Context", "detect"]
@@ -35,6 +35,7 @@ DETECTORS: tuple[Callable[[Context], list[Finding]], ...] = (
     startup,
     faults,
     spec_curves,
+    position_regressed,
 )
 
 

@@ -8,9 +8,11 @@ from typing import Any
 
 import polars as pl
 
+from tracelens.analysis.defaults import DEFAULT_POSITION_MARGIN
 from tracelens.analysis.expectations import Expectations
 from tracelens.analysis.findings import Evidence, Finding, Severity
 from tracelens.analysis.runs import RUN_KEY
+from tracelens.sources.naming import run_label
 from tracelens.tables.frames import Tables
 from tracelens.tables.schema import A, C, T
 
@@ -30,16 +32,20 @@ class Context:
     readiness: pl.DataFrame  # startup.time_to_ready
     changes: pl.DataFrame  # acceptance.change_points
     speedups: pl.DataFrame
-    curves: pl.DataFrame  # acceptance.position_curves
+    curves: pl.DataFrame  # positions.preferred_curves, labelled: one per-position curve per run
+    # source, run, baseline label of every run (`compare.pick_baselines`; null: none applies)
+    baselines: pl.DataFrame = field(default_factory=pl.DataFrame)
+    position_margin: float = DEFAULT_POSITION_MARGIN  # detectors/positions.position_regressed
     # Of a Context narrowed to one run (`debug_pass`): that run's debug lines, read once for every
     # detector that reads them; `debug_of` takes them from here instead of reading the table again.
     debug: pl.DataFrame | None = None
+    names: dict[str, str] = field(default_factory=dict)  # source -> short name (`Analysis.names`)
     _labels: dict[tuple[str, int], str] | None = field(default=None, init=False, repr=False)
 
     def label(self, source: str, run: int) -> str:
         if self._labels is None:  # one lookup table, not a filter of `runs` per finding
             self._labels = {(s, r): label for s, r, label in self.runs.select(*RUN_KEY, A.LABEL).iter_rows()}
-        return self._labels.get((source, run), f"{source}#{run}")
+        return self._labels.get((source, run)) or run_label(self.names.get(source, source), run)
 
     def finding(
         self,
@@ -69,4 +75,4 @@ def _fmt_ids(ids: Iterable[int]) -> str:
 
 
 def _spec_runs(ctx: Context) -> list[dict[str, Any]]:
-    return ctx.runs.filter(pl.col(C.SPEC_ALGORITHM).is_not_null()).to_dicts()
+    return ctx.runs.filter(pl.col(A.SPECULATIVE)).to_dicts()

@@ -8,8 +8,7 @@ import polars as pl
 
 from tracelens.analysis.detectors.context import Context
 from tracelens.analysis.findings import Finding, Severity
-from tracelens.analysis.runs import RUN_KEY
-from tracelens.tables.schema import A, C, T
+from tracelens.tables.schema import A, C
 
 USELESS_ACCEPT_LEN = 1.1
 LOW_ACCEPTANCE_RATE = 0.3
@@ -20,9 +19,7 @@ def acceptance(ctx: Context) -> list[Finding]:
     """Acceptance stuck near 1 (the draft is useless), low, or far below the same draft's earlier runs."""
     out = []
     best: dict[str, float] = {}
-    for run in (
-        ctx.runs.filter(pl.col(C.SPEC_ALGORITHM).is_not_null()).sort(C.START_TS, nulls_last=True).to_dicts()
-    ):
+    for run in ctx.runs.filter(pl.col(A.SPECULATIVE)).sort(C.START_TS, nulls_last=True).to_dicts():
         mean = run[A.MEAN_ACCEPT_LEN]
         if mean is None or math.isnan(mean):
             continue
@@ -50,8 +47,8 @@ def acceptance(ctx: Context) -> list[Finding]:
                     run[C.SOURCE],
                     run[C.RUN],
                     ts,
-                    f"low acceptance: {rate:.0%} of drafted tokens accepted (mean accept len {mean:.2f} "
-                    f"with {run[C.SPEC_NUM_STEPS]} steps)",
+                    f"low acceptance: {rate:.0%} of drafted tokens accepted (mean accept len {mean:.2f}"
+                    + (f" with {run[C.SPEC_NUM_STEPS]} steps)" if run[C.SPEC_NUM_STEPS] is not None else ")"),
                     lines,
                 )
             )
@@ -107,31 +104,4 @@ def change_points(ctx: Context) -> list[Finding]:
                 [row[C.LINE_NO]],
             )
         )
-    return out
-
-
-def spec_curves(ctx: Context) -> list[Finding]:
-    """vLLM per-position acceptance that falls off a cliff."""
-    out = []
-    metrics = ctx.tables[T.SPEC_METRICS]
-    for (source, run), curve in ctx.curves.group_by(RUN_KEY, maintain_order=True):
-        rates = curve.sort(A.POSITION).get_column(A.RATE).to_list()
-        for i in range(len(rates) - 1):
-            if rates[i] > 0.2 and rates[i + 1] < 0.5 * rates[i]:
-                first = metrics.filter((pl.col(C.SOURCE) == source) & (pl.col(C.RUN) == run)).row(
-                    0, named=True
-                )
-                out.append(
-                    ctx.finding(
-                        Severity.WARNING,
-                        "spec-position-cliff",
-                        source,
-                        run,
-                        first[C.TS],
-                        f"per-position acceptance falls from {rates[i]:.2f} at position {i} to {rates[i + 1]:.2f} at "
-                        f"position {i + 1}: drafting past position {i} is mostly wasted",
-                        [first[C.LINE_NO]],
-                    )
-                )
-                break
     return out

@@ -1,0 +1,170 @@
+"""The live metrics source `http://HOST:PORT`: a real HTTP server process on 127.0.0.1 (the standard
+library's `http.server`, serving files named `metrics` and `server_info` whose texts the test rewrites
+between polls) followed by `follow --json`, alone and beside a log.
+
+The texts are the engines' 2026 formats: vLLM's `/metrics` counters (`vllm/v1/spec_decode/metrics.py`:
+`vllm:spec_decode_num_drafts_total`, `vllm:spec_decode_num_accepted_tokens_per_pos_total{position}`) in
+Prometheus text, SGLang's `/server_info` (`internal_states` per DP rank with `avg_spec_accept_length` and,
+with adaptive speculation, the `speculative_num_steps` in force).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tracelens.errors import InputError
+from tracelens.live.spec import HTTP, parse_spec
+from tracelens.sources.events import LinesAppended, SourceConnected, SourceDisconnected
+from tracelens.sources.metrics_http import MetricsFollower
+
+TRACELENS = [sys.executable, "-m", "tracelens.cli"]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _page(drafts: float, accepted: list[float]) -> str:
+    rows = [
+        "# TYPE vllm:spec_decode_num_drafts_total counter",
+        f'vllm:spec_decode_num_drafts_total{{engine="0",model_name="m"}} {drafts}',
+    ]
+    rows += [
+        f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{engine="0",model_name="m",position="{i}"}} {v}'
+        for i, v in enumerate(accepted)
+    ]
+    return "\n".join(rows) + "\n"
+
+
+def _write(path: Path, text: str) -> None:
+    """Replace a served file whole, so that a poll never reads half of it."""
+    part = path.with_suffix(".part")
+    part.write_text(text, encoding="utf-8")
+    os.replace(part, path)
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    root = tmp_path / "served"
+    root.mkdir()
+    _write(root / "metrics", _page(100, [80, 50, 20]))
+    _write(
+        root / "server_info",
+        json.dumps({"internal_states": [{"avg_spec_accept_length": 2.4, "speculative_num_steps": 3}]}),
+    )
+    port = _free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(root)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:  # until it answers
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                break
+        except OSError:
+            time.sleep(0.05)
+    try:
+        yield base, root
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def test_the_url_is_a_source_of_its_own() -> None:
+    spec = parse_spec("http://127.0.0.1:30000?every=0.5")
+    assert (spec.kind, spec.label, spec.every) == (HTTP, "http://127.0.0.1:30000", 0.5)
+    for bad in ("http://127.0.0.1:30000/metrics", "http://127.0.0.1:30000?every=0", "http://h:1?often=2"):
+        with pytest.raises(InputError):
+            parse_spec(bad)
+
+
+def test_the_follower_polls_both_endpoints_and_reports_a_dead_server(server: tuple[str, Path]) -> None:
+    base, root = server
+    events: list[object] = []
+    stop = threading.Event()
+    follower = MetricsFollower(base, every=0.1)
+    thread = threading.Thread(target=follower.run, args=(events.append, stop))
+    thread.start()
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and sum(isinstance(e, LinesAppended) for e in events) < 2:
+            time.sleep(0.02)
+        data = next(e for e in events if isinstance(e, LinesAppended)).data.decode()
+        assert isinstance(events[0], SourceConnected)
+        assert 'vllm:spec_decode_num_drafts_total{engine="0",model_name="m"} 100' in data
+        info = [line for line in data.splitlines() if '"internal_states":' in line]
+        assert len(info) == 1 and info[0].startswith("[20") and info[0].endswith("}")  # stamped, one line
+        os.remove(root / "server_info")  # an engine without /server_info (vLLM): asked no more
+        while time.monotonic() < deadline and "/server_info" not in follower.missing:
+            time.sleep(0.02)
+        assert "/server_info" in follower.missing
+    finally:
+        stop.set()
+        thread.join(timeout=10)
+    dead = MetricsFollower(f"http://127.0.0.1:{_free_port()}", every=0.05)
+    seen: list[object] = []
+    stop = threading.Event()
+    thread = threading.Thread(target=dead.run, args=(seen.append, stop))
+    thread.start()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not seen:
+        time.sleep(0.02)
+    stop.set()
+    thread.join(timeout=10)
+    assert isinstance(seen[0], SourceDisconnected)
+
+
+def _stats(process: subprocess.Popen[str], wanted, timeout: float = 60.0) -> dict:
+    """The first `stats` event of ``process`` (follow --json) that ``wanted`` accepts."""
+    assert process.stdout is not None
+    deadline = time.monotonic() + timeout
+    for line in process.stdout:
+        event = json.loads(line)
+        if event.get("event") == "stats" and wanted(event):
+            return event
+        if time.monotonic() > deadline:
+            break
+    raise AssertionError("no such stats line")
+
+
+def test_follow_shows_acceptance_and_depth_as_they_change(server: tuple[str, Path], tmp_path: Path) -> None:
+    base, root = server
+    env = {k: v for k, v in os.environ.items() if k != "TRACELENS_DEBUG"}
+    process = subprocess.Popen(
+        [*TRACELENS, "follow", "--json", "--interval", "0.3", f"{base}?every=0.2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
+    try:
+        first = _stats(process, lambda e: e.get("positions"))
+        # nothing drafted between the polls yet: the totals since the server started
+        assert first["positions"] == [0.8, 0.5, 0.2]
+        assert (first["engine"], first["positions_basis"], first["depth"]) == ("vllm", "vllm_counters", 3)
+        # 200 drafts more, accepted 100, 40, 10 more: the counters are differenced
+        _write(root / "metrics", _page(300, [180, 90, 30]))
+        _write(
+            root / "server_info",
+            json.dumps({"internal_states": [{"avg_spec_accept_length": 1.9, "speculative_num_steps": 2}]}),
+        )
+        changed = _stats(process, lambda e: e.get("positions") == [0.5, 0.2, 0.05] and e.get("depth") == 2)
+        assert "per position 50% 20% 5% (vllm, vllm counters)" in changed["acceptance"]
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
