@@ -28,17 +28,18 @@ HOSTILE = TITLE + CLIPBOARD + CLEAR + "\r\x08"
 _ONLY_STYLES = re.compile(r"\x1b\[[0-9;]*m")
 
 
-def _hostile_log(folder: Path) -> Path:
-    """A real log whose model path, a fault line and an unparsed line carry the sequences."""
+def _hostile_log(folder: Path, in_model: bool = True) -> Path:
+    """A real log whose model path (unless not ``in_model``: `compare --baseline` compares runs of one
+    model), a server arg, a fault line and an unparsed line carry the sequences."""
     clean = (SAMPLE_LOGS / "eagle3_fixed.log").read_text().splitlines()
     lines = list(clean)
     # Inside a quoted server arg the OSCs end by BEL (a backslash would be an escape of the quote).
     osc = TITLE + CLIPBOARD.replace("\x1b\\", "\x07")
-    lines[0] = (
-        lines[0]
-        .replace("model_path='/models/DeepSeek-V3'", f"model_path='/models/{osc}DeepSeek-V3-hostile'")
-        .replace("attention_backend='fa3'", f"attention_backend='fa3{osc}'")
-    )
+    lines[0] = lines[0].replace("attention_backend='fa3'", f"attention_backend='fa3{osc}'")
+    if in_model:
+        lines[0] = lines[0].replace(
+            "model_path='/models/DeepSeek-V3'", f"model_path='/models/{osc}DeepSeek-V3-hostile'"
+        )
     when = next(line for line in reversed(lines) if line.startswith("[2"))[1:20]
     lines += [
         f"[{when} TP0] Scheduler hit an exception: Traceback (most recent call last):",
@@ -49,7 +50,7 @@ def _hostile_log(folder: Path) -> Path:
     ]
     path = folder / "hostile.log"
     path.write_text("\n".join(lines) + "\n")
-    # A second run of the plain model, so that `compare` prints the model paths that differ.
+    # A second run of the plain log, so that `compare` prints the server args that differ.
     (folder / "plain.log").write_text("\n".join(clean) + "\n")
     return path
 
@@ -110,7 +111,7 @@ def _assert_clean(text: str) -> None:
 def test_commands_on_a_terminal_send_no_escape_sequence_from_the_log(
     tmp_path: Path, command: list[str], shown: str, columns: int
 ) -> None:
-    log = _hostile_log(tmp_path)
+    log = _hostile_log(tmp_path, in_model=command[0] != "compare")
     logs = [str(log), str(tmp_path / "plain.log")]
     code, text = on_a_pty([*TRACELENS, *command, "--no-cache", "-q", *logs], tmp_path, columns)
     assert code in (0, 1), text
