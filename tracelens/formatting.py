@@ -10,6 +10,7 @@ the same style.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,6 +19,28 @@ from tracelens.analysis.speculation import speculative_spec
 from tracelens.tables.names import A, C
 
 MISSING = "-"
+
+# ----------------------------------------------------------------------------- log text on a terminal
+
+# Log text is untrusted: a line may carry escape sequences that set the window title, write the
+# clipboard (OSC 52), move the cursor or clear the screen when printed to a terminal. Whole sequences
+# are removed (CSI with its parameters, OSC/DCS/APC/PM/SOS up to their terminator or the text's end,
+# two-byte ESC forms), then any other C0 or C1 control (a lone CR overwrites the line, BS erases it)
+# and the bidirectional overrides that reorder what the eye reads. Tab and newline stay. Linear: every
+# repetition stops at a character the next part cannot take.
+_SEQUENCE = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]?"  # CSI
+    r"|\x1b[\]PX^_][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"  # OSC, DCS, SOS, PM, APC: to BEL or ST
+    r"|\x1b[ -/]*[0-~]?"  # two-byte forms (ESC 7, ESC c, charset selections) and a lone ESC
+    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
+)
+
+
+def terminal_text(text: str) -> str:
+    """``text`` from a log as it may be printed to a terminal: escape sequences and control characters
+    removed (tab and newline kept). The one function every terminal view passes log text through."""
+    return _SEQUENCE.sub("", text) if _SEQUENCE.search(text) else text
+
 
 # ----------------------------------------------------------------------------- numbers
 

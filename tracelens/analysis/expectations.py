@@ -67,19 +67,49 @@ def _read_json(path: Path) -> dict[str, Any]:
         raise InputError(f"cannot read {path} as JSON: {exc}") from exc
 
 
-def from_draft_config(path: Path) -> Expectations:
+def _config(path: Path) -> dict[str, Any]:
     data = _read_json(path)
-    ids = (data.get("eagle_config") or {}).get("eagle_aux_hidden_state_layer_ids")
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: a model config is a JSON object, got {type(data).__name__}")
+    return data
+
+
+def _wrong(path: Path, key: str, wanted: str, value: Any) -> InputError:
+    return InputError(f"{path}: {key} wants {wanted}, got {value!r} ({type(value).__name__})")
+
+
+def _positive(path: Path, key: str, value: Any) -> int | None:
+    """A count read from a file (hidden size, layers, aux states): a whole number of at least 1, as the
+    flags that set it want; zero or less would judge a healthy run broken."""
+    if value is None:
+        return None
+    if not _has_type(value, "an integer") or value < 1:
+        raise _wrong(path, key, "a whole number of at least 1", value)
+    return int(value)
+
+
+def from_draft_config(path: Path) -> Expectations:
+    data = _config(path)
+    inner = data.get("eagle_config")
+    if inner is not None and not isinstance(inner, dict):
+        raise _wrong(path, "eagle_config", "an object", inner)
+    ids = (inner or {}).get("eagle_aux_hidden_state_layer_ids")
     if ids is None:
         ids = data.get("eagle_aux_hidden_state_layer_ids")
+    if ids is not None and not _has_type(ids, "a list of integers"):
+        raise _wrong(path, "eagle_aux_hidden_state_layer_ids", "a list of integers", ids)
     return Expectations(aux_layer_ids=tuple(int(i) for i in ids) if ids is not None else None)
 
 
 def from_target_config(path: Path) -> Expectations:
-    data = _read_json(path)
+    data = _config(path)
     archs = data.get("architectures") or [None]
+    if not isinstance(archs, list) or not (archs[0] is None or isinstance(archs[0], str)):
+        raise _wrong(path, "architectures", "a list of names", archs)
     return Expectations(
-        hidden_size=data.get("hidden_size"), num_layers=data.get("num_hidden_layers"), architecture=archs[0]
+        hidden_size=_positive(path, "hidden_size", data.get("hidden_size")),
+        num_layers=_positive(path, "num_hidden_layers", data.get("num_hidden_layers")),
+        architecture=archs[0],
     )
 
 
@@ -141,7 +171,7 @@ def from_toml(path: Path) -> Expectations:
         data = tomllib.loads(path.read_text())
     except FileNotFoundError as exc:
         raise InputError(f"no such file: {path}") from exc
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise InputError(f"cannot read {path} as TOML: {exc}") from exc
     table = data.get("expect", data)
     _check_toml(path, data, table)
@@ -152,11 +182,11 @@ def from_toml(path: Path) -> Expectations:
     ids = table.get("aux_layer_ids")
     return out.merged(
         Expectations(
-            expect_aux=table.get("aux"),
-            hidden_size=table.get("hidden_size"),
+            expect_aux=_positive(path, "aux", table.get("aux")),
+            hidden_size=_positive(path, "hidden_size", table.get("hidden_size")),
             embed_capture=table.get("embed_capture"),
             aux_layer_ids=tuple(ids) if ids is not None else None,
-            num_layers=table.get("num_layers"),
+            num_layers=_positive(path, "num_layers", table.get("num_layers")),
             architecture=table.get("architecture"),
         )
     )

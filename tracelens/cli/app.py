@@ -38,7 +38,7 @@ from tracelens.cli.options import (
 )
 from tracelens.engine.lock import DEFAULT_LOCK_TIMEOUT
 from tracelens.errors import InputError
-from tracelens.formatting import megabytes
+from tracelens.formatting import megabytes, terminal_text
 
 if TYPE_CHECKING:  # the analysis, the parsers and the renderers are imported by the commands that use them
     from tracelens.analysis import Analysis
@@ -423,7 +423,9 @@ def sql(
     with _Logs(date, quiet or csv, dataset, no_cache, lock_timeout).open(paths) as folder:
         frame = run_sql(Tables.read_dataset(folder), query)
         if csv:
-            sys.stdout.write(frame.write_csv())
+            # CSV keeps the log's bytes for a file or a pipe; on a terminal it is log text on screen.
+            text = frame.write_csv()
+            sys.stdout.write(terminal_text(text) if sys.stdout.isatty() else text)
         else:
             render_frame(out, frame)
 
@@ -482,10 +484,29 @@ def main() -> None:
     # spins for a while: 0.1 CPU-s in every process that imports numpy (this one, the fork server, the
     # live worker). Set before anything imports numpy; the user's own setting wins.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    from typer import Abort
+    from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
+
     try:
-        app()
+        # Not standalone: a usage error comes here, to be told in one line as every other error is
+        # (typer prints the usage, a hint and the error on four).
+        code = app(standalone_mode=False)
+    except NoArgsIsHelpError as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except UsageError as exc:
+        where = f"; see {exc.ctx.command_path} --help" if exc.ctx is not None else ""
+        err.print(f"tracelens: error: {terminal_text(exc.format_message().rstrip('.'))}{where}", markup=False)
+        sys.exit(2)
+    except ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except Abort:
+        err.print("tracelens: interrupted", markup=False)
+        sys.exit(130)
     except InputError as exc:
-        err.print(f"tracelens: error: {exc}", markup=False)
+        # The message may quote log text (a bad line, a file name): no escape sequence reaches the terminal.
+        err.print(f"tracelens: error: {terminal_text(str(exc))}", markup=False)
         sys.exit(2)
     except KeyboardInterrupt:
         err.print("tracelens: interrupted", markup=False)
@@ -498,3 +519,4 @@ def main() -> None:
             markup=False,
         )
         sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -99,9 +99,14 @@ def date_option(date: str | None) -> dt.date | None:
     if date is None:
         return None
     try:
-        return dt.date.fromisoformat(date)
+        day = dt.date.fromisoformat(date)
     except ValueError as exc:
         raise InputError(f"--date wants YYYY-MM-DD, got {date!r}") from exc
+    # A log's times may run on past its first day (and a year-less one into the next year): keep a
+    # year's room on both sides of what dates can hold.
+    if not 1 < day.year < dt.MAXYEAR:
+        raise InputError(f"--date wants a year from 2 to {dt.MAXYEAR - 1}, got {date!r}")
+    return day
 
 
 def expectations_from(

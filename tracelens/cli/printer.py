@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tracelens.analysis import Finding
-from tracelens.formatting import number, severity_tag, speedup
+from tracelens.formatting import number, severity_tag, speedup, terminal_text
 from tracelens.live import events as ev
 from tracelens.live.kept import finding_id
 from tracelens.live.status import RunKey, RunStatus, Snapshot
@@ -136,7 +136,9 @@ class FollowPrinter:
                 + "\n"
             )
         else:
-            self.write(wrapped(f"{now:%H:%M:%S} ", text, self.width))
+            # Findings, evidence and labels are log text: no escape sequence reaches the terminal
+            # (JSON escapes control characters itself).
+            self.write(wrapped(f"{now:%H:%M:%S} ", terminal_text(text), self.width))
 
 
 def wrapped(lead: str, text: str, width: int) -> str:

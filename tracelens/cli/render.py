@@ -1,5 +1,6 @@
 """Terminal views of results (rich). Views only: they format what they are given and compute nothing.
-Log text is printed with markup off, so a log line can never inject rich markup or styles."""
+Log text is printed with markup off, so a log line can never inject rich markup or styles, and through
+`formatting.terminal_text`, so it can never send the terminal an escape sequence."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from tracelens.formatting import (
     speculative_of_run,
     speedup,
     status_tag,
+    terminal_text,
     timestamp,
 )
 from tracelens.parsers.explain import Explanation
@@ -49,8 +51,8 @@ def render_summary_compact(console: Console, summary: dict[str, Any]) -> None:
         status = run.get("status")
         rate = run["acceptance_rate"]["mean"]
         model = Path(run["model"]).name if run["model"] else "-"
-        name = Text.assemble((run["label"], "bold"), "\n  ")
-        name.append(f"{model}, {speculative(run['speculative'], short=True)}", style="dim")
+        name = Text.assemble((terminal_text(run["label"]), "bold"), "\n  ")
+        name.append(terminal_text(f"{model}, {speculative(run['speculative'], short=True)}"), style="dim")
         table.add_row(
             name,
             Text(status or "-", style=STATUS_STYLE.get(status or "", "")),
@@ -94,10 +96,10 @@ def render_summary(console: Console, summary: dict[str, Any]) -> None:
             else f"{number(acc['mean'])}/{number(acc['median'])} [{number(acc['p10'])}-{number(acc['p90'])}]"
         )
         table.add_row(
-            Text(run["label"]),
+            Text(terminal_text(run["label"])),
             Text(run.get("status") or "-", style=STATUS_STYLE.get(run.get("status") or "", "")),
-            Text(run["model"] or "-"),
-            Text(speculative(run["speculative"])),
+            Text(terminal_text(run["model"] or "-")),
+            Text(terminal_text(speculative(run["speculative"]))),
             run["start"] or "-",
             run["end"] or "-",
             str(run["decode_lines"]),
@@ -111,29 +113,43 @@ def render_summary(console: Console, summary: dict[str, Any]) -> None:
     console.print(table)
 
 
+# rich wraps a text by putting newlines into it and then splitting the rest at each one, a copy of the
+# rest per screen line: quadratic (a 4 MiB line took 16 s, 1 MiB 1.4). A longer text is left to the
+# terminal to wrap.
+_RICH_WRAPS_UP_TO = 16_384
+
+
+def _labelled(console: Console, label: str, value: str) -> None:
+    _print_long(console, Text(label) + Text(terminal_text(value)))
+
+
+def _print_long(console: Console, text: Text) -> None:
+    console.print(text, soft_wrap=len(text) > _RICH_WRAPS_UP_TO)
+
+
 def render_explanation(console: Console, ex: Explanation) -> None:
     """How one line was read."""
-    console.print(Text(f"{ex.source}:{ex.line_no}", style="bold"))
+    console.print(Text(terminal_text(f"{ex.source}:{ex.line_no}"), style="bold"))
     if ex.run is not None:  # the path as typed names the run as `check` did for this path
-        console.print(Text(f"  run    {run_label(ex.source, ex.run)}"))
-    console.print(Text("  text   ") + Text(ex.text))
+        console.print(Text(terminal_text(f"  run    {run_label(ex.source, ex.run)}")))
+    _labelled(console, "  text   ", ex.text)
     if ex.clean != ex.text:
-        console.print(Text("  clean  ") + Text(ex.clean))
+        _labelled(console, "  clean  ", ex.clean)
     prefix = ", ".join(f"{k}={v}" for k, v in ex.prefix.items()) or "none"
-    console.print(Text(f"  prefix {prefix}"))
-    console.print(Text("  body   ") + Text(ex.body))
+    console.print(Text(terminal_text(f"  prefix {prefix}")))
+    _labelled(console, "  body   ", ex.body)
     record = "" if ex.record in (None, ex.line_no) else f" (continues the record at line {ex.record})"
     console.print(Text(f"  kind   {ex.kind} -> table {ex.table}{record}"))
     if ex.fields:
         console.print("  fields")
         for key, value in ex.fields.items():
-            console.print(Text(f"    {key} = {value!r}"))
+            _print_long(console, Text(terminal_text(f"    {key} = {value!r}")))
     if ex.near_miss is not None:
         miss = ex.near_miss
         console.print(
             Text(f"  closest kind: {miss.kind}; it matched {miss.matched} of {len(miss.text)} characters:")
         )
-        console.print(Text("    ") + Text(miss.pointer()))
+        _print_long(console, Text("    ") + Text(terminal_text(miss.pointer())))
 
 
 def _hanging(console: Console, text: Text, indent: int) -> None:
@@ -150,8 +166,8 @@ def render_verdicts(console: Console, analysis: Analysis) -> None:
     for verdict in analysis.verdicts:
         line = Text()
         line.append(status_tag(verdict.status), style=STATUS_STYLE[verdict.status])
-        line.append(verdict.label, style="bold")
-        line.append(": " + verdict.headline)
+        line.append(terminal_text(verdict.label), style="bold")
+        line.append(terminal_text(": " + verdict.headline))
         _hanging(console, line, len(status_tag(verdict.status)))
 
 
@@ -185,26 +201,27 @@ def render_findings(console: Console, analysis: Analysis) -> None:
             current = finding.label
             verdict = verdicts.get(current)
             head = Text("\n")
-            head.append(finding.label, style="bold")
+            head.append(terminal_text(finding.label), style="bold")
             if verdict is not None:
                 head.append(f" {verdict.status}", style=STATUS_STYLE[verdict.status])
             console.print(head)
             layers = captured.get(finding.label)
             if layers:
-                _hanging(console, Text(f"  captured for the draft: {layers}", style="dim"), 4)
+                _hanging(console, Text(terminal_text(f"  captured for the draft: {layers}"), style="dim"), 4)
             if verdict is not None and verdict.fix:
-                _hanging(console, Text.assemble("  ", ("fix:", "bold"), " ", verdict.fix), 4)
+                _hanging(console, Text.assemble("  ", ("fix:", "bold"), " ", terminal_text(verdict.fix)), 4)
         when = f" {timestamp(finding.ts)}" if finding.ts else ""
         line = Text("  ")
         line.append(severity_tag(finding.severity), style=SEVERITY_STYLE[finding.severity])
         line.append(f" {finding.code}{when}: ")
-        line.append(finding.message)
+        line.append(terminal_text(finding.message))
         _hanging(console, line, 10)
         # An evidence line takes at most about two screen lines (300 characters when piped).
         cut = min(300, max(2 * console.width - 20, 80))
         for ev in finding.evidence:
-            shown = ev.text if len(ev.text) <= cut else ev.text[: cut - 1] + "…"
-            _hanging(console, Text.assemble("      ", (f"{ev.where}: ", "dim"), shown), 8)
+            text = terminal_text(ev.text)
+            shown = text if len(text) <= cut else text[: cut - 1] + "…"
+            _hanging(console, Text.assemble("      ", (terminal_text(f"{ev.where}: "), "dim"), shown), 8)
     errors = len(analysis.errors)
     console.print(f"\n{len(analysis.findings)} finding(s), {errors} error(s)")
 
@@ -227,7 +244,7 @@ def render_benchmarks(console: Console, analysis: Analysis) -> None:
     for row in bench.iter_rows(named=True):
         label = row[A.LABEL] or analysis.label_of(row[C.SOURCE], row[C.RUN])
         cells = [number(row[column], digits) for _, column, digits in BENCH_COLUMNS]
-        table.add_row(Text(label), str(row[A.BENCH_LINE]), *cells)
+        table.add_row(Text(terminal_text(label)), str(row[A.BENCH_LINE]), *cells)
     console.print(table)
 
 
@@ -247,7 +264,7 @@ def render_comparison(console: Console, analysis: Analysis) -> None:
             spec += f" vs {run[A.BASELINE]}"
         if run[A.SPEEDUP] is None and run[A.SPEEDUP_NOTE]:  # why the `-`
             spec += f"; {run[A.SPEEDUP_NOTE]}"
-        name = Text.assemble((run[A.LABEL], "bold"), "\n  ", (spec, "dim"))
+        name = Text.assemble((terminal_text(run[A.LABEL]), "bold"), "\n  ", (terminal_text(spec), "dim"))
         table.add_row(
             name,
             number(run[A.MEAN_ACCEPT_LEN]),
@@ -260,17 +277,17 @@ def render_comparison(console: Console, analysis: Analysis) -> None:
     render_benchmarks(console, analysis)
     for (run_a, run_b), diff in analysis.config_diff.group_by([A.RUN_A, A.RUN_B], maintain_order=True):
         sub = Table(
-            title=f"\n{run_a} vs {run_b}: server args that differ",
+            title="\n" + terminal_text(f"{run_a} vs {run_b}: server args that differ"),
             title_justify="left",
             box=None,
             padding=(0, 1),
             pad_edge=False,
         )
         sub.add_column("key", no_wrap=True)
-        sub.add_column(run_a, overflow="fold")
-        sub.add_column(run_b, overflow="fold")
+        sub.add_column(terminal_text(run_a), overflow="fold")
+        sub.add_column(terminal_text(run_b), overflow="fold")
         for key, a, b in diff.select(C.KEY, A.VALUE_A, A.VALUE_B).iter_rows():
-            sub.add_row(Text(key), Text(str(a)), Text(str(b)))
+            sub.add_row(*(Text(terminal_text(str(cell))) for cell in (key, a, b)))
         console.print(sub)
 
 
@@ -278,9 +295,9 @@ def render_frame(console: Console, frame: pl.DataFrame, limit: int = 200) -> Non
     """Any frame as a table (the first ``limit`` rows)."""
     table = Table(show_header=True, header_style="bold")
     for name in frame.columns:
-        table.add_column(name, overflow="fold")
+        table.add_column(terminal_text(name), overflow="fold")
     for row in frame.head(limit).iter_rows():
-        table.add_row(*(Text("" if v is None else str(v)) for v in row))
+        table.add_row(*(Text("" if v is None else terminal_text(str(v))) for v in row))
     console.print(table)
     if frame.height > limit:
         console.print(f"({frame.height - limit} more rows; use --csv for all)")

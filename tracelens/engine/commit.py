@@ -7,6 +7,7 @@ module imports polars, the parsers and the tables' types only in the functions t
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import hashlib
 import posixpath
@@ -96,8 +97,9 @@ def _apply(store: Store, journal: Journal) -> None:
         store.move(src, dst)
     for rel in journal.deletes:
         store.delete(rel)
-    store.write_json(mf.MANIFEST, mf.to_json(journal.manifest))
-    for table in TABLES:
+    if not any(dst == mf.MANIFEST for _, dst in journal.moves):  # a journal written before staging it
+        store.write_json(mf.MANIFEST, mf.to_json(journal.manifest))
+    for table in TABLES:  # a journal written before staging them
         if not [f for f in store.listdir(table) if f.endswith(".parquet")]:
             store.write_parquet(f"{table}/empty.parquet", empty(table))
     store.delete(mf.JOURNAL)
@@ -203,10 +205,43 @@ def commit_run(
         sources=_source_summaries(tasks, input_records),
         rows=_rows(tasks, runs.height),
     )
-    journal = Journal(moves, deletes, manifest)
+    # One stat per new part file (a kept one keeps its size): what a read checks the files against.
+    new = {dst: src for src, dst in moves}
+    sizes = {
+        rel: store.size(new[rel]) if rel in new else old.sizes.get(rel) or store.size(rel)
+        for rel in mf.part_files(manifest)
+    }
+    manifest = dataclasses.replace(manifest, sizes=sizes)
+    staged_rest, placeholders = _stage_the_rest(store, staging, manifest)
+    journal = Journal(moves + staged_rest, deletes + placeholders, manifest)
     store.write_json(mf.JOURNAL, mf.to_json(journal))
     _apply(store, journal)
     return manifest
+
+
+def _stage_the_rest(
+    store: Store, staging: str, manifest: Manifest
+) -> tuple[list[tuple[str, str]], list[str]]:
+    """Write what the commit still has to write (the manifest, an `empty.parquet` for each table left
+    without a file) into staging, before the journal: carrying the journal out is then renames and
+    deletes only, which a full disk cannot stop. A disk that fills before the journal is whole leaves
+    the dataset as it was, and readers read it; one that fills after cannot stop them finishing it."""
+    from tracelens.tables.schema import empty
+
+    files = [f for task in manifest.tasks.values() for fs in task.files.values() for f in fs]
+    filled = {f.split("/", 1)[0] for f in [*files, *manifest.faults.values()]} | {T.RUNS}
+    moves = []
+    placeholders = []  # the empty.parquet of a table that has files now: litter once they are there
+    for table in TABLES:
+        rel = f"{table}/empty.parquet"
+        if table not in filled and not store.exists(rel):
+            store.write_parquet(f"{staging}/{rel}", empty(table))
+            moves.append((f"{staging}/{rel}", rel))
+        elif table in filled and store.exists(rel):
+            placeholders.append(rel)
+    store.write_json(f"{staging}/manifest.json", mf.to_json(manifest))
+    moves.append((f"{staging}/manifest.json", mf.MANIFEST))
+    return moves, placeholders
 
 
 def _touched(item: Input, new_tasks: dict[str, tuple[TaskSpec, TaskResult]]) -> bool:

@@ -94,12 +94,15 @@ class _Work:
 
 
 def _plan_inputs(
-    inputs: list[Input], old: Manifest, report: Report
+    inputs: list[Input], old: Manifest, report: Report, damaged: frozenset[str] = frozenset()
 ) -> tuple[dict[str, TaskRecord], list[_Work], list[Unit]]:
     """Decide per input: keep, read from where it grew, or read whole. Returns the kept tasks, the work
-    to plan, and units of unchanged inputs to read again because they shared a task with a changed one."""
+    to plan, and units of unchanged inputs to read again because they shared a task with a changed one.
+    A ``damaged`` input (a part file of it missing or cut) is read again as a changed one."""
     given = {i.path: i for i in inputs}
-    changes = {i.path: mf.change_of(i, old.inputs.get(i.path)) for i in inputs}
+    changes: dict[str, mf.Change] = {
+        i.path: "changed" if i.path in damaged else mf.change_of(i, old.inputs.get(i.path)) for i in inputs
+    }
     last_unit: dict[str, UnitRecord] = {}
     for task in old.tasks.values():
         for unit in task.units:
@@ -345,7 +348,9 @@ def _check_folder_usable(store: Store, out: str) -> None:
         except OSError as exc:
             raise InputError(f"cannot create the dataset folder {out}: {exc.strerror or exc}") from exc
         if not os.access(store.root, os.W_OK):
-            raise InputError(f"cannot write to the dataset folder {out}: permission denied")
+            read_only = bool(os.statvfs(store.root).f_flag & os.ST_RDONLY)
+            why = "it is on a read-only file system" if read_only else "permission denied"
+            raise InputError(f"cannot write to the dataset folder {out}: {why}")
     read_manifest(store, out)
 
 
@@ -389,11 +394,46 @@ def reading_dataset(
     manifest = read_manifest(store, path)
     # Unlocked datasets (fsspec URLs) and ones this user cannot write are left as they are.
     writable = store.local and os.access(store.path(META), os.W_OK)
-    if writable and (store.exists(mf.JOURNAL) or store.exists(STAGING)):
+    if writable and (store.exists(mf.JOURNAL) or store.listdir(STAGING)):
         with _locked(store, path, "write", timeout, notify):
             recover(store)
     with _locked(store, path, "read", timeout, notify):
-        yield read_manifest(store, path) if store.exists(mf.MANIFEST) else manifest
+        current = read_manifest(store, path) if store.exists(mf.MANIFEST) else manifest
+        check_parts(store, current, path)
+        yield current
+
+
+def _damaged_inputs(store: Store, manifest: Manifest) -> frozenset[str]:
+    """Inputs of tasks whose part files are missing or not of their committed size (one stat each):
+    a parse reads them again, and the dataset mends."""
+    damaged: set[str] = set()
+    for task in manifest.tasks.values():
+        for rel in (f for files in task.files.values() for f in files):
+            try:
+                bad = manifest.sizes.get(rel, -1) not in (-1, store.size(rel))
+            except FileNotFoundError:
+                bad = True
+            if bad:
+                damaged.update(u.input for u in task.units)
+                break
+    return frozenset(damaged)
+
+
+def check_parts(store: Store, manifest: Manifest, path: str) -> None:
+    """Every part file the manifest names is there, of the size it was committed with: one stat each
+    (a file deleted or cut short would otherwise be read as rows that never were). An `InputError`
+    naming the first that is not."""
+    for rel in mf.part_files(manifest):
+        try:
+            size = store.size(rel)
+        except FileNotFoundError:
+            raise InputError(f"{path}: its part file {rel} is missing; parse its logs again") from None
+        expected = manifest.sizes.get(rel)
+        if expected is not None and size != expected:
+            raise InputError(
+                f"{path}: its part file {rel} is damaged ({size:,} bytes, committed with {expected:,}); "
+                "parse its logs again"
+            )
 
 
 def _parse_locked(
@@ -406,7 +446,7 @@ def _parse_locked(
 ) -> Report:
     recover(store)
     old = read_manifest(store, out)
-    kept, work, redo = _plan_inputs(inputs, old, report)
+    kept, work, redo = _plan_inputs(inputs, old, report, _damaged_inputs(store, old))
     if not work and not redo and set(old.inputs) == {i.path for i in inputs} and old.tasks:
         report.rows = old.rows
         report.problems = [e for s in old.sources.values() for e in s.errors]
@@ -440,11 +480,16 @@ def _parse_locked(
             new_tasks.update(_run(executor, _tasks(again, {}, out, staging, options, executor.workers), None))
     except BaseException:
         executor.close()
-        store.delete(staging)
+        store.delete(STAGING)  # this run's, the only one under the write lock (recover cleared the rest)
         raise
     executor.close()
     report.bytes_read = sum(r.bytes_read for _, r in new_tasks.values())
-    manifest = commit_run(store, staging, old, kept, new_tasks, inputs)
+    try:
+        manifest = commit_run(store, staging, old, kept, new_tasks, inputs)
+    except BaseException:
+        if not store.exists(mf.JOURNAL):  # stopped before its journal (a full disk): as it was
+            store.delete(STAGING)
+        raise
     report.rows = manifest.rows
     report.problems = [e for s in manifest.sources.values() for e in s.errors]
     return report

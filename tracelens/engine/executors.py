@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from tracelens.errors import InputError
 from tracelens.sizes import DEFAULT_BLOCK_BYTES
+from tracelens.sources.lifeline import die_with
 
 LOCAL = "local"
 DASK = "dask"
@@ -92,10 +93,13 @@ def _worker_environment() -> Iterator[None]:
                 os.environ[key] = value
 
 
-def _ignore_interrupts() -> None:
+def _start_worker(parent: int) -> None:
     """Workers leave Ctrl-C to the parent, which stops handing out tasks, lets the running ones end
-    and removes what they staged; a worker would otherwise die mid-write with a traceback."""
+    and removes what they staged; a worker would otherwise die mid-write with a traceback. They end
+    when the parent ends, however it ends (`sources.lifeline`): what they staged is the journal's to
+    clear, as after any crash."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with(parent)
 
 
 class InlineExecutor:
@@ -127,7 +131,9 @@ class PoolExecutor:
             # The workers are forked from the fork server and inherit its environment: it starts now,
             # while the variables are set, and imports its preload while this process plans.
             forkserver.ensure_running()
-        self.pool = cf.ProcessPoolExecutor(jobs, mp_context=context, initializer=_ignore_interrupts)
+        self.pool = cf.ProcessPoolExecutor(
+            jobs, mp_context=context, initializer=_start_worker, initargs=(os.getpid(),)
+        )
 
     def run(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
         futures = {self.pool.submit(fn, item): item for item in items}

@@ -88,23 +88,24 @@ def writing(meta: Path, dataset: str, timeout: float, notify: Notify | None = No
     _acquire(lock, "write", meta, dataset, timeout, notify)
     owner = meta / OWNER
     try:
-        tmp = meta / f".{OWNER}.{os.getpid()}"
-        tmp.write_text(
-            json.dumps(
-                {
-                    "pid": os.getpid(),
-                    "host": socket.gethostname(),
-                    "command": _command(),
-                    "since": time.time(),
-                }
-            )
-        )
-        tmp.replace(owner)
+        _write_owner(meta, owner)
         yield
     finally:
         owner.unlink(missing_ok=True)
         lock.release()
         lock.close()
+
+
+def _write_owner(meta: Path, owner: Path) -> None:
+    """Say who holds the lock. Only words for a waiting writer's message: on a full disk the lock is
+    held without them (a reader finishing a commit needs no more than renames)."""
+    tmp = meta / f".{OWNER}.{os.getpid()}"
+    note = {"pid": os.getpid(), "host": socket.gethostname(), "command": _command(), "since": time.time()}
+    try:
+        tmp.write_text(json.dumps(note))
+        tmp.replace(owner)
+    except OSError:
+        tmp.unlink(missing_ok=True)
 
 
 @contextmanager

@@ -100,6 +100,9 @@ class Manifest:
     faults: dict[str, str] = field(default_factory=dict)  # source -> its `faults` file
     sources: dict[str, SourceSummary] = field(default_factory=dict)
     rows: dict[str, int] = field(default_factory=dict)  # table -> rows in the dataset
+    # part file -> its bytes when committed: a read checks each with one stat (`engine.check_parts`);
+    # manifests written before it was recorded lack it, and their files are checked for being there
+    sizes: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -110,6 +113,16 @@ class Journal:
     moves: list[tuple[str, str]]
     deletes: list[str]
     manifest: Manifest
+
+
+RUNS_FILE = "runs/runs.parquet"  # every commit writes it
+
+
+def part_files(manifest: Manifest) -> list[str]:
+    """Every part file a committed dataset reads (its tasks', its faults', its runs)."""
+    files = [f for task in manifest.tasks.values() for fs in task.files.values() for f in fs]
+    files += manifest.faults.values()
+    return [*files, RUNS_FILE] if manifest.tasks else files
 
 
 def empty() -> Manifest:

@@ -9,11 +9,14 @@ second look, which on a local folder only takes its lock, reads its manifest and
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import posixpath
+import re
 import shutil
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, BinaryIO, Final
 
@@ -36,6 +39,21 @@ STATISTICS_COLUMNS = ("source", "run", "line_no", "ts")
 # each value costs the bits of its step, not eight bytes for zstd to find again. A tenth less write
 # CPU and a sixth fewer bytes than plain (bench/writers.py); every Parquet reader decodes it.
 DELTA_COLUMNS = ("line_no", "byte_offset", "ts", "record")
+
+
+# polars reports a failed write (a full disk) as a ComputeError naming the OS error: "... (os error 28)".
+_OS_ERROR = re.compile(r"os error (\d+)")
+
+
+def os_error_of(exc: Exception) -> OSError | None:
+    """The OSError a writer's exception stands for (polars' ComputeError on a full disk), if any."""
+    if isinstance(exc, OSError):
+        return exc
+    found = _OS_ERROR.search(str(exc))
+    if found is None:
+        return None
+    code = int(found.group(1))
+    return OSError(code, os.strerror(code) if code else str(exc))
 
 
 class LocalFiles:
@@ -102,6 +120,10 @@ class Store:
     def exists(self, rel: str) -> bool:
         return bool(self.fs.exists(self.path(rel)))
 
+    def size(self, rel: str) -> int:
+        """The file's bytes (one stat); FileNotFoundError when it is not there."""
+        return os.stat(self.path(rel)).st_size if self.local else int(self.fs.size(self.path(rel)))
+
     def _parent(self, rel: str) -> None:
         self.fs.makedirs(posixpath.dirname(self.path(rel)), exist_ok=True)
 
@@ -109,16 +131,31 @@ class Store:
         head, tail = posixpath.split(rel)
         return posixpath.join(head, f".{tail}.{uuid.uuid4().hex[:8]}.tmp")
 
+    @contextlib.contextmanager
+    def _writing(self, tmp: str) -> Iterator[None]:
+        """A write to ``tmp`` that fails (a full disk) leaves no ``tmp`` behind and raises an OSError
+        (polars raises a ComputeError that names the OS error)."""
+        try:
+            yield
+        except Exception as exc:
+            with contextlib.suppress(OSError):
+                self.delete(tmp)
+            failure = os_error_of(exc)
+            if failure is None or failure is exc:
+                raise
+            raise failure from exc
+
     def write_parquet(self, rel: str, frame: pl.DataFrame) -> None:
         self._parent(rel)
         tmp = self._tmp(rel)
-        if self.local:
-            frame.write_parquet(
-                self.path(tmp), compression=PARQUET_COMPRESSION, compression_level=PARQUET_LEVEL
-            )
-        else:
-            with self.fs.open(self.path(tmp), "wb") as fh:
-                frame.write_parquet(fh, compression=PARQUET_COMPRESSION, compression_level=PARQUET_LEVEL)
+        with self._writing(tmp):
+            if self.local:
+                frame.write_parquet(
+                    self.path(tmp), compression=PARQUET_COMPRESSION, compression_level=PARQUET_LEVEL
+                )
+            else:
+                with self.fs.open(self.path(tmp), "wb") as fh:
+                    frame.write_parquet(fh, compression=PARQUET_COMPRESSION, compression_level=PARQUET_LEVEL)
         self.fs.mv(self.path(tmp), self.path(rel))
 
     def parquet_writer(self, rel: str, table: str) -> ParquetPart:
@@ -138,7 +175,7 @@ class Store:
     def write_json(self, rel: str, data: Any) -> None:
         self._parent(rel)
         tmp = self._tmp(rel)
-        with self.fs.open(self.path(tmp), "w") as fh:
+        with self._writing(tmp), self.fs.open(self.path(tmp), "w") as fh:
             fh.write(json.dumps(data, indent=1, sort_keys=True))
         self.fs.mv(self.path(tmp), self.path(rel))
 
@@ -219,3 +256,18 @@ class ParquetPart:
         self.rels.append(self.rel)
         self.writer = None
         self.sink = None
+
+    def discard(self) -> None:
+        """After a failed write (a full disk): close the open file quietly and remove it. pyarrow's
+        writer would otherwise try to close it again when collected, and print the traceback of that."""
+        writer, self.writer = self.writer, None
+        if writer is not None:
+            with contextlib.suppress(Exception):
+                writer.close()
+            writer.is_open = False  # close() raised before it said so
+        if self.sink is not None and not isinstance(self.sink, str):
+            with contextlib.suppress(Exception):
+                self.sink.close()
+        self.sink = None
+        with contextlib.suppress(OSError):
+            self.store.delete(self.tmp)

@@ -19,7 +19,7 @@ from typing import BinaryIO
 import polars as pl
 
 from tracelens.engine.plan import SourceResult, TaskResult, TaskSpec, Unit
-from tracelens.engine.store import FAULTS_PRE, ParquetPart, Store
+from tracelens.engine.store import FAULTS_PRE, ParquetPart, Store, os_error_of
 from tracelens.engine.stream import Parsed, parse_blocks
 from tracelens.errors import SourceReadError
 from tracelens.parsers import ParseOptions, ParseState
@@ -95,6 +95,11 @@ class PartWriter:
             self._write(table)
         for part in self.parts.values():
             part.close()
+
+    def discard(self) -> None:
+        """A task that failed (a full disk) leaves no open writer and no half-written file."""
+        for part in self.parts.values():
+            part.discard()
 
 
 class SourceCollector:
@@ -392,12 +397,19 @@ def run_task(spec: TaskSpec) -> TaskResult:
     store = Store(spec.root)
     writer = PartWriter(store, spec)
     sources: list[SourceResult] = []
-    for unit in spec.units:
-        if unit.input.container == FILE:
-            sources.extend(_file_unit(unit, writer, spec.block_bytes))
-        elif unit.input.container == TAR:
-            sources.extend(_tar_unit(unit, writer, spec.block_bytes))
-        else:
-            sources.extend(_zip_unit(unit, writer, spec.block_bytes))
-    writer.close()
+    try:
+        for unit in spec.units:
+            if unit.input.container == FILE:
+                sources.extend(_file_unit(unit, writer, spec.block_bytes))
+            elif unit.input.container == TAR:
+                sources.extend(_tar_unit(unit, writer, spec.block_bytes))
+            else:
+                sources.extend(_zip_unit(unit, writer, spec.block_bytes))
+        writer.close()
+    except BaseException as exc:
+        writer.discard()
+        failure = os_error_of(exc) if isinstance(exc, Exception) else None
+        if failure is None or failure is exc:
+            raise
+        raise failure from exc
     return TaskResult(spec.task_id, sources, writer.files, writer.rows, sum(s.end - s.start for s in sources))

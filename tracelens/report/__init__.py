@@ -70,8 +70,12 @@ def write_report(
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(f".{target.name}.partial")
     data = page.encode("utf-8")
-    partial.write_bytes(data)
-    partial.replace(target)
+    try:
+        partial.write_bytes(data)
+        partial.replace(target)
+    except BaseException:  # a full disk, Ctrl-C: no half report left beside the target
+        partial.unlink(missing_ok=True)
+        raise
     return WrittenReport(
         path=target,
         bytes=len(data),

@@ -15,6 +15,7 @@ import subprocess
 import threading
 
 from tracelens.sources.events import LinesAppended, SourceConnected, SourceEnded
+from tracelens.sources.lifeline import GroupGuard
 from tracelens.sources.lines import LineCutter
 from tracelens.sources.protocol import Emit
 
@@ -71,6 +72,7 @@ class CommandFollower:
         self.command = command
         self.label = label or f"cmd:{command}"
         self.process: subprocess.Popen[bytes] | None = None
+        self._guard: GroupGuard | None = None
 
     def run(self, emit: Emit, stop: threading.Event) -> None:
         try:
@@ -84,6 +86,8 @@ class CommandFollower:
         except OSError as exc:
             emit(SourceEnded(self.label, f"could not start: {exc}", failed=True))
             return
+        # the command and its children end with tracelens, even at `kill -9`
+        self._guard = GroupGuard(self.process.pid)
         assert self.process.stdout is not None
         emit(SourceConnected(self.label, f"pid {self.process.pid}"))
         try:
@@ -102,6 +106,13 @@ class CommandFollower:
         process = self.process
         if process is None:
             return
+        try:
+            self._stop(process, patient)
+        finally:
+            if self._guard is not None:
+                self._guard.release()
+
+    def _stop(self, process: subprocess.Popen[bytes], patient: bool) -> None:
         if process.stdout is not None:
             process.stdout.close()
         if patient:  # its output ended: give it a moment to exit by itself

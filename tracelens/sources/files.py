@@ -10,13 +10,14 @@ characters, so a binary file is accounted for instead of crashing the parser).
 
 from __future__ import annotations
 
+import _compression
 import io
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, cast
+from typing import Any, BinaryIO, cast
 
 import numpy as np
 import polars as pl
@@ -25,6 +26,7 @@ import pyarrow as pa
 from tracelens.errors import InputError, SourceReadError
 from tracelens.sizes import DEFAULT_BLOCK_BYTES
 from tracelens.sources.logfiles import is_read_error, open_source
+from tracelens.sources.long_lines import cut_line, max_line_bytes, too_long
 from tracelens.sources.protocol import Block, BlockBytes
 from tracelens.tables.schema import C
 
@@ -67,11 +69,17 @@ def blocks_from_stream(
     rewind = _seekable_file(fh)
     again = 0  # bytes stepped back over, read again in front of the next piece
     broken: Exception | None = None
+    longest = max_line_bytes()
+    cr_lines: bool | None = None  # its lines end by lone CRs (no LF in its first read): known at once
     while broken is None:
         want = block_bytes + again if left is None else min(block_bytes + again, left)
         chunk, broken = _read_up_to(fh, want)
         if not chunk:
             break
+        if cr_lines is None:
+            cr_lines = b"\n" not in chunk and b"\r" in chunk
+        if cr_lines:  # a byte for a byte: every offset stays that of the source
+            chunk = chunk.translate(_CR_AS_LF)
         if left is not None:
             left -= len(chunk)
         data = carry + chunk if carry else chunk
@@ -80,6 +88,15 @@ def blocks_from_stream(
         # view can outlive its function (a sampling profiler, as Dask's workers run, holds the frames it
         # saw and their locals: `BufferError: Existing exports of data`, one run in six on Dask).
         cut = data.rfind(b"\n") + 1
+        if not cut and len(data) > longest:  # a line over the limit: keep its head, skip on
+            total, rest, ended, broken, read = _skip_line(fh, len(data), block_bytes, left, broken)
+            if left is not None:
+                left -= read
+            yield Block(source, line_no, offset, cut_line(data, total, longest, ended))
+            offset += total + ended
+            line_no += 1
+            carry, again = rest, 0
+            continue
         if not cut:  # no newline yet: one very long line, keep reading
             carry, again = data, 0
             continue
@@ -104,13 +121,66 @@ def blocks_from_stream(
         else:
             block = data[:cut]
         newlines = _newlines(block)
-        yield SplitBlock(source, line_no, offset, block, newlines)
+        if too_long(newlines, longest):
+            yield from _cut_long_lines(SplitBlock(source, line_no, offset, block, newlines), longest)
+        else:
+            yield SplitBlock(source, line_no, offset, block, newlines)
         offset += len(block)
         line_no += len(newlines)
+    if len(carry) > longest:
+        carry = cut_line(carry, len(carry), longest, False)
     if carry:  # the last line, also when a break cut it short: partial input is kept
         yield Block(source, line_no, offset, carry)
     if broken is not None:
         raise SourceReadError(source, offset + len(carry), _describe(broken)) from broken
+
+
+# A log whose lines end by lone CRs (an old Mac's, some serial consoles') was one line: its CRs are read
+# as LFs. Only when its first read holds no LF, so that tqdm's CRs inside LF lines stay as they are.
+_CR_AS_LF = bytes.maketrans(b"\r", b"\n")
+
+
+def _skip_line(
+    fh: BinaryIO, seen: int, block_bytes: int, left: int | None, broken: Exception | None
+) -> tuple[int, bytes, bool, Exception | None, int]:
+    """Read on to the end of a line of which ``seen`` bytes were read, holding one piece at a time:
+    the line's length (without its newline), what follows its newline in the last piece, whether a
+    newline ended it, the read error that stopped the reading, and the bytes read."""
+    total = seen
+    read = 0
+    while broken is None and (left is None or left > read):
+        want = block_bytes if left is None else min(block_bytes, left - read)
+        chunk, broken = _read_up_to(fh, want)
+        if not chunk:
+            break
+        read += len(chunk)
+        at = chunk.find(b"\n")
+        if at >= 0:
+            return total + at, bytes(chunk[at + 1 :]), True, broken, read
+        total += len(chunk)
+    return total, b"", False, broken, read
+
+
+def _cut_long_lines(block: SplitBlock, limit: int) -> Iterator[Block]:
+    """``block`` again with its lines over ``limit`` cut: each a block of its own, the runs of lines
+    between them blocks as they were (with their own newline positions)."""
+    newlines = block.newlines
+    starts = np.concatenate(([0], newlines[:-1] + 1))
+    lengths = newlines - starts
+    first, offset, data = block.first_line_no, block.start_offset, block.data
+    at = 0
+    for i in (int(i) for i in np.flatnonzero(lengths > limit)):
+        if i > at:
+            s, e = int(starts[at]), int(newlines[i - 1]) + 1
+            yield SplitBlock(block.source, first + at, offset + s, data[s:e], newlines[at:i] - s)
+        s = int(starts[i])
+        yield Block(
+            block.source, first + i, offset + s, cut_line(data[s : s + limit], int(lengths[i]), limit, True)
+        )
+        at = i + 1
+    if at < len(newlines):
+        s = int(starts[at])
+        yield SplitBlock(block.source, first + at, offset + s, data[s:], newlines[at:] - s)
 
 
 @dataclass(frozen=True)
@@ -167,9 +237,10 @@ def _read_up_to(fh: BinaryIO, size: int) -> tuple[BlockBytes, Exception | None]:
         return buf, None
     pieces: list[bytes] = []
     got = 0
+    read = _decoder_of(fh)
     while got < size:
         try:
-            piece = fh.read(min(_PIECE, size - got))
+            piece = read(min(_PIECE, size - got))
         except Exception as exc:
             if not is_read_error(exc):
                 raise
@@ -179,6 +250,20 @@ def _read_up_to(fh: BinaryIO, size: int) -> tuple[BlockBytes, Exception | None]:
         pieces.append(piece)
         got += len(piece)
     return b"".join(pieces), None
+
+
+def _decoder_of(fh: BinaryIO) -> Callable[[int], bytes]:
+    """How to read ``fh`` so that a break loses nothing decoded before it. gzip, bz2 and lzma files put
+    a BufferedReader over their decoder, which gathers a read from several decodes and drops them all
+    when one fails: a truncated .gz or .xz lost up to 64 KiB of lines before the break, one whose
+    checksum is wrong its last read's lines. Their decoder itself returns what each decode gives and
+    raises only on a read that gives nothing."""
+    buffer: Any = getattr(fh, "_buffer", None)
+    raw = getattr(buffer, "raw", None)
+    # the buffer holds nothing read ahead (its position is its decoder's)
+    if isinstance(raw, _compression.DecompressReader) and buffer.tell() == raw.tell():
+        return cast(Callable[[int], bytes], raw.read)
+    return fh.read
 
 
 def _left_in(fh: BinaryIO) -> int | None:

@@ -10,6 +10,7 @@ cuts the lines into blocks and frames, does).
 from __future__ import annotations
 
 import bz2
+import errno
 import gzip
 import io
 import lzma
@@ -132,6 +133,16 @@ def looks_like_log(path: Path) -> bool:
     return name.endswith(_LOG_SUFFIXES) or ".log." in name
 
 
+def _link_problem(path: Path) -> str:
+    try:
+        path.resolve(strict=True)
+    except RuntimeError:  # Python before 3.13 on a loop
+        return "a loop of links"
+    except OSError as exc:
+        return "a loop of links" if exc.errno == errno.ELOOP else "its target does not exist"
+    return "its target does not exist"
+
+
 def files_under(folder: Path, wanted: Callable[[Path], bool], unread: list[str]) -> list[Path]:
     """Files under ``folder`` (recursively, sorted) that ``wanted`` picks. A subfolder that cannot be
     listed and a wanted file that cannot be read are named in ``unread`` and left out, so that one bad
@@ -146,6 +157,8 @@ def files_under(folder: Path, wanted: Callable[[Path], bool], unread: list[str])
         for name in names:
             path = Path(top) / name
             if not path.is_file() or not wanted(path):
+                if path.is_symlink() and wanted(path) and not path.exists():  # dangling, or a loop
+                    unread.append(f"cannot follow the link {path}: {_link_problem(path)}")
                 continue
             if os.access(path, os.R_OK):
                 found.append(path)

@@ -11,6 +11,7 @@ read from its start in big blocks with progress, then followed. A file whose sta
 
 from __future__ import annotations
 
+import glob
 import os
 import threading
 
@@ -39,6 +40,9 @@ PREVIEW_GRACE = 0.3
 # changed, the file was truncated and rewritten past the cursor between two looks (a copytruncate that
 # the size alone does not show). One short read per idle-to-busy change, not per block.
 ANCHOR_BYTES = 4096
+# What a copytruncate's copy may hold past our cursor (a few polls of writing): a larger rest means the
+# candidate is another file that happens to share the bytes.
+ROTATED_REST_BYTES = 64 << 20
 
 
 class FileFollower:
@@ -113,10 +117,11 @@ class FileFollower:
                 self._preview(fd, generation, size, emit)
                 stop.wait(self.preview_grace)
         emit(SourceConnected(self.label, self.path))
-        cutter = LineCutter()
+        cutter = LineCutter(cut=False)  # its lines are read back from the file by their offsets
         while not stop.is_set():
             data = os.pread(fd, self.block_bytes, cursor)
             if data and idle and anchor and os.pread(fd, len(anchor), cursor - len(anchor)) != anchor:
+                self._read_rotated_rest(cursor, anchor, cutter, emit)
                 generation = self._truncated(fd, generation, cutter, emit)
                 cursor, anchor = 0, b""
                 continue
@@ -138,6 +143,7 @@ class FileFollower:
                 backfill = 0
             fst = os.fstat(fd)
             if fst.st_size < cursor:  # copytruncate
+                self._read_rotated_rest(cursor, anchor, cutter, emit)
                 generation = self._truncated(fd, generation, cutter, emit)
                 cursor, anchor = 0, b""
                 continue
@@ -164,6 +170,31 @@ class FileFollower:
                 emit(FileRotated(self.label, f"{self.path} was replaced by a new file"))
                 continue
             stop.wait(self.poll)
+
+    def _read_rotated_rest(self, cursor: int, anchor: bytes, cutter: LineCutter, emit: Emit) -> None:
+        """A copytruncate copies the file, then truncates it: what the writer added after our last read
+        and before the copy is only in the copy. Find the copy as the ssh follower does (among `PATH.*`
+        and `PATH-*`, the plain file whose bytes before ``cursor`` are the last ones read) and pass on
+        its rest, before the truncated file is read from its start."""
+        if not anchor:
+            return
+        for candidate in sorted(
+            glob.glob(glob.escape(self.path) + ".*") + glob.glob(glob.escape(self.path) + "-*")
+        ):
+            try:
+                with open(candidate, "rb") as copy:
+                    size = os.fstat(copy.fileno()).st_size
+                    if not size >= cursor or size - cursor > ROTATED_REST_BYTES:
+                        continue
+                    if os.pread(copy.fileno(), len(anchor), cursor - len(anchor)) != anchor:
+                        continue
+                    rest = os.pread(copy.fileno(), size - cursor, cursor)
+            except OSError:  # gone meanwhile, unreadable, a folder
+                continue
+            complete = cutter.feed(rest)
+            if complete:
+                emit(LinesAppended(self.label, complete))  # not read back from the copy: spooled
+            return
 
     def _truncated(
         self, fd: int, generation: FileGeneration, cutter: LineCutter, emit: Emit

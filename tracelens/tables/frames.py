@@ -86,9 +86,11 @@ class Tables:
         frame = self[name]
         if where is not None:
             frame = frame.filter(where)
-        frame = frame.select(columns)
-        for source, run in runs:
-            yield (source, run), frame.filter((pl.col(C.SOURCE) == source) & (pl.col(C.RUN) == run))
+        # One pass over the table, not one per run (a log of 2,400 server starts filtered it 2,400 times).
+        groups = _by_run(frame, columns)
+        empty_rows = frame.select(columns).clear()
+        for key in runs:
+            yield key, groups.get(key, empty_rows)
 
     @staticmethod
     def concat(parts: Iterable[Tables]) -> Tables:
@@ -113,6 +115,43 @@ def collect(frame: pl.LazyFrame) -> pl.DataFrame:
     """Run a query on polars' streaming engine: a scan of a dataset is read in batches, so an
     aggregate over a big table holds its groups, not the table."""
     return frame.collect(engine="streaming")
+
+
+# `DatasetTables.per_run` reads the runs it is asked for a few at a time: as many as hold about this many
+# rows (a run with more comes alone), one scan of the table for each such group instead of one per run.
+PER_RUN_BATCH_ROWS = 2_000_000
+
+
+def _by_run(frame: pl.DataFrame, columns: Sequence[str]) -> dict[tuple[str, int], pl.DataFrame]:
+    """``frame``'s rows by (source, run), each with ``columns``, in the frame's order."""
+    if not frame.height:
+        return {}
+    # A stable sort puts each run's rows together in their order; each run is then a slice (no copy).
+    ordered = frame.sort(C.SOURCE, C.RUN, maintain_order=True)
+    sizes = ordered.group_by(C.SOURCE, C.RUN, maintain_order=True).len()
+    kept = ordered.select(columns)
+    out: dict[tuple[str, int], pl.DataFrame] = {}
+    at = 0
+    for source, run, n in sizes.iter_rows():
+        out[(source, run)] = kept.slice(at, n)
+        at += n
+    return out
+
+
+def _batches(
+    runs: list[tuple[str, int]], rows: dict[tuple[str, int], int], limit: int
+) -> Iterator[list[tuple[str, int]]]:
+    batch: list[tuple[str, int]] = []
+    held = 0
+    for key in runs:
+        n = rows.get(key, 0)
+        if batch and held + n > limit:
+            yield batch
+            batch, held = [], 0
+        batch.append(key)
+        held += n
+    if batch:
+        yield batch
 
 
 @dataclass
@@ -149,8 +188,22 @@ class DatasetTables(Tables):
             yield from super().per_run(name, runs, columns, where)
             return
         scan = self.scan(name)
-        for source, run in runs:
-            rows = scan.filter((pl.col(C.SOURCE) == source) & (pl.col(C.RUN) == run))
-            if where is not None:
-                rows = rows.filter(where)
-            yield (source, run), rows.select(columns).collect()
+        if where is not None:
+            scan = scan.filter(where)
+        wanted = list(runs)
+        # How many rows each run has, in one pass; then a scan per batch of runs, split by run in memory.
+        counts = collect(scan.group_by(C.SOURCE, C.RUN).len())
+        rows = {(str(s), int(r)): int(n) for s, r, n in counts.iter_rows()}
+        keep = list(dict.fromkeys([*columns, C.SOURCE, C.RUN]))
+        for batch in _batches(wanted, rows, PER_RUN_BATCH_ROWS):
+            sources = list({s for s, _ in batch})
+            numbers = list({r for _, r in batch})
+            found = (
+                scan.filter(pl.col(C.SOURCE).is_in(sources) & pl.col(C.RUN).is_in(numbers))
+                .select(keep)
+                .collect()
+            )
+            groups = _by_run(found, columns)
+            empty_rows = found.select(columns).clear()
+            for key in batch:
+                yield key, groups.get(key, empty_rows)
