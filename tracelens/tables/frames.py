@@ -203,7 +203,11 @@ class DatasetTables(Tables):
                 .select(keep)
                 .collect()
             )
+            if len(batch) == 1:  # a run alone (a long one): its rows as read, not a sorted copy beside them
+                yield batch[0], found.select(columns)
+                continue
             groups = _by_run(found, columns)
             empty_rows = found.select(columns).clear()
+            del found  # the groups are slices of a sorted copy: the rows as read are not needed
             for key in batch:
                 yield key, groups.get(key, empty_rows)
