@@ -73,16 +73,20 @@ def tracelens(*args: str) -> list[str]:
     return [sys.executable, "-m", "tracelens.cli", *args]
 
 
-def prepare(data: Path, size_text: str, seed: int, kill_above: int) -> tuple[Path, Measure, int]:
+def prepare(
+    data: Path, size_text: str, seed: int, kill_above: int, one_run: bool = False
+) -> tuple[Path, Measure, int]:
     """The log of ``size_text`` and its dataset, built when missing; the parse's measure (kept in
-    ``parse.json`` beside the dataset)."""
+    ``parse.json`` beside the dataset). ``one_run``: the log is one server start (a server up for days)
+    instead of a restart every 40,000 seconds of log time."""
     size = _size(size_text)
-    log = data / f"eagle3-session-{size_text}.log"
+    kind = "one-run" if one_run else "session"
+    log = data / f"eagle3-{kind}-{size_text}.log"
     if not log.exists() or log.stat().st_size < size:
         print(f"building {log} ...", flush=True)
-        generate(log, size, seed=seed)
-    dataset = data / f"dataset-{size_text}"
-    record = data / f"parse-{size_text}.json"
+        generate(log, size, seed=seed, run_seconds=10**12 if one_run else 40_000)
+    dataset = data / f"dataset-{kind}-{size_text}"
+    record = data / f"parse-{kind}-{size_text}.json"
     if dataset.is_dir() and record.is_file():
         parse = Measure(**json.loads(record.read_text()))
     else:
@@ -196,6 +200,11 @@ def main() -> None:
         metavar="SIZE=SECONDS,CPU[,PEAK_MIB]",
         help="the parse time of SIZE's log measured elsewhere (e.g. by bench/throughput.py in the same session)",
     )
+    parser.add_argument(
+        "--one-run",
+        action="store_true",
+        help="logs of one server start each (written between the bench-analysis-one-run markers)",
+    )
     parser.add_argument("--no-write", action="store_true", help="print the table, do not write RESULTS.md")
     args = parser.parse_args()
     given = dict(item.split("=", 1) for item in args.dataset)
@@ -224,7 +233,9 @@ def main() -> None:
                 )
             parse = parses[size_text]
         else:
-            dataset, parse, nbytes = prepare(args.data, size_text, 3 if i == 0 else 4, kill_above)
+            dataset, parse, nbytes = prepare(
+                args.data, size_text, 3 if i == 0 else 4, kill_above, args.one_run
+            )
             parse = parses.get(size_text, parse)
         names = args.commands.split(",")
         if args.parallel:
@@ -248,7 +259,7 @@ def main() -> None:
             )
         )
     if not args.no_write:
-        write_results(text, "bench-analysis")
+        write_results(text, "bench-analysis-one-run" if args.one_run else "bench-analysis")
 
 
 if __name__ == "__main__":
