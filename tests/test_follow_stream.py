@@ -71,7 +71,7 @@ def test_a_crash_that_reaches_more_ranks_is_sent_again_under_its_id(tmp_path: Pa
         # the finding carries its run's verdict, fix included
         assert first["verdict"]["run"] == first["label"] == "server.log#1"
         assert first["verdict"]["status"] == "broken"
-        assert "2 rank(s)" in first["verdict"]["headline"]
+        assert "ranks 0, 1)" in first["verdict"]["headline"]  # the cause names the ranks it reached
         assert "fix" in first["verdict"]
         append(log, *crash(2))
         assert wait_for(lambda: said(3), timeout=60), follow.events
@@ -81,10 +81,10 @@ def test_a_crash_that_reaches_more_ranks_is_sent_again_under_its_id(tmp_path: Pa
         assert [e["event"] for e in events] == ["finding", "update", "update"]
         assert {e["id"] for e in events} == {first["id"]}
         assert events[-1]["message"].startswith("4 rank(s) (TP0, TP1, TP2, TP3)")
-        assert "4 rank(s)" in events[-1]["verdict"]["headline"]
+        assert "ranks 0-3)" in events[-1]["verdict"]["headline"]
         # the run's stats say the newer verdict too
         stats = lambda: [e for e in list(follow.events) if e["event"] == "stats"]  # noqa: E731
-        assert wait_for(lambda: "4 rank(s)" in (stats()[-1]["headline"] or ""), timeout=30)
+        assert wait_for(lambda: "ranks 0-3)" in (stats()[-1]["headline"] or ""), timeout=30)
         assert not [e for e in follow.events if e["event"] == "retract"]
     finally:
         follow.stop()
@@ -108,4 +108,4 @@ def test_text_lines_fit_the_terminal_width(tmp_path: Path) -> None:
     text = " ".join(line.strip() for line in lines)
     for run in (1, 2, 3):
         assert f"sweep_and_crash.log#{run} ·" in text
-    assert "BROKEN: crashed on 8 rank(s)" in text
+    assert "BROKEN: crashed while serving: GPU out of memory" in text
