@@ -54,11 +54,16 @@ def test_a_file_that_is_no_server_log_is_refused(tmp_path: Path) -> None:
     config.write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "hidden_size": 4096}, indent=2))
     prose = tmp_path / "notes.txt"
     prose.write_text("We started the server yesterday.\nIt was fine.\n")
+    report = tmp_path / "report.html"
+    # every command that analyses its inputs refuses them alike, so no gate passes on the wrong file
+    commands = (["check", "--json"], ["summary", "--json"], ["compare"], ["report", "-o", str(report)])
     for path in (config, prose):
-        done = cli("check", "--json", str(path))
-        assert done.returncode == 2, done.stdout
-        assert done.stderr.strip() == f"tracelens: error: not a server log: {path}"
-        assert "Traceback" not in done.stderr
+        for command in commands:
+            done = cli(*command, str(path))
+            assert done.returncode == 2, (command, done.stdout)
+            assert done.stderr.strip() == f"tracelens: error: not a server log: {path}", command
+            assert "Traceback" not in done.stderr
+    assert not report.exists()
 
 
 def test_a_non_log_beside_a_log_is_named_and_the_log_is_judged(tmp_path: Path) -> None:

@@ -226,7 +226,8 @@ def _analyse(
     position_margin: float = DEFAULT_POSITION_MARGIN,
     training: TrainingInputs | None = None,
 ) -> None:
-    """Parse ``paths`` into their dataset, analyse it and ``show`` the result, under the dataset's read lock."""
+    """Parse ``paths`` into their dataset, analyse it and ``show`` the result, under the dataset's read lock.
+    Exit 2 when no input is a server log (`_refuse_non_logs`), whatever the command."""
     from tracelens.analysis import analyze_tables
     from tracelens.sources.naming import as_typed
     from tracelens.tables.frames import Tables
@@ -245,6 +246,7 @@ def _analyse(
             training=training,
             position_margin=position_margin,
         )
+        _refuse_non_logs(analysis)
         show(analysis)
 
 
@@ -300,7 +302,6 @@ def check(
     from tracelens.cli.render_acceptance import render_acceptance
 
     def show(result: Analysis) -> None:
-        _refuse_non_logs(result)
         if as_json:
             from tracelens.analysis.acceptance_table import acceptance_table
 
