@@ -15,6 +15,7 @@ from tracelens.analysis import (
     compare,
     configs,
     folding,
+    hangs,
     incidents,
     load,
     per_run,
@@ -171,6 +172,7 @@ def analyze_tables(
         stalls=with_labels(
             startup.stalls(tables.scan(T.LINES), tables[T.RUNS], lifecycle, stall_seconds), runs
         ),
+        hangs=hangs.hangs(tables),
         readiness=readiness,
         changes=changes,
         speedups=speedups,

@@ -246,6 +246,7 @@ _SYMPTOM_HINTS = {
     "acceptance-useless": "no capture fault was found: check that the draft belongs to this target, or pass "
     "--draft-config and --target-config so tracelens can check the layer ids",
     "slower-than-baseline": "try fewer speculative steps (speculative_num_steps) or a smaller topk",
+    "serving-hang": HANG.fix,
     "startup-stall": "look at what the server was loading before the silence (weights, JIT compile, NCCL)",
 }
 
@@ -396,6 +397,7 @@ def run_verdict(
         first = min(unexplained, key=lambda f: severity_rank(f.severity))
         headline = gist(first, run)
         causes = [first.code]
+        fix = first.fix or _SYMPTOM_HINTS.get(first.code)
         evidence = _evidence([first], 3)
     elif chain is not None and chain.code is not None:
         status = Status.DEGRADED

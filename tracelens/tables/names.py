@@ -304,6 +304,8 @@ class A:
     LOAD_CHANGE = "load_change"  # in words, the load shift that explains a step (null: none)
     # run overview
     DURATION_S = "duration_s"
+    PENDING_REQS = "pending_reqs"  # requests running, queued or received when a hang began (`hangs`)
+    LINE_AFTER = "line_after"  # the first line after a hang's silence
     TIME_TO_READY_S = "time_to_ready_s"
     EXPECTED_TIME_TO_READY_S = "expected_time_to_ready_s"
     MEAN_ACCEPT_LEN = "mean_accept_len"

@@ -127,6 +127,14 @@ class W:
     FINITE_SUM = "_finite_sum"  # sum and count of a debug site's finite norms
     FINITE_N = "_finite_n"
 
+    # Hangs by silence (tracelens/analysis/hangs.py).
+    SINCE = "_since"  # when a run's work in hand was last seen moving
+    MARK = "_mark"  # the line it was seen at
+    LAST_BATCH = "_last_batch"  # the run's last batch line
+    UNTIL = "_until"  # the run's last timed line after the mark
+    EARLIEST = "_earliest"  # its earliest one (before the mark's time: mixed clocks)
+    FINISHED_AT = "_finished_at"  # a request finished after the mark
+
     # Per-request and per-position acceptance (tracelens/analysis/positions.py).
     TO_SOURCE = "_to_source"  # the run a loose request row joins (a server start whose span holds it)
     TO_RUN = "_to_run"

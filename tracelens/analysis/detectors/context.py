@@ -30,6 +30,7 @@ class Context:
     expect: Expectations
     incidents: pl.DataFrame
     stalls: pl.DataFrame
+    hangs: pl.DataFrame  # hangs.hangs: runs that stopped with work in hand while the log went on
     readiness: pl.DataFrame  # startup.time_to_ready
     changes: pl.DataFrame  # acceptance.change_points
     speedups: pl.DataFrame

@@ -16,12 +16,11 @@ CRASH_KINDS = ("exception", "oom", "nccl", "watchdog", "sigquit")
 
 
 def startup(ctx: Context) -> list[Finding]:
-    """Stalls while loading, and starts much slower than the same model's earlier ones."""
+    """Stalls while loading, hangs while serving, and starts much slower than the model's earlier ones."""
     out = []
     crashes = ctx.incidents.filter(pl.col(C.FAULT_KIND).is_in(list(CRASH_KINDS)))
     for row in ctx.stalls.to_dicts():
-        key = (pl.col(C.SOURCE) == row[C.SOURCE]) & (pl.col(C.RUN) == row[C.RUN])
-        if crashes.filter(key & (pl.col(A.FIRST_TS) <= row[C.TS])).height:
+        if crashes.filter(key_of(row) & (pl.col(A.FIRST_TS) <= row[C.TS])).height:
             continue  # silence after a crash is the server being down, said by the crash finding
         # A run with no ready line counts as starting; once it has decoded, the silence is mid-serving.
         mine = ctx.series.filter((pl.col(C.SOURCE) == row[C.SOURCE]) & (pl.col(C.RUN) == row[C.RUN]))
@@ -40,6 +39,21 @@ def startup(ctx: Context) -> list[Finding]:
                 [row[C.LINE_NO]],
             )
         )
+    for row in ctx.hangs.to_dicts():
+        if crashes.filter(key_of(row) & (pl.col(A.FIRST_TS) <= row[C.TS])).height:
+            continue  # the server was down, not hung: the crash finding says so
+        out.append(
+            ctx.finding(
+                Severity.ERROR,
+                "serving-hang",
+                row[C.SOURCE],
+                row[C.RUN],
+                row[C.TS],
+                f"server hung while serving: no batch for {_span(row[A.DURATION_S])} with "
+                f"{row[A.PENDING_REQS]} request(s) in hand, from {row[C.TS]:%H:%M:%S}",
+                [row[C.LINE_NO], row[A.LINE_AFTER]],
+            )
+        )
     slow = ctx.readiness.filter(
         pl.col(A.TIME_TO_READY_S) > SLOW_START_FACTOR * pl.col(A.EXPECTED_TIME_TO_READY_S)
     )
@@ -56,6 +70,20 @@ def startup(ctx: Context) -> list[Finding]:
             )
         )
     return out
+
+
+def key_of(row: dict[str, object]) -> pl.Expr:
+    """The rows of ``row``'s run."""
+    return (pl.col(C.SOURCE) == pl.lit(row[C.SOURCE])) & (pl.col(C.RUN) == pl.lit(row[C.RUN]))
+
+
+def _span(seconds: float) -> str:
+    """`45 s`, `12 min`, `3.2 h`: a silence in the unit a user reads it in."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def faults(ctx: Context) -> list[Finding]:
