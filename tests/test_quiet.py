@@ -83,8 +83,8 @@ WHY_IT_STAYS = {
     ("049", "failure-kv-transfer"): "the prefill side's Mooncake transfers fail on every request",
     ("052", "slower-than-baseline"): "the EAGLE block decodes at 66-85 tok/s beside the plain block's 97.5 "
     "at one running request: speculation is a net slowdown, what the log was filed for",
-    ("055", "startup-stall"): "21 min of silence mid-decode, ended by the TpModelWorkerClient crash: the "
-    "hang before the crash",
+    ("055", "serving-hang"): "21 min with no batch and a request in hand, ended by the TpModelWorkerClient "
+    "crash: the hang before the crash (its silence is not said again as a startup-stall)",
 }
 
 

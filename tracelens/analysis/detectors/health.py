@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 import polars as pl
 
 from tracelens.analysis.catalog import Weight
@@ -22,6 +24,8 @@ def startup(ctx: Context) -> list[Finding]:
     for row in ctx.stalls.to_dicts():
         if crashes.filter(key_of(row) & (pl.col(A.FIRST_TS) <= row[C.TS])).height:
             continue  # silence after a crash is the server being down, said by the crash finding
+        if _within_hang(ctx.hangs, row):
+            continue  # the serving-hang finding below says this silence, with the work it left waiting
         # A run with no ready line counts as starting; once it has decoded, the silence is mid-serving.
         mine = ctx.series.filter((pl.col(C.SOURCE) == row[C.SOURCE]) & (pl.col(C.RUN) == row[C.RUN]))
         served = mine.filter(pl.col(C.TS) <= row[C.TS]).height
@@ -70,6 +74,16 @@ def startup(ctx: Context) -> list[Finding]:
             )
         )
     return out
+
+
+def _within_hang(hangs: pl.DataFrame, stall: dict[str, object]) -> bool:
+    """Whether ``stall``'s silence lies inside a hang of its run (a hang starts at the last batch line, at
+    or before the last line of any kind, and lasts at least as long)."""
+    start, seconds = stall[C.TS], stall[A.DURATION_S]
+    assert isinstance(start, datetime) and isinstance(seconds, float)
+    hang_end = pl.col(C.TS) + pl.duration(seconds=pl.col(A.DURATION_S))
+    inside = (pl.col(C.TS) <= start) & (hang_end >= start + timedelta(seconds=seconds))
+    return bool(hangs.filter(key_of(stall) & inside).height)
 
 
 def key_of(row: dict[str, object]) -> pl.Expr:
