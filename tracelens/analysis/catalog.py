@@ -124,8 +124,13 @@ FAILURES: tuple[Failure, ...] = (
         "not enough memory left for the KV cache",
         "server",
         _F,
-        r"Not enough memory\. Please try to increase --mem-fraction-static|(?i)not enough memory for (?:the )?kv",
-        ("RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",),
+        r"Not enough memory\. Please try to increase --mem-fraction-static|(?i)not enough memory for (?:the )?kv|"
+        # a negative profiled capacity: the weights (and graphs) took more than the static fraction
+        r"larger than the profiled value -\d+",
+        (
+            "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
+            "max_total_tokens=65536 is larger than the profiled value -1520. Use the profiled value instead.",
+        ),
         "the weights leave too little for the KV cache: raise --mem-fraction-static, or use more GPUs (TP)",
     ),
     Failure(
@@ -241,8 +246,16 @@ FAILURES: tuple[Failure, ...] = (
         "gloo",
         _F,
         r"DistStoreError|Timed out after \d+ seconds waiting for clients|wait timeout after \d+|"
-        r"gloo.*(?:[Tt]imed out|Connection refused)",
-        ("torch.distributed.DistStoreError: wait timeout after 1800000ms, keys: /default_pg/0//cuda//0",),
+        r"gloo.*(?:[Tt]imed out|Connection refused)|"
+        # c10d's TCPStore client: a rank that cannot reach the master's store (torch 2.x)
+        r"DistNetworkError|client socket has timed out after \d+m?s while trying to connect",
+        (
+            "torch.distributed.DistStoreError: wait timeout after 1800000ms, keys: /default_pg/0//cuda//0",
+            "torch.distributed.DistNetworkError: The client socket has timed out after 600000ms while trying "
+            "to connect to (10.0.0.1, 5000).",
+            "[W socket.cpp:697] [c10d] The client socket has timed out after 900s while trying to connect to "
+            "(node-0, 29500).",
+        ),
         "the nodes never all joined: check --dist-init-addr, --nnodes and --node-rank on every node and "
         "that the port is open between them",
         waits=True,
