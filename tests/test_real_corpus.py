@@ -82,6 +82,14 @@ def batch_header(text: str) -> re.Match[str] | None:
     return None
 
 
+VLLM_STATS_LINE = re.compile(r"^(?:\(\w+ pid=\d+\) )?(?:INFO|DEBUG) \d\d-\d\d [\d:.]+ .*Avg generation throughput: ")
+
+
+def vllm_stats(text: str) -> bool:
+    """A vLLM engine stats line, at the start of its line after vLLM's prefix: a batch row too."""
+    return VLLM_STATS_LINE.match(ANSI_WITH_ESC.sub("", text)) is not None
+
+
 def batch_items(text: str) -> tuple[str, list[tuple[str, str]]]:
     """(phase, [(key, value)]) of a batch line, by a plain split of the body on `, ` and `. `."""
     match = batch_header(text)
@@ -163,7 +171,7 @@ def test_corpus_has_batch_lines(real_corpus: Path) -> None:
 @pytest.mark.parametrize("corpus_path", FILE_PARAMS, indirect=True)
 def test_every_batch_line_is_one_batches_row(corpus_path: Path) -> None:
     lines = physical_lines(corpus_path)
-    expected = {i: t for i, t in enumerate(lines, 1) if batch_header(t) is not None}
+    expected = {i: t for i, t in enumerate(lines, 1) if batch_header(t) is not None or vllm_stats(t)}
     batches = _parsed(corpus_path)[T.BATCHES]
     got = batches.get_column(C.LINE_NO).to_list()
     assert len(got) == len(set(got)), "a batch line gave more than one row"
@@ -646,9 +654,11 @@ def test_039_vllm_spec_decoding_metrics(real_corpus: Path) -> None:
         assert math.isnan(row[C.ACCEPTANCE_RATE])
         assert (row[C.ACCEPTED], row[C.DRAFTED]) == (0, 0)
         assert row[C.MEAN_ACCEPTANCE_LENGTH] is None
-    foreign = parsed("039")[T.FOREIGN]
-    assert foreign.get_column(C.LINE_NO).to_list() == [1, 3, 5]
-    assert set(foreign.get_column(C.FORMAT).to_list()) == {"vllm"}
+    # The engine stats between them are batch rows: nothing running or waiting, phase idle.
+    stats = parsed("039")[T.BATCHES]
+    assert stats.get_column(C.LINE_NO).to_list() == [1, 3, 5]
+    assert set(stats.get_column(C.PHASE).to_list()) == {"idle"}
+    assert set(stats.get_column(C.CACHE_HIT_RATE).to_list()) == {0.5}
 
 
 @pytest.mark.parametrize("number", ["009", "055"])

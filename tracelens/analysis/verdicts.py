@@ -556,7 +556,9 @@ def verdicts(
     )
     phases = {(s, r): (e, n) for s, r, e, n in events.iter_rows()}
     clients = _client_figures(tables)
-    served = set(collect(tables.scan(T.BATCHES).select(RUN_KEY).unique()).iter_rows())
+    # vLLM prints its engine stats while idle too (phase `idle`): those lines are no work served.
+    busy = tables.scan(T.BATCHES).filter(pl.col(C.PHASE) != "idle")
+    served = set(collect(busy.select(RUN_KEY).unique()).iter_rows())
     out = []
     for run in runs.to_dicts():
         key = (run[C.SOURCE], run[C.RUN])

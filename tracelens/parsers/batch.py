@@ -36,6 +36,7 @@ import polars as pl
 from tracelens.parsers.batch_lane import Kind, Lane, read_lanes
 from tracelens.parsers.distinct import with_groups
 from tracelens.parsers.literals import has_literal
+from tracelens.parsers.vllm_stats import VLLM_STATS, parse_vllm_stats
 from tracelens.tables.first_match import first_match
 from tracelens.tables.schema import (
     BATCH_FIELDS,
@@ -129,6 +130,10 @@ def parse_batches(df: pl.DataFrame, literal: bool = True) -> pl.DataFrame:
     ``literal=False`` skips the lanes and the literal path (tests compare the paths)."""
     df = project(df, *COMMON_COLUMNS, W.BODY).with_row_index(W.ROW)
     parts = []
+    vllm = has_literal(pl.col(W.BODY), VLLM_STATS)
+    if df.height and df.select(vllm.any()).item():
+        parts.append(parse_vllm_stats(df.filter(vllm)))
+        df = df.filter(~vllm)
     if literal and df.height:
         read, df = _by_lanes(df)
         if read is not None:
@@ -139,6 +144,7 @@ def parse_batches(df: pl.DataFrame, literal: bool = True) -> pl.DataFrame:
             base = _base(df)
         if base.height or not parts:
             parts.append(read_batches(base, literal) if base.height else base)
+    parts = [p for p in parts if p.height] or parts[:1]
     out = parts[0] if len(parts) == 1 else pl.concat(parts, how="diagonal_relaxed").sort(W.ROW)
     return conform(T.BATCHES, out)
 
@@ -254,6 +260,7 @@ def read_batches(base: pl.DataFrame, literal: bool) -> pl.DataFrame:
         parts.append(read)
     if base.height:
         parts.append(_by_shape_or_key(base))
+    parts = [p for p in parts if p.height] or parts[:1]
     out = parts[0] if len(parts) == 1 else pl.concat(parts, how="diagonal_relaxed").sort(W.ROW)
     return out.with_columns(_typed_values(out))
 

@@ -25,6 +25,7 @@ from tracelens.parsers.requests import (
     VLLM_RESPONSE_STARTS,
 )
 from tracelens.parsers.sample import Sample
+from tracelens.parsers.vllm_stats import VLLM_STATS
 from tracelens.tables.schema import C, Kind
 
 __all__ = ["FAULT_PHRASES", "LIFECYCLE_EVENTS", "ROUTES", "SAMPLES", "LifecycleEvent", "Route", "Sample"]
@@ -107,6 +108,7 @@ ROUTES: tuple[Route, ...] = (
         starts=ENGINE_SAMPLE_STARTS + COMMENT_STARTS + DEFAULT_SAMPLE_STARTS + SERVER_INFO_STARTS,
     ),
     Route(Kind.SPEC_METRICS, contains=("SpecDecoding metrics:", "Speculative metrics:")),
+    Route(Kind.BATCH, contains=(VLLM_STATS,)),  # vLLM's engine stats: its batch lines (`vllm_stats`)
     # sglang.bench_serving result blocks pasted into a log (never SGLang-prefixed)
     Route(Kind.BENCHMARK, contains=(f" {HEADER} ", *(f"-{s}-" for s in SECTIONS)), prefixed=False),
     Route(Kind.BENCHMARK, starts=(FOOTER, *METRIC_STARTS), prefixed=False),
@@ -118,6 +120,30 @@ ROUTES: tuple[Route, ...] = (
 
 SAMPLES: dict[str, tuple[Sample, ...]] = {
     Kind.BATCH: (
+        Sample(
+            "INFO 03-18 09:04:46 [metrics.py:481] Avg prompt throughput: 0.0 tokens/s, Avg generation "
+            "throughput: 0.4 tokens/s, Running: 2 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache "
+            "usage: 0.6%, CPU KV cache usage: 0.0%.",
+            {
+                C.PHASE: "decode",
+                C.GEN_THROUGHPUT: 0.4,
+                C.RUNNING_REQ: 2,
+                C.QUEUE_REQ: 0,
+                C.TOKEN_USAGE: 0.006,
+            },
+        ),
+        Sample(
+            "(APIServer pid=3646) INFO 05-19 10:13:11 [loggers.py:271] Engine 000: Avg prompt throughput: "
+            "12068.8 tokens/s, Avg generation throughput: 0.0 tokens/s, Running: 0 reqs, Waiting: 43 reqs, "
+            "GPU KV cache usage: 95.9%, Prefix cache hit rate: 0.0%",
+            {C.PHASE: "prefill", C.INPUT_THROUGHPUT: 12068.8, C.RUNNING_REQ: 0, C.QUEUE_REQ: 43},
+        ),
+        Sample(
+            "INFO 04-02 18:03:41 [loggers.py:87] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg "
+            "generation throughput: 0.0 tokens/s, Running: 0 reqs, Waiting: 0 reqs, GPU KV cache usage: "
+            "0.1%, Prefix cache hit rate: 50.0%",
+            {C.PHASE: "idle", C.GEN_THROUGHPUT: 0.0, C.CACHE_HIT_RATE: 0.5},
+        ),
         Sample(
             "[2024-12-05 10:11:12 TP0] Prefill batch. #new-seq: 1, #new-token: 7, #cached-token: 0, "
             "cache hit rate: 0.00%, token usage: 0.00, #running-req: 0, #queue-req: 0",
