@@ -56,7 +56,9 @@ def resolve_args(paths: list[str]) -> list[str]:
     for raw in paths:
         path = Path(raw).expanduser()
         if path.exists():
-            out.append(str(path.resolve()))
+            # A pipe's link (`/dev/fd/63` of `<(zcat x)`) resolves to `pipe:[N]`, which is no path.
+            resolved = path.resolve()
+            out.append(str(resolved if resolved.exists() else os.path.abspath(path)))
         elif any(ch in raw for ch in _GLOB_CHARS):
             out.append(os.path.abspath(path))
         else:

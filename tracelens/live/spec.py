@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from tracelens.errors import InputError
 from tracelens.sources.ssh import RemoteTarget
+from tracelens.sources.streams import is_stream
 
 FILE = "file"
 SSH = "ssh"
@@ -48,6 +50,10 @@ class SourceSpec:
 
     def follower(self, **options: Any):
         """A follower object with `run(emit, stop)` for this source."""
+        if self.kind == FILE and self.path and is_stream(_mode(self.path)):
+            from tracelens.sources.command import PipeFollower
+
+            return PipeFollower(self.path, self.label)
         if self.kind == FILE:
             from tracelens.sources.tail import FileFollower
 
@@ -77,6 +83,14 @@ class SourceSpec:
         from tracelens.sources.replay import ReplayFollower
 
         return ReplayFollower(self.path or "", replay_schedule, self.speed, self.label)
+
+
+def _mode(path: str) -> int:
+    """The `st_mode` of ``path``, that of a regular file when it is not there (yet): followed as a file."""
+    try:
+        return os.stat(path).st_mode
+    except OSError:
+        return stat.S_IFREG
 
 
 def parse_spec(text: str) -> SourceSpec:

@@ -65,6 +65,33 @@ class StreamFollower:
             emit(SourceEnded(self.label, "end of input"))
 
 
+class PipeFollower:
+    """Lines of a named pipe (FIFO): opened once (waiting for its writer), read until the writer closes
+    it. A pipe cannot seek, so it is never followed as a file is."""
+
+    def __init__(self, path: str, label: str) -> None:
+        self.path = path
+        self.label = label
+        self._open = threading.Event()
+
+    def close(self) -> None:
+        """A reader still waiting for a writer is let go: a writer that opens and closes is its end."""
+        if not self._open.is_set():
+            with contextlib.suppress(OSError):
+                os.close(os.open(self.path, os.O_WRONLY | os.O_NONBLOCK))
+
+    def run(self, emit: Emit, stop: threading.Event) -> None:
+        fd = os.open(self.path, os.O_RDONLY)  # blocks until a writer opens the pipe
+        self._open.set()
+        try:
+            emit(SourceConnected(self.label, "reading the pipe"))
+            pump_fd(fd, self.label, emit, stop)
+            if not stop.is_set():
+                emit(SourceEnded(self.label, "the pipe's writer closed it"))
+        finally:
+            os.close(fd)
+
+
 class CommandFollower:
     """Lines a shell command prints; ends when it exits (its exit status is reported)."""
 

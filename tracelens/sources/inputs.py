@@ -14,6 +14,7 @@ from pathlib import Path
 
 from tracelens.errors import InputError
 from tracelens.sources.logfiles import compression_of, files_under, looks_like_log, open_source
+from tracelens.sources.streams import is_stream, spool
 
 FILE = "file"
 TAR = "tar"
@@ -31,6 +32,8 @@ class Input:
     compression: str | None
     size: int
     mtime: float
+    # The path the user gave, when ``path`` is the spool copy of a stream (`streams`): the lines' source.
+    name: str | None = None
 
     @property
     def splittable(self) -> bool:
@@ -39,7 +42,8 @@ class Input:
 
     def source_name(self, member: str | None = None) -> str:
         """The `source` column of its lines: the path, or `archive:member` for an archive member."""
-        return self.path if member is None else f"{self.path}:{member}"
+        shown = self.name or self.path
+        return shown if member is None else f"{shown}:{member}"
 
 
 def container_of(path: Path) -> str:
@@ -101,9 +105,13 @@ def discover(paths: list[str | os.PathLike[str]], unread: list[str] | None = Non
             if not os.access(path, os.R_OK):
                 raise InputError(f"permission denied: {path}")
             stat = path.stat()
+            name = None
+            if is_stream(stat.st_mode):  # a pipe: read once, to a copy that every later read opens
+                name, path = key, spool(path)
+                stat = path.stat()
             container = container_of(path)
             compression = compression_of(path)
-            seen[key] = Input(key, container, compression, stat.st_size, stat.st_mtime)
+            seen[key] = Input(str(path), container, compression, stat.st_size, stat.st_mtime, name)
     if problems and unread is None:
         raise InputError(problems[0])
     if unread is not None:
