@@ -82,7 +82,9 @@ def batch_header(text: str) -> re.Match[str] | None:
     return None
 
 
-VLLM_STATS_LINE = re.compile(r"^(?:\(\w+ pid=\d+\) )?(?:INFO|DEBUG) \d\d-\d\d [\d:.]+ .*Avg generation throughput: ")
+VLLM_STATS_LINE = re.compile(
+    r"^(?:\(\w+ pid=\d+\) )?(?:INFO|DEBUG) \d\d-\d\d [\d:.]+ .*Avg generation throughput: "
+)
 
 
 def vllm_stats(text: str) -> bool:

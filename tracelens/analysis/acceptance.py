@@ -269,6 +269,8 @@ def change_points(
     mean, and the shift is at least six standard errors."""
     rows = []
     present = series.filter(pl.col(column).is_not_null())
+    if not _one_run(present):  # a run too short to split has no step: thousands of short runs, no loop
+        present = present.filter(pl.len().over(RUN_KEY) >= 2 * min_segment)
     # one run (as the analysis calls it) is its own group: not grouped by hashing its source's name
     runs = (
         [((present.item(0, C.SOURCE), present.item(0, C.RUN)), present)]

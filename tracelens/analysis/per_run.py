@@ -14,7 +14,7 @@ first and last rows), so memory stays bounded by the number of runs, not lines.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import polars as pl
@@ -37,6 +37,13 @@ from tracelens.tables.schema import A, C, T, W, empty
 
 # A run with more decode rounds than this keeps only the rows the plots draw (see the module's doc).
 SERIES_LIMIT = 50_000
+# Short runs are made together, up to this many decode lines at once: a run costs its forty-odd polars
+# calls whatever its length, so a log of 2,400 server starts of a few rounds each spent 20 CPU-s on
+# them where one run of the same lines takes under one. `acceptance`'s paths for several runs give
+# each run the values it gets alone (each window, rank and change point is per run).
+GROUP_LINES = 20_000
+# A run of more lines than this is made alone.
+ALONE_LINES = 2_000
 BATCH_COLUMNS = (
     C.SOURCE,
     C.RUN,
@@ -127,11 +134,20 @@ def series_by_run(
             made.distribution, made.pairs = plot_samples(part)
         return made
 
+    def one_group(group: list[tuple[tuple[str, int], pl.DataFrame | None]]) -> list[_Run | None]:
+        if len(group) == 1:
+            return [one_run(group[0])]
+        return [_together(group, runs, ready)]
+
+    def alone(key: tuple[str, int], rows: pl.DataFrame | None) -> bool:
+        return rows is None or key in wanted or rows.height > ALONE_LINES
+
     # the short runs' rows are read as the pass reaches them (in the order of ``keys``), the long ones by
     # `_long_run` itself
     short = tables.per_run(T.BATCHES, [key for key in keys if key not in long], BATCH_COLUMNS, DECODE)
     batches = ((key, None) if key in long else next(short) for key in keys)
-    for made in in_order(one_run, batches):
+    groups = _grouped(batches, alone)
+    for made in (made for group in in_order(one_group, groups) for made in group):
         if made is None:
             continue
         _append(made.summary, means, rates, definitions, len_changes, tput_changes, rounds)
@@ -156,6 +172,58 @@ def series_by_run(
         distributions=pl.concat(distributions),
         batch_pairs=pl.concat(batch_pairs),
     )
+
+
+Item = tuple[tuple[str, int], pl.DataFrame | None]
+
+
+def _grouped(
+    items: Iterable[Item], alone: Callable[[tuple[str, int], pl.DataFrame | None], bool]
+) -> Iterator[list[Item]]:
+    """``items`` in their order, as groups: a run ``alone`` picks on its own, consecutive short ones
+    together up to `GROUP_LINES` lines (runs with no decode line are left out)."""
+    group: list[Item] = []
+    held = 0
+    for key, rows in items:
+        if rows is not None and not rows.height:
+            continue
+        if alone(key, rows) or (group and held + (rows.height if rows is not None else 0) > GROUP_LINES):
+            if group:
+                yield group
+            group, held = [], 0
+        if alone(key, rows):
+            yield [(key, rows)]
+            continue
+        assert rows is not None
+        group.append((key, rows))
+        held += rows.height
+    if group:
+        yield group
+
+
+def _together(group: list[Item], runs: pl.DataFrame, ready: pl.DataFrame) -> _Run:
+    """The series and `_summary` of several short runs made at once, each frame in the runs' order
+    (as the runs made one by one and put end to end give them)."""
+    order = pl.DataFrame(
+        {
+            C.SOURCE: [key[0] for key, _ in group],
+            C.RUN: pl.Series([key[1] for key, _ in group], dtype=pl.Int32),
+            W.RUN_ORDER: range(len(group)),
+        }
+    )
+    rows = pl.concat([rows for _, rows in group if rows is not None])
+    part = in_run_order(with_labels(acceptance.decode_series(rows, runs, ready), runs), order, C.LINE_NO)
+    summary = tuple(in_run_order(frame, order) for frame in _summary(part))
+    return _Run(group[0][0], part, summary, None, None, None)
+
+
+def in_run_order(frame: pl.DataFrame, order: pl.DataFrame, *then: str) -> pl.DataFrame:
+    """``frame``'s rows sorted by their run's place in ``order`` (source, run, `W.RUN_ORDER`), then by
+    ``then``; rows that tie keep their order."""
+    if not frame.height:
+        return frame
+    placed = frame.join(order, on=RUN_KEY, how="left", maintain_order="left")
+    return placed.sort(W.RUN_ORDER, *then, maintain_order=True).drop(W.RUN_ORDER)
 
 
 def _labelled(part: pl.DataFrame, runs: pl.DataFrame, key: tuple[str, int]) -> pl.DataFrame:

@@ -107,6 +107,7 @@ class W:
     WIDTH = "_w"  # the last dimension of a debug shape
     NORM_Z = "_z"  # a norm's distance from its site's median, in robust standard deviations
     KEPT = "_kept"  # a row's position in a run's series, before thinning
+    RUN_ORDER = "_run_order"  # a run's place among the short runs whose series are made together
     MINUTES = "_x"  # minutes since the run's start
     BUCKET = "_bucket"  # which of a thinned series' buckets a row falls in
     LOW = "_lo"  # a bucket's lowest row

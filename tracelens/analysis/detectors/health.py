@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from itertools import pairwise
 
 import polars as pl
 
@@ -145,14 +146,14 @@ def faults(ctx: Context) -> list[Finding]:
                 [row[C.FIRST_LINE], row[C.LAST_LINE]],
             )
         )
-    shutdowns = lifecycle.filter(pl.col(C.EVENT) == "shutdown").select(RUN_KEY).unique()
-    crashed = ctx.incidents.filter(pl.col(C.FAULT_KIND).is_in(list(CRASH_KINDS))).select(RUN_KEY).unique()
-    runs = ctx.runs.sort(C.SOURCE, C.RUN)
-    for run, nxt in zip(runs.to_dicts(), runs.to_dicts()[1:], strict=False):
+    # sets of keys, not a filter per run: a log of thousands of server starts
+    crashes = ctx.incidents.filter(pl.col(C.FAULT_KIND).is_in(list(CRASH_KINDS)))
+    ended = set(stopped) | set(crashes.select(RUN_KEY).iter_rows())
+    runs = ctx.runs.sort(C.SOURCE, C.RUN).to_dicts()
+    for run, nxt in pairwise(runs):
         if run[C.SOURCE] != nxt[C.SOURCE] or run[C.RUN] == 0:
             continue
-        key = (pl.col(C.SOURCE) == run[C.SOURCE]) & (pl.col(C.RUN) == run[C.RUN])
-        if not shutdowns.filter(key).height and not crashed.filter(key).height:
+        if (run[C.SOURCE], run[C.RUN]) not in ended:
             out.append(
                 ctx.finding(
                     Severity.INFO,
