@@ -49,7 +49,7 @@ def test_look_alikes_are_not_failures() -> None:
     assert classify(lines, in_traceback=False) == [None, None, None]
     # a process that died is no graceful stop for saying `shutting down`
     died = "Engine core proc EngineCore_0 died unexpectedly, shutting down client."
-    assert classify([died], in_traceback=False) == ["killed"]
+    assert classify([died], in_traceback=False) == ["child-failed"]
     # Triton's shared-memory limit is not an out-of-memory
     assert classify(["triton.runtime.errors.OutOfResources: out of resource: shared memory"]) == [
         "triton-shared-memory"

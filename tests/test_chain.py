@@ -21,6 +21,25 @@ def only(analysis: Analysis) -> Verdict:
     return verdict
 
 
+def broken(lines: list[str]) -> Verdict:
+    """The verdict of a log that must be broken."""
+    verdict = only(run(lines))
+    assert verdict.status == "broken", verdict.headline
+    return verdict
+
+
+def start_up_crash(earlier: str, frame: str, exception: str, at: float = 30) -> list[str]:
+    """A server start, an ``earlier`` line, then the scheduler's traceback through ``frame`` (a `File`
+    line) to ``exception``."""
+    return [
+        server_args(0, spec=False),
+        earlier,
+        f"{stamp(at)} Scheduler hit an exception: Traceback (most recent call last):",
+        frame,
+        exception,
+    ]
+
+
 def errors(analysis: Analysis) -> list[str]:
     return [f.code for f in analysis.findings if f.severity == Severity.ERROR]
 
@@ -180,9 +199,7 @@ def test_a_vllm_traceback_of_error_lines_names_its_exception() -> None:
         "ERROR 04-16 10:35:25 [core.py:387] ValueError: the prompt is longer than max_model_len",
         "INFO 04-16 10:35:26 [core.py:390] Shutting down",
     ]
-    verdict = only(run(lines))
-    assert verdict.status == "broken"
-    assert "ValueError: the prompt is longer than max_model_len" in verdict.headline
+    assert "ValueError: the prompt is longer than max_model_len" in broken(lines).headline
 
 
 def test_thousands_of_repeats_are_counted_from_a_few_rows() -> None:
@@ -281,13 +298,11 @@ def test_a_stop_after_a_failure_is_its_teardown_not_a_graceful_stop() -> None:
 
 
 def test_an_earlier_error_of_the_causes_component_is_its_detail() -> None:
-    lines = [
-        server_args(0, spec=False),
+    lines = start_up_crash(
         "node1:123:456 [0] NCCL WARN NET/Socket : Connect to 10.0.0.2<4000> failed : Connection refused",
-        f"{stamp(30)} Scheduler hit an exception: Traceback (most recent call last):",
         '  File "/sglang/srt/distributed/parallel_state.py", line 200, in init',
         "RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)",
-    ]
+    )
     verdict = only(run(lines))
     assert verdict.causes == ["nccl"]
     assert "NCCL error (NCCL, rank 0) after NCCL warning" in verdict.headline

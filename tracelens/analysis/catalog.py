@@ -13,33 +13,9 @@ place in the chain (the earliest fatal event is the cause) decides what it expla
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from enum import StrEnum
+from tracelens.analysis.failure_kinds import Failure, Weight
 
-
-class Weight(StrEnum):
-    """How an event weighs in its run's verdict."""
-
-    FATAL = "fatal"  # stops a process: the earliest one of a run is its cause
-    ERROR = "error"  # the server goes on, worse off (NaN logits, failed transfers): degraded
-    CONSEQUENCE = "consequence"  # what a failure elsewhere sets off: the cause only when nothing else shows
-    SHUTDOWN = "shutdown"  # a graceful stop was asked for: what follows it is the stop, not a crash
-    NOISE = "noise"  # never a failure (monitor threads after a stop, leaked semaphores)
-    NOTE = "note"  # a detail another failure may explain (NCCL WARN): never a cause or a status
-
-
-@dataclass(frozen=True)
-class Failure:
-    code: str  # stable id, used in the verdict's cause codes
-    name: str  # in words a user would search for
-    component: str
-    weight: Weight
-    pattern: str
-    samples: tuple[str, ...]
-    fix: str | None = None
-    # a timeout waiting on another process (a collective, a rendezvous): the cause only when no other
-    # fatal event shows that process's own failure
-    waits: bool = False
+__all__ = ["CODES", "FAILURES", "HANG", "Failure", "Weight"]
 
 
 _OOM_FIX = (
@@ -59,7 +35,8 @@ FAILURES: tuple[Failure, ...] = (
         # only a line that starts with it, as uvicorn's and vLLM's stop lines do.
         r"^(?:INFO:\s+)?(?:Shutting down|Finished server process)|^\^C|^Terminated\b|"
         r"(?i)SIGTERM received|received SIGTERM|received signal (?:15|SIGTERM|SIGINT|2)\b|Draining requests|"
-        r"Gracefully (?:exiting|shutting down)|shutdown triggered|^KeyboardInterrupt\b|Ctrl-C|Aborted by user",
+        r"Gracefully (?:exiting|shutting down)|shutdown triggered|^KeyboardInterrupt\b|Ctrl-C|Aborted by user|"
+        r"trigger received signal=SIG(?:TERM|INT)\b",
         (
             "SIGTERM received. signum=None frame=None. Draining requests and shutting down...",
             "Received SIGTERM, shutting down",
@@ -69,6 +46,7 @@ FAILURES: tuple[Failure, ...] = (
             "KeyboardInterrupt",
             "[shutdown] API server: shutdown triggered",
             "Gracefully exiting...",
+            "[shutdown] EngineCore: trigger received signal=SIGINT",
             "^C",
         ),
     ),
@@ -90,6 +68,25 @@ FAILURES: tuple[Failure, ...] = (
         (
             "psutil.NoSuchProcess: process no longer exists (pid=1234)",
             "UserWarning: resource_tracker: There appear to be 1 leaked semaphore objects to clean up at shutdown",
+        ),
+    ),
+    # The advice torch prints under every CUDA or HIP error: part of that error, never an event of its own
+    # (`Compile with TORCH_USE_CUDA_DSA` is no device-side assert). Anchored: a line that starts with it.
+    Failure(
+        "gpu-error-advice",
+        "the advice torch prints under a CUDA or HIP error",
+        "torch",
+        Weight.NOTE,
+        r"^(?:CUDA|HIP) kernel errors might be asynchronously reported|^For debugging consider passing "
+        r"(?:CUDA|HIP|AMD)_\w+|^Compile with .TORCH_USE_(?:CUDA|HIP)_DSA|^Search for .\w+. in https?://",
+        (
+            "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace "
+            "below might be incorrect.",
+            "For debugging consider passing CUDA_LAUNCH_BLOCKING=1",
+            "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
+            "Compile with `TORCH_USE_HIP_DSA` to enable device-side assertions.",
+            "Search for `cudaErrorIllegalAddress' in https://docs.nvidia.com/cuda/cuda-runtime-api/"
+            "group__CUDART__TYPES.html for more information.",
         ),
     ),
     # --- fatal: known causes, most specific first
@@ -248,13 +245,16 @@ FAILURES: tuple[Failure, ...] = (
         r"DistStoreError|Timed out after \d+ seconds waiting for clients|wait timeout after \d+|"
         r"gloo.*(?:[Tt]imed out|Connection refused)|"
         # c10d's TCPStore client: a rank that cannot reach the master's store (torch 2.x)
-        r"DistNetworkError|client socket has timed out after \d+m?s while trying to connect",
+        r"DistNetworkError|client socket has timed out after \d+m?s while trying to connect|"
+        r"waitForInput: socket .* timed out after \d+m?s",
         (
             "torch.distributed.DistStoreError: wait timeout after 1800000ms, keys: /default_pg/0//cuda//0",
             "torch.distributed.DistNetworkError: The client socket has timed out after 600000ms while trying "
             "to connect to (10.0.0.1, 5000).",
             "[W socket.cpp:697] [c10d] The client socket has timed out after 900s while trying to connect to "
             "(node-0, 29500).",
+            "[rank1]:[W623 15:37:01.824135523 socket.cpp:485] [c10d] waitForInput: socket SocketImpl(fd=100, "
+            "addr=[node-1]:50216, remote=[node-0]:20000) timed out after 1800000ms",
         ),
         "the nodes never all joined: check --dist-init-addr, --nnodes and --node-rank on every node and "
         "that the port is open between them",
@@ -265,10 +265,15 @@ FAILURES: tuple[Failure, ...] = (
         "NCCL watchdog collective timeout",
         "NCCL",
         _F,
-        r"Watchdog caught collective operation timeout|watchdog thread terminated with exception",
+        r"Watchdog caught collective operation timeout|watchdog thread terminated with exception|"
+        r"Timeout at NCCL work: \d+|detected by watchdog at work: \d+|Some NCCL operations have failed or timed out",
         (
             "[Rank 15] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2, OpType=ALLREDUCE) ran "
             "for 600000 milliseconds before timing out.",
+            "[rank3]:[E227 16:30:43.526301625 ProcessGroupNCCL.cpp:1834] [PG ID 2 PG GUID 3 Rank 3] Timeout at "
+            "NCCL work: 32, last enqueued NCCL work: 32, last completed NCCL work: 31.",
+            "[Rank 3] Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA "
+            "kernels, subsequent GPU operations might run on corrupted/incomplete data.",
         ),
         "a rank stopped answering a collective: look for the first error of the other ranks or nodes",
         waits=True,
@@ -344,12 +349,25 @@ FAILURES: tuple[Failure, ...] = (
         "check the Mooncake transport (--disaggregation-ib-device, RDMA reachability between the nodes)",
     ),
     Failure(
+        "kv-no-memory",
+        "no GPU memory left for the KV cache after the weights",
+        "vLLM",
+        _F,
+        r"No available memory for the cache blocks",
+        (
+            "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` "
+            "when initializing the engine.",
+        ),
+        "the weights and activations take all of the memory vLLM may use: raise --gpu-memory-utilization, "
+        "free the GPU of other processes, or spread the model over more GPUs (--tensor-parallel-size)",
+    ),
+    Failure(
         "kv-cache-too-small",
         "KV cache too small for the model's max length",
         "vLLM",
         _F,
         r"larger than the maximum number of tokens that can be stored in KV cache|"
-        r"No available memory for the cache blocks|To serve at least one request with the models's max seq len",
+        r"To serve at least one request with the models's max seq len",
         (
             "ValueError: The model's max seq len (131072) is larger than the maximum number of tokens that can "
             "be stored in KV cache (45000). Try increasing `gpu_memory_utilization` or decreasing `max_model_len`",
@@ -534,17 +552,31 @@ FAILURES: tuple[Failure, ...] = (
         "process killed",
         "server",
         _C,
-        r"\bKilled\b|kill_process_tree|exit ?code[=: ]*-?9\b|exitcode=-?\d+|died unexpectedly|"
-        r"EngineDeadError|Engine core proc .* died|Possible solutions|ChildFailedError|"
-        r"terminate called after throwing|Engine core initialization failed",
+        r"\bKilled\b|kill_process_tree|exit ?code[=: ]*-?9\b|exitcode=-9\b|signal 9\b|SIGKILL",
         (
             "./entrypoint.sh: line 47: 28 Killed python3 -m sglang.launch_server",
             "Child process unexpectedly failed with exitcode=9. pid=4321",
-            "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue.",
-            "terminate called after throwing an instance of 'c10::DistBackendError'",
         ),
         "killed from outside (the host's OOM killer, a container memory limit, a job scheduler): check "
         "dmesg and the container's limits",
+    ),
+    Failure(
+        "child-failed",
+        "engine or worker process failed",
+        "server",
+        _C,
+        r"exitcode=-?\d+|died unexpectedly|EngineDeadError|Engine core proc .* died|Possible solutions|"
+        r"ChildFailedError|terminate called after throwing|Engine core initialization failed|"
+        r"MQLLMEngine is already dead|EngineCore failed to start|Engine core .*failed to start",
+        (
+            "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): "
+            "{'EngineCore_0': 1}",
+            "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue.",
+            "MQLLMEngine is already dead, terminating server process",
+            "EngineCore failed to start.",
+            "terminate called after throwing an instance of 'c10::DistBackendError'",
+            "Child process unexpectedly failed with exitcode=1. pid=4321",
+        ),
     ),
 )
 

@@ -32,6 +32,7 @@ MAX_EXPLAINED = 4
 SERVED_ON = dt.timedelta(minutes=1)  # serving this long after a failure: the failure stopped nothing
 SERVED_ON_REQUESTS = 3  # or answering this many requests after it
 _CLIENT, _NEXT, _KIND, _COUNT, _RANKS = "_client", "_next", "_kind", "_count", "_ranks"
+_WARNED = "_warned"  # a line its program logged as a warning
 # Exception classes that say nothing beyond a catalog entry's name: not added to it.
 PLAIN_EXCEPTIONS = frozenset(
     {
@@ -98,8 +99,11 @@ class Chain:
 
 
 def _classify(text: pl.Expr, in_traceback: pl.Expr) -> pl.Expr:
-    known = first_match((text.str.contains(f.pattern), pl.lit(f.code)) for f in FAILURES)
     stripped = text.str.strip_chars()
+    # A traceback's source line (`    raise ValueError("No available memory ...")`) quotes the message
+    # its exception line says: the code is no event of its own.
+    code = stripped.str.contains(r"^raise\s+[\w.]+(?:\(|$)")
+    known = pl.when(~code).then(first_match((text.str.contains(f.pattern), pl.lit(f.code)) for f in FAILURES))
     generic = (
         in_traceback
         & stripped.str.contains(EXCEPTION_LINE_PATTERN)
@@ -157,6 +161,8 @@ def _unparsed_rows(tables: Tables) -> pl.DataFrame:
     lines = collect(tables.scan(T.UNPARSED).select(C.SOURCE, C.LINE_NO, pl.col(C.TEXT).alias(_TEXT)))
     if not lines.height or not starts.height:
         return pl.DataFrame()
+    above = pl.col(C.LINE_NO).shift(1).over(C.SOURCE) == pl.col(C.LINE_NO) - 1
+    under_frame = (above & pl.col(_TEXT).shift(1).over(C.SOURCE).str.contains(r"^\s+\S")).fill_null(False)
     return (
         lines.sort(C.LINE_NO)
         .join_asof(
@@ -175,7 +181,9 @@ def _unparsed_rows(tables: Tables) -> pl.DataFrame:
             pl.lit(None, pl.Datetime("us")).alias(C.TS),
             pl.lit(None, pl.Int32).alias(_RANK),
             _TEXT,
-            pl.lit(False).alias(_TB),
+            # a traceback pasted without its `Traceback (most recent call last):` header: an exception
+            # line right under an indented frame or source line is its exception line
+            under_frame.alias(_TB),
             pl.lit(None, pl.String).alias(C.COMPONENT),
             pl.col(C.LINE_NO).alias(C.RECORD),
         )
@@ -193,6 +201,7 @@ def _message_rows(tables: Tables, table: str) -> pl.DataFrame:
             pl.col(C.MESSAGE).alias(_TEXT),
             # vLLM prints a traceback one ERROR line per line: its exception line is one of them
             pl.col(C.LEVEL).is_in(["ERROR", "CRITICAL", "FATAL"]).fill_null(False).alias(_TB),
+            pl.col(C.LEVEL).is_in(["WARNING", "WARN", "W"]).fill_null(False).alias(_WARNED),
             pl.lit(None, pl.String).alias(C.COMPONENT),
             pl.col(C.LINE_NO).alias(C.RECORD),
         )
@@ -463,14 +472,20 @@ def _chain(
     if hang is not None:
         cause, chain.since = hang
         code, entry = HANG.code, HANG
-    text = str(cause[_TEXT]).strip()
+    # A cause first seen as a warning (c10d's `[W...] waitForInput ... timed out`) is stated best by its
+    # exception line when one follows (`DistStoreError: wait timeout`): that line and text are shown;
+    # the order stays the first event's.
+    warned = bool(cause.get(_WARNED))
+    stated = (r for r in live if r[_CODE] == code and _EXCEPTION_TYPE.match(str(r[_TEXT]).strip()))
+    shown = next(stated, cause) if warned else cause
+    text = str(shown[_TEXT]).strip()
     chain.code = code
     chain.weight = _weight(code)
-    chain.line = cause[C.LINE_NO]
+    chain.line = shown[C.LINE_NO]
     chain.ts = cause[C.TS] if isinstance(cause[C.TS], dt.datetime) else None
     chain.text = text
-    if text.endswith(":") and cause.get(_NEXT):
-        text = f"{text} {str(cause[_NEXT]).strip()}"
+    if text.endswith(":") and shown.get(_NEXT):
+        text = f"{text} {str(shown[_NEXT]).strip()}"
     chain.name = entry.name if entry else _short(text)
     kind = _EXCEPTION_TYPE.match(text)
     if entry is not None and kind is not None and kind.group(1).rsplit(".", 1)[-1] not in PLAIN_EXCEPTIONS:

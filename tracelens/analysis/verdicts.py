@@ -22,6 +22,8 @@ from tracelens.analysis.chain import Chain, chains, ranks_text
 from tracelens.analysis.expectations import Expectations
 from tracelens.analysis.findings import Evidence, Finding, Severity, Status, severity_rank
 from tracelens.analysis.runs import RUN_KEY
+from tracelens.analysis.verdict_inputs import answered_requests, client_figures
+from tracelens.analysis.verdict_inputs import roles as run_roles
 from tracelens.tables.frames import Tables, collect
 from tracelens.tables.schema import A, C, T
 
@@ -177,6 +179,7 @@ class _Facts:
     served: bool = False  # prefill batches (or a prefill node's transfers) seen
     role: str | None = None  # disaggregation_mode: prefill or decode
     client: tuple[float | None, float | None] | None = None  # a benchmark client's requests and tok/s
+    answered: int = 0  # requests answered with a 2xx status (uvicorn's access lines)
 
     @property
     def config_file(self) -> str:
@@ -281,7 +284,11 @@ def _what(text: str) -> str:
     """A fault's message without the `Scheduler hit an exception:` head; a traceback whose exception
     line is not in the log is said so, never shown by its first line."""
     text = _HIT.sub("", text)
-    if text.startswith(TRACEBACK_HEAD) or not text.strip():
+    # the header may sit behind a prefix the message kept (vLLM's `ERROR 01-11 03:46:48 [core.py:936]`)
+    # or a printf placeholder (`WorkerProc hit an exception: %s`): nothing after it is no exception
+    head = text.find(TRACEBACK_HEAD)
+    rest = text[head + len(TRACEBACK_HEAD) :] if head >= 0 else text
+    if not rest.strip(" :").removeprefix("%s").strip():
         return "a traceback with no exception line in the log"
     return text
 
@@ -349,15 +356,22 @@ def run_verdict(
         fired.append((rule, found, shown))
         causes += [c for c in found if c not in causes]
         explains += [s for s in shown if s not in explains and s not in causes]
-    # The chain has read every fault line: the fault findings are its events, judged there.
+    # The chain has read every fault line: the fault findings are its events, judged there. A traceback
+    # cut before its exception line is no event of the chain: when the chain found no cause (only notes,
+    # an NCCL WARN before such a traceback), that crash finding speaks.
     judged = chain is not None
+    unread = chain is not None and chain.code is None and chain.stop_line is None
     unexplained = [
         f
         for f in findings
         if f.code not in causes
         and f.code not in explains
         and f.severity != Severity.INFO
-        and not (judged and (f.code in CHAIN_CODES or f.code.startswith("failure-")))
+        and not (
+            judged
+            and (f.code in CHAIN_CODES or f.code.startswith("failure-"))
+            and not (unread and f.code == "fault-exception")
+        )
     ]
     crashes = [f for f in unexplained if f.code in CRASH_CODES and f.severity == Severity.ERROR]
     cause_findings = [f for c in causes for f in by_code[c]]
@@ -425,6 +439,18 @@ def run_verdict(
     elif not decoded and chain is not None and "router-log" in chain.notes and not facts.served:
         status = Status.HEALTHY
         headline = "a router's log: no failure (a router serves no batches itself)"
+    elif not decoded and (facts.answered or (chain is not None and chain.stop_line is not None)):
+        # Served requests with no batch line shown (vLLM's stats off, a log level above INFO), or a
+        # graceful stop: nothing to act on.
+        status = Status.HEALTHY
+        stopped = chain is not None and chain.stop_line is not None
+        parts = (
+            [f"answered {facts.answered} request(s) with no batch line in the log"] if facts.answered else []
+        )
+        parts += ["stopped gracefully (a shutdown was asked for)"] if stopped else []
+        headline = "; ".join(parts) if facts.answered else f"{parts[0]}; no work in the log"
+        if stopped and chain is not None and chain.stop_line is not None:
+            evidence = [Evidence(run[C.SOURCE], chain.stop_line)]
     elif not decoded:
         status = Status.INCOMPLETE
         phase, last_line = facts.last_phase, facts.last_line
@@ -486,31 +512,6 @@ def _healthy_headline(run: dict[str, Any], facts: _Facts) -> str:
     return "runs well: " + ", ".join(parts) if parts else "runs with no findings"
 
 
-def _client_figures(tables: Tables) -> dict[tuple[str, int], tuple[float | None, float | None]]:
-    """Per run holding a benchmark client's results: its successful requests and output tok/s."""
-    metric, number = pl.col(C.BENCH_METRIC), pl.col(C.BENCH_NUMBER)
-    rows = collect(
-        tables.scan(T.BENCHMARKS)
-        .filter(pl.col(C.BENCH_ITEM) == "metric")
-        .group_by(RUN_KEY)
-        .agg(
-            number.filter(metric == "Successful requests").sum().alias("ok"),
-            number.filter(metric.str.starts_with("Output token throughput")).mean().alias("tput"),
-        )
-    )
-    return {(s, r): (ok, tput) for s, r, ok, tput in rows.iter_rows()}
-
-
-def _roles(tables: Tables) -> dict[tuple[str, int], str]:
-    """Each run's `disaggregation_mode` (prefill, decode) where its server args set one."""
-    mode = collect(
-        tables.scan(T.SERVER_ARGS)
-        .filter(pl.col(C.KEY) == "disaggregation_mode")
-        .select(*RUN_KEY, pl.col(C.VALUE).str.strip_chars("'\" ").str.to_lowercase())
-    )
-    return {(s, r): v for s, r, v in mode.iter_rows() if v in ("prefill", "decode")}
-
-
 def verdicts(
     runs: pl.DataFrame,
     findings: list[Finding],
@@ -541,7 +542,7 @@ def verdicts(
         ).unique()
     ).iter_rows()
     decoded = set(decoding)
-    roles = _roles(tables)
+    roles = run_roles(tables)
     # A prefill node of a PD-disaggregated pair serves by its prefill batches: it never decodes.
     prefilling = collect(
         tables.scan(T.BATCHES).filter(pl.col(C.PHASE) == "prefill").select(RUN_KEY).unique()
@@ -555,7 +556,8 @@ def verdicts(
         .agg(pl.col(C.EVENT).sort_by(C.LINE_NO).last(), pl.col(C.LINE_NO).max())
     )
     phases = {(s, r): (e, n) for s, r, e, n in events.iter_rows()}
-    clients = _client_figures(tables)
+    clients = client_figures(tables)
+    answered = answered_requests(tables)
     # vLLM prints its engine stats while idle too (phase `idle`): those lines are no work served.
     busy = tables.scan(T.BATCHES).filter(pl.col(C.PHASE) != "idle")
     served = set(collect(busy.select(RUN_KEY).unique()).iter_rows())
@@ -580,6 +582,7 @@ def verdicts(
             key in served,
             roles.get(key),
             clients.get(key),
+            answered.get(key, 0),
         )
         ids_evidence = [Evidence(run[C.SOURCE], ids_line)] if ids_line is not None else []
         out.append(

@@ -1,0 +1,122 @@
+"""The failure chain on the shapes users paste into issues: excerpts that start mid-traceback, logs of
+only a stop or only answered requests, torch's and NCCL's own timeout wordings, CUDA's advice lines.
+Each line below is in the form the engines print (SGLang's `[date TPn]` prefix, vLLM V1's `(EngineCore
+pid=N) INFO MM-DD ...`, torch's glog lines, uvicorn's access lines)."""
+
+from __future__ import annotations
+
+from test_chain import broken, only, serving, start_up_crash
+from test_detectors import run, server_args, stamp
+
+
+def test_a_vllm_sigint_stop_alone_is_a_graceful_stop() -> None:
+    lines = [
+        "(EngineCore pid=3946143) INFO 05-26 19:19:56 [core.py:1155] [shutdown] EngineCore: trigger received "
+        "signal=SIGINT",
+        "(APIServer pid=3945527) INFO 05-26 19:19:56 [launcher.py:100] [shutdown] API server: shutdown triggered",
+    ]
+    verdict = only(run(lines))
+    assert verdict.status == "healthy"
+    assert verdict.headline.startswith("stopped gracefully")
+
+
+def test_answered_requests_with_no_batch_line_are_serving() -> None:
+    answers = [
+        f'{stamp(20 + i, "")} INFO:     10.0.0.2:5525{i} - "POST /v1/chat/completions HTTP/1.1" 200 OK'
+        for i in range(3)
+    ]
+    verdict = only(run([server_args(0, spec=False), *answers]))
+    assert verdict.status == "healthy"
+    assert verdict.headline.startswith("answered 3 request(s)")
+
+
+def test_cudas_advice_lines_are_part_of_its_error() -> None:
+    lines = [
+        *serving(),
+        f"{stamp(60)} Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/sglang/srt/managers/scheduler.py", line 20, in event_loop',
+        "RuntimeError: CUDA error: an illegal memory access was encountered",
+        "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below "
+        "might be incorrect.",
+        "For debugging consider passing CUDA_LAUNCH_BLOCKING=1",
+        "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
+    ]
+    verdict = only(run(lines))
+    assert verdict.causes == ["illegal-memory-access"]
+    assert "CUDA device-side assert" not in verdict.explains
+
+
+def test_an_excerpt_that_starts_mid_traceback_keeps_its_exception_line() -> None:
+    lines = [
+        *serving(),
+        '  File "/sglang/srt/utils/common.py", line 3774, in raise_error_or_warn',
+        "    raise ValueError(message)",
+        "ValueError: token_to_kv_pool_allocator memory leak detected! full_available_size=6016",
+        "./run.sh: line 24: 3557732 Killed                  python -m sglang.launch_server",
+    ]
+    verdict = broken(lines)
+    assert "ValueError: token_to_kv_pool_allocator memory leak detected" in verdict.headline
+    assert "process killed" in verdict.explains
+
+
+def test_a_source_line_quoting_the_message_is_no_event() -> None:
+    lines = [
+        server_args(0, spec=False),
+        "(EngineCore_DP0 pid=1102) ERROR 03-02 10:00:01 [core.py:700] EngineCore failed to start.",
+        "(EngineCore_DP0 pid=1102) ERROR 03-02 10:00:01 [core.py:700] Traceback (most recent call last):",
+        '(EngineCore_DP0 pid=1102) ERROR 03-02 10:00:01 [core.py:700]   File "/vllm/v1/core/kv_cache_utils.py", '
+        "line 600, in check_enough_kv_cache_memory",
+        '(EngineCore_DP0 pid=1102) ERROR 03-02 10:00:01 [core.py:700]     raise ValueError("No available memory '
+        'for the cache blocks. "',
+        "(EngineCore_DP0 pid=1102) ERROR 03-02 10:00:01 [core.py:700] ValueError: No available memory for the "
+        "cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.",
+    ]
+    verdict = only(run(lines))
+    assert verdict.causes == ["kv-no-memory"]
+    assert verdict.fix and "--gpu-memory-utilization" in verdict.fix and "max-model-len" not in verdict.fix
+    assert "times" not in verdict.headline  # the source line is not a second event
+    assert verdict.evidence[0].line_no == 6
+
+
+def test_an_nccl_warning_before_a_traceback_cut_short_leaves_the_crash() -> None:
+    lines = [
+        "node5:240:240 [6] misc/socket.cc:533 NCCL WARN socketPollConnect: Connect to 10.0.0.4<56849> returned "
+        "113(No route to host) errno 115(Operation now in progress)",
+        f"{stamp(30)} Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/sglang/srt/managers/scheduler.py", line 1816, in run_scheduler_process',
+        "    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, dp_rank)",
+    ]
+    broken(lines)
+
+
+def test_torch_distributed_timeouts_in_their_own_words() -> None:
+    store = start_up_crash(
+        "[rank1]:[W623 15:37:01.824135523 socket.cpp:485] [c10d] waitForInput: socket SocketImpl(fd=100, "
+        "addr=[node-1]:50216, remote=[node-0]:20000) timed out after 1800000ms",
+        '  File "/torch/distributed/rendezvous.py", line 200, in _create_c10d_store',
+        "torch.distributed.DistStoreError: wait timeout after 1800000ms, keys: /default_pg/0//cuda//0",
+        at=1800,
+    )
+    verdict = only(run(store))
+    assert verdict.causes == ["dist-store-timeout"]
+    # first seen as c10d's warning, shown by its exception line
+    assert "DistStoreError" in verdict.headline and verdict.evidence[0].line_no == 5
+    nccl = [
+        *serving(),
+        "[rank3]:[E227 16:30:43.526301625 ProcessGroupNCCL.cpp:1834] [PG ID 2 PG GUID 3 Rank 3] Timeout at NCCL "
+        "work: 32, last enqueued NCCL work: 32, last completed NCCL work: 31.",
+    ]
+    assert only(run(nccl)).causes == ["watchdog-timeout"]
+
+
+def test_a_traceback_cut_after_its_header_is_never_quoted_as_the_cause() -> None:
+    prefix = "(EngineCore_DP0 pid=3258054) ERROR 01-11 03:46:48 [core.py:936]"
+    lines = [
+        server_args(0, spec=False),
+        f"{prefix} EngineCore failed to start.",
+        f"{prefix} Traceback (most recent call last):",
+        f'{prefix}   File "/vllm/v1/engine/core.py", line 927, in run_engine_core',
+        f"{prefix}     engine_core = EngineCoreProc(*args, engine_index=dp_rank, **kwargs)",
+    ]
+    verdict = broken(lines)
+    assert "Traceback" not in verdict.headline and "ERROR 01-11" not in verdict.headline

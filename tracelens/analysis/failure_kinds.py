@@ -1,0 +1,31 @@
+"""The shape of a failure catalog entry (`catalog`) and how it weighs in a verdict."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Weight(StrEnum):
+    """How an event weighs in its run's verdict."""
+
+    FATAL = "fatal"  # stops a process: the earliest one of a run is its cause
+    ERROR = "error"  # the server goes on, worse off (NaN logits, failed transfers): degraded
+    CONSEQUENCE = "consequence"  # what a failure elsewhere sets off: the cause only when nothing else shows
+    SHUTDOWN = "shutdown"  # a graceful stop was asked for: what follows it is the stop, not a crash
+    NOISE = "noise"  # never a failure (monitor threads after a stop, leaked semaphores)
+    NOTE = "note"  # a detail another failure may explain (NCCL WARN): never a cause or a status
+
+
+@dataclass(frozen=True)
+class Failure:
+    code: str  # stable id, used in the verdict's cause codes
+    name: str  # in words a user would search for
+    component: str
+    weight: Weight
+    pattern: str
+    samples: tuple[str, ...]
+    fix: str | None = None
+    # a timeout waiting on another process (a collective, a rendezvous): the cause only when no other
+    # fatal event shows that process's own failure
+    waits: bool = False
