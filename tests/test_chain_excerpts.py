@@ -120,3 +120,17 @@ def test_a_traceback_cut_after_its_header_is_never_quoted_as_the_cause() -> None
     ]
     verdict = broken(lines)
     assert "Traceback" not in verdict.headline and "ERROR 01-11" not in verdict.headline
+
+
+def test_a_vllm_logs_fix_is_in_vllms_flags() -> None:
+    prefix = "(EngineCore_DP0 pid=1102) ERROR 03-02 10:00:01 [core.py:700]"
+    lines = [
+        "(APIServer pid=1000) INFO 03-02 09:58:00 [api_server.py:1043] vLLM API server version 0.10.1",
+        f"{prefix} EngineCore encountered a fatal error.",
+        f"{prefix} Traceback (most recent call last):",
+        f'{prefix}   File "/vllm/v1/worker/gpu_model_runner.py", line 1500, in execute_model',
+        f"{prefix} torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.",
+    ]
+    verdict = broken(lines)
+    assert verdict.causes == ["oom"]
+    assert verdict.fix and "--max-num-seqs" in verdict.fix and "--mem-fraction-static" not in verdict.fix

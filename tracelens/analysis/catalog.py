@@ -5,7 +5,8 @@ weighs in a verdict (`Weight`), what it usually sets off (the consequences it ex
 where a general one exists. Its pattern is a Rust regex (linear time: no look-around, no
 back-references) tested on one line's text without its prefix; the first entry that matches a line is
 the line's. Every entry carries sample lines, and `tests/test_catalog.py` checks that each sample is
-read as its entry. `docs/verdicts.md` is the user's reference.
+read as its entry. `docs/verdicts.md` is the user's reference. Graceful stops, noise and the notes
+that must be read first are in `catalog_stops`; a fix in vLLM's flags, where they differ, is `vllm_fix`.
 
 Unknown failures need no entry: an exception line of a traceback is a fatal event of its own, and its
 place in the chain (the earliest fatal event is the cause) decides what it explains.
@@ -13,6 +14,7 @@ place in the chain (the earliest fatal event is the cause) decides what it expla
 
 from __future__ import annotations
 
+from tracelens.analysis.catalog_stops import STOPS_AND_NOTES
 from tracelens.analysis.failure_kinds import Failure, Weight
 
 __all__ = ["CODES", "FAILURES", "HANG", "Failure", "Weight"]
@@ -22,73 +24,10 @@ _OOM_FIX = (
     "lower --mem-fraction-static (or --cuda-graph-max-bs / --max-running-requests), or spread the model "
     "over more GPUs"
 )
-_F, _E, _C, _S, _N = Weight.FATAL, Weight.ERROR, Weight.CONSEQUENCE, Weight.SHUTDOWN, Weight.NOISE
+_F, _E, _C = Weight.FATAL, Weight.ERROR, Weight.CONSEQUENCE
 
 FAILURES: tuple[Failure, ...] = (
-    # --- graceful stops and noise first: a SIGTERM line that mentions an error is still a stop
-    Failure(
-        "shutdown-signal",
-        "graceful shutdown (SIGTERM / SIGINT)",
-        "server",
-        _S,
-        # `shutting down` inside a sentence is no stop (`proc died unexpectedly, shutting down client`):
-        # only a line that starts with it, as uvicorn's and vLLM's stop lines do.
-        r"^(?:INFO:\s+)?(?:Shutting down|Finished server process)|^\^C|^Terminated\b|"
-        r"(?i)SIGTERM received|received SIGTERM|received signal (?:15|SIGTERM|SIGINT|2)\b|Draining requests|"
-        r"Gracefully (?:exiting|shutting down)|shutdown triggered|^KeyboardInterrupt\b|Ctrl-C|Aborted by user|"
-        r"trigger received signal=SIG(?:TERM|INT)\b",
-        (
-            "SIGTERM received. signum=None frame=None. Draining requests and shutting down...",
-            "Received SIGTERM, shutting down",
-            "INFO:     Shutting down",
-            "INFO:     Finished server process [1234]",
-            "Shutting down FastAPI HTTP server.",
-            "KeyboardInterrupt",
-            "[shutdown] API server: shutdown triggered",
-            "Gracefully exiting...",
-            "[shutdown] EngineCore: trigger received signal=SIGINT",
-            "^C",
-        ),
-    ),
-    Failure(
-        "child-terminated",
-        "child process stopped by SIGTERM (exit -15)",
-        "server",
-        _S,
-        r"exit ?code[=: ]*-15\b|exited with code -15|killed by signal 15",
-        ("Child process unexpectedly failed with exitcode=-15. pid=4321",),
-    ),
-    Failure(
-        "monitor-noise",
-        "monitor thread error after its processes were gone",
-        "Python",
-        _N,
-        r"psutil\.NoSuchProcess|NoSuchProcess|leaked semaphore|resource_tracker|"
-        r"There appear to be \d+ leaked",
-        (
-            "psutil.NoSuchProcess: process no longer exists (pid=1234)",
-            "UserWarning: resource_tracker: There appear to be 1 leaked semaphore objects to clean up at shutdown",
-        ),
-    ),
-    # The advice torch prints under every CUDA or HIP error: part of that error, never an event of its own
-    # (`Compile with TORCH_USE_CUDA_DSA` is no device-side assert). Anchored: a line that starts with it.
-    Failure(
-        "gpu-error-advice",
-        "the advice torch prints under a CUDA or HIP error",
-        "torch",
-        Weight.NOTE,
-        r"^(?:CUDA|HIP) kernel errors might be asynchronously reported|^For debugging consider passing "
-        r"(?:CUDA|HIP|AMD)_\w+|^Compile with .TORCH_USE_(?:CUDA|HIP)_DSA|^Search for .\w+. in https?://",
-        (
-            "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace "
-            "below might be incorrect.",
-            "For debugging consider passing CUDA_LAUNCH_BLOCKING=1",
-            "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
-            "Compile with `TORCH_USE_HIP_DSA` to enable device-side assertions.",
-            "Search for `cudaErrorIllegalAddress' in https://docs.nvidia.com/cuda/cuda-runtime-api/"
-            "group__CUDART__TYPES.html for more information.",
-        ),
-    ),
+    *STOPS_AND_NOTES,
     # --- fatal: known causes, most specific first
     Failure(
         "nvshmem-transport",
@@ -115,6 +54,8 @@ FAILURES: tuple[Failure, ...] = (
             "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 1.50 GiB.",
         ),
         _OOM_FIX,
+        vllm_fix="lower --max-num-seqs or --max-num-batched-tokens (activations), or --gpu-memory-utilization "
+        "when another process shares the GPU, or spread the model over more GPUs (--tensor-parallel-size)",
     ),
     Failure(
         "kv-pool-too-small",
@@ -179,6 +120,8 @@ FAILURES: tuple[Failure, ...] = (
         ),
         "rerun with CUDA_LAUNCH_BLOCKING=1 to find the kernel; try --disable-cuda-graph or another "
         "--attention-backend to narrow it down",
+        vllm_fix="rerun with CUDA_LAUNCH_BLOCKING=1 to find the kernel; try --enforce-eager (no CUDA graphs) "
+        "or another attention backend (VLLM_ATTENTION_BACKEND) to narrow it down",
     ),
     Failure(
         "illegal-instruction",

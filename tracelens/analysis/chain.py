@@ -282,6 +282,13 @@ def _direction(tables: Tables) -> dict[tuple[str, int], int]:
     return {(s, r): -1 for s, r, _a, _b in ends.iter_rows()}
 
 
+def _vllm_runs(tables: Tables) -> set[tuple[str, int]]:
+    """The runs whose lines are vLLM's (its `INFO MM-DD hh:mm:ss [file.py:N]` lines, a foreign format
+    here): their fixes are said in vLLM's flags."""
+    rows = tables.scan(T.FOREIGN).filter(pl.col(C.FORMAT) == "vllm").select(C.SOURCE, C.RUN).unique()
+    return {(str(s), int(r)) for s, r in collect(rows).iter_rows()}
+
+
 def chains(tables: Tables) -> dict[tuple[str, int], Chain]:
     """The failure chain of every run that has a failure event or a graceful stop."""
     found = events(tables)
@@ -326,10 +333,14 @@ def chains(tables: Tables) -> dict[tuple[str, int], Chain]:
         ).iter_rows()
     }
     noise = _noise_records(found)
+    vllm = _vllm_runs(tables)
     out: dict[tuple[str, int], Chain] = {}
     for (source, run), group in _reduce(found).group_by(C.SOURCE, C.RUN, maintain_order=True):
         key = (str(source), int(run))
         out[key] = _chain(group, backwards.get(key, 1), serving.get(key), starting.get(key))
+        entry = _failure(out[key].code or "")
+        if key in vllm and entry is not None:  # the fix in the flags of the engine that printed the log
+            out[key].fix = entry.fix_for("vllm")
         # a ready line counts only after a start-up failure: a log that joins two servers' excerpts
         # holds the second one's ready line after the first one's crash
         became_ready = ready.get(key, 0) if out[key].phase != "serving" else 0

@@ -29,3 +29,9 @@ class Failure:
     # a timeout waiting on another process (a collective, a rendezvous): the cause only when no other
     # fatal event shows that process's own failure
     waits: bool = False
+    # the fix in vLLM's own flags, where they differ from SGLang's (`fix` is SGLang's)
+    vllm_fix: str | None = None
+
+    def fix_for(self, engine: str) -> str | None:
+        """The fix in the flags of ``engine`` (`sglang` or `vllm`)."""
+        return self.vllm_fix if engine == "vllm" and self.vllm_fix else self.fix
