@@ -134,3 +134,16 @@ def test_a_vllm_logs_fix_is_in_vllms_flags() -> None:
     verdict = broken(lines)
     assert verdict.causes == ["oom"]
     assert verdict.fix and "--max-num-seqs" in verdict.fix and "--mem-fraction-static" not in verdict.fix
+
+
+def test_a_crash_whose_exception_is_cut_says_when_it_came() -> None:
+    cut = [
+        f"{stamp(70)} Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/sglang/srt/managers/scheduler.py", line 20, in event_loop',
+    ]
+    served = broken(
+        [server_args(0, spec=False), f"{stamp(5, '')} The server is fired up and ready to roll!", *cut]
+    )
+    assert served.headline.startswith("crashed while serving on 1 rank(s)"), served.headline
+    loading = broken([server_args(0, spec=False), f"{stamp(2)} Load weight begin. avail mem=78.94 GB", *cut])
+    assert loading.headline.startswith("crashed at start-up on 1 rank(s)"), loading.headline

@@ -280,6 +280,20 @@ def gist(finding: Finding, run: dict[str, Any], limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+# start-up events after which the server answers requests: the HTTP server is up
+_SERVING_PHASES = frozenset({"ready", "app_startup", "uvicorn_running"})
+
+
+def _in_phase(headline: str, served: bool, last_phase: str | None) -> str:
+    """`crashed ...` said with when: while serving once the run served or was ready, at start-up when
+    it was starting (the chain's headline says it the same way)."""
+    if not headline.startswith("crashed"):
+        return headline
+    up = last_phase in _SERVING_PHASES
+    when = "while serving" if served or up else "at start-up" if last_phase else ""
+    return headline.replace("crashed", f"crashed {when}", 1) if when else headline
+
+
 def _what(text: str) -> str:
     """A fault's message without the `Scheduler hit an exception:` head; a traceback whose exception
     line is not in the log is said so, never shown by its first line."""
@@ -402,7 +416,7 @@ def run_verdict(
     elif crashes:
         status = Status.BROKEN
         first = crashes[0]
-        headline = gist(first, run)
+        headline = _in_phase(gist(first, run), decoded or facts.served, facts.last_phase)
         causes = list(dict.fromkeys(f.code for f in crashes))
         explains = [f.code for f in unexplained if f.code in CRASH_SYMPTOMS and f.code not in causes]
         evidence = _evidence(crashes, 2)
