@@ -19,6 +19,7 @@ import polars as pl
 from tracelens.analysis.capture import layer_id_lines
 from tracelens.analysis.catalog import HANG, Weight
 from tracelens.analysis.chain import Chain, chains, ranks_text
+from tracelens.analysis.crash_text import crash_what, in_phase
 from tracelens.analysis.expectations import Expectations
 from tracelens.analysis.findings import Evidence, Finding, Severity, Status, severity_rank
 from tracelens.analysis.runs import RUN_KEY
@@ -255,8 +256,6 @@ _SYMPTOM_HINTS = {
 
 
 _TAKES = re.compile(r"fc layer takes (\d+) aux")
-_HIT = re.compile(r"^(?:exception: )?\w+ hit an exception: ")
-TRACEBACK_HEAD = "Traceback (most recent call last)"
 _RANKS = re.compile(r"^(\d+) rank\(s\) \([^)]*\)(?: in \S+)?: ")
 
 
@@ -271,40 +270,13 @@ def gist(finding: Finding, run: dict[str, Any], limit: int = 80) -> str:
         return f"it is slower than its baseline ({run[A.SPEEDUP]:.2f}x)"
     text = finding.message
     ranks = _RANKS.match(text)
-    what = _what(text[ranks.end() :] if ranks else text)
+    what = crash_what(text[ranks.end() :] if ranks else text)
     if ranks:
         text = f"crashed on {ranks.group(1)} rank(s): {what}"
     elif finding.code in CRASH_CODES:
         text = f"crashed: {what}"
     text = text.split(". ", 1)[0]
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-# start-up events after which the server answers requests: the HTTP server is up
-_SERVING_PHASES = frozenset({"ready", "app_startup", "uvicorn_running"})
-
-
-def _in_phase(headline: str, served: bool, last_phase: str | None) -> str:
-    """`crashed ...` said with when: while serving once the run served or was ready, at start-up when
-    it was starting (the chain's headline says it the same way)."""
-    if not headline.startswith("crashed"):
-        return headline
-    up = last_phase in _SERVING_PHASES
-    when = "while serving" if served or up else "at start-up" if last_phase else ""
-    return headline.replace("crashed", f"crashed {when}", 1) if when else headline
-
-
-def _what(text: str) -> str:
-    """A fault's message without the `Scheduler hit an exception:` head; a traceback whose exception
-    line is not in the log is said so, never shown by its first line."""
-    text = _HIT.sub("", text)
-    # the header may sit behind a prefix the message kept (vLLM's `ERROR 01-11 03:46:48 [core.py:936]`)
-    # or a printf placeholder (`WorkerProc hit an exception: %s`): nothing after it is no exception
-    head = text.find(TRACEBACK_HEAD)
-    rest = text[head + len(TRACEBACK_HEAD) :] if head >= 0 else text
-    if not rest.strip(" :").removeprefix("%s").strip():
-        return "a traceback with no exception line in the log"
-    return text
 
 
 def _evidence(findings: Iterable[Finding], per: int) -> list[Evidence]:
@@ -416,7 +388,7 @@ def run_verdict(
     elif crashes:
         status = Status.BROKEN
         first = crashes[0]
-        headline = _in_phase(gist(first, run), decoded or facts.served, facts.last_phase)
+        headline = in_phase(gist(first, run), decoded or facts.served, facts.last_phase)
         causes = list(dict.fromkeys(f.code for f in crashes))
         explains = [f.code for f in unexplained if f.code in CRASH_SYMPTOMS and f.code not in causes]
         evidence = _evidence(crashes, 2)
