@@ -337,10 +337,8 @@ def chains(tables: Tables) -> dict[tuple[str, int], Chain]:
     out: dict[tuple[str, int], Chain] = {}
     for (source, run), group in _reduce(found).group_by(C.SOURCE, C.RUN, maintain_order=True):
         key = (str(source), int(run))
-        out[key] = _chain(group, backwards.get(key, 1), serving.get(key), starting.get(key))
-        entry = _failure(out[key].code or "")
-        if key in vllm and entry is not None:  # the fix in the flags of the engine that printed the log
-            out[key].fix = entry.fix_for("vllm")
+        engine = "vllm" if key in vllm else "sglang"  # the fix in the flags of the engine that printed it
+        out[key] = _chain(group, backwards.get(key, 1), serving.get(key), starting.get(key), engine)
         # a ready line counts only after a start-up failure: a log that joins two servers' excerpts
         # holds the second one's ready line after the first one's crash
         became_ready = ready.get(key, 0) if out[key].phase != "serving" else 0
@@ -449,8 +447,9 @@ def _chain(
     direction: int,
     serving: tuple[int, int] | None,
     starting: tuple[int, int] | None,
+    engine: str = "sglang",
 ) -> Chain:
-    """One run's chain from its events (in line order)."""
+    """One run's chain from its events (in line order); its fix in ``engine``'s flags."""
     rows = group.to_dicts()
     chain = Chain()
     chain.notes = {str(r[_CODE]) for r in rows if _weight(r[_CODE]) == Weight.NOTE}
@@ -502,7 +501,7 @@ def _chain(
     if entry is not None and kind is not None and kind.group(1).rsplit(".", 1)[-1] not in PLAIN_EXCEPTIONS:
         chain.exception = kind.group(1).rsplit(".", 1)[-1]
     chain.component = entry.component if entry else (cause[C.COMPONENT] or "Python")
-    chain.fix = entry.fix if entry else None
+    chain.fix = entry.fix_for(engine) if entry else None
     chain.ranks = list(cause[_RANKS] or [])
     chain.count = int(cause[_COUNT])
     chain.phase = _phase(cause[C.LINE_NO], direction > 0, serving, starting)

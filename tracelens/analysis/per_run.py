@@ -187,14 +187,16 @@ def _grouped(
     for key, rows in items:
         if rows is not None and not rows.height:
             continue
-        if alone(key, rows) or (group and held + (rows.height if rows is not None else 0) > GROUP_LINES):
+        if alone(key, rows):
             if group:
                 yield group
-            group, held = [], 0
-        if alone(key, rows):
+                group, held = [], 0
             yield [(key, rows)]
             continue
         assert rows is not None
+        if group and held + rows.height > GROUP_LINES:
+            yield group
+            group, held = [], 0
         group.append((key, rows))
         held += rows.height
     if group:

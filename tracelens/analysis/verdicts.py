@@ -346,7 +346,8 @@ def run_verdict(
     # cut before its exception line is no event of the chain: when the chain found no cause (only notes,
     # an NCCL WARN before such a traceback), that crash finding speaks.
     judged = chain is not None
-    unread = chain is not None and chain.code is None and chain.stop_line is None
+    stop_line = chain.stop_line if chain is not None else None  # a graceful stop's
+    unread = chain is not None and chain.code is None and stop_line is None
     unexplained = [
         f
         for f in findings
@@ -425,18 +426,17 @@ def run_verdict(
     elif not decoded and chain is not None and "router-log" in chain.notes and not facts.served:
         status = Status.HEALTHY
         headline = "a router's log: no failure (a router serves no batches itself)"
-    elif not decoded and (facts.answered or (chain is not None and chain.stop_line is not None)):
+    elif not decoded and (facts.answered or stop_line is not None):
         # Served requests with no batch line shown (vLLM's stats off, a log level above INFO), or a
         # graceful stop: nothing to act on.
         status = Status.HEALTHY
-        stopped = chain is not None and chain.stop_line is not None
-        parts = (
+        said = (
             [f"answered {facts.answered} request(s) with no batch line in the log"] if facts.answered else []
         )
-        parts += ["stopped gracefully (a shutdown was asked for)"] if stopped else []
-        headline = "; ".join(parts) if facts.answered else f"{parts[0]}; no work in the log"
-        if stopped and chain is not None and chain.stop_line is not None:
-            evidence = [Evidence(run[C.SOURCE], chain.stop_line)]
+        if stop_line is not None:
+            said.append("stopped gracefully (a shutdown was asked for)")
+            evidence = [Evidence(run[C.SOURCE], stop_line)]
+        headline = "; ".join(said if facts.answered else [*said, "no work in the log"])
     elif not decoded:
         status = Status.INCOMPLETE
         phase, last_line = facts.last_phase, facts.last_line

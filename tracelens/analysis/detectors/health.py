@@ -28,7 +28,7 @@ def startup(ctx: Context) -> list[Finding]:
         if _within_hang(ctx.hangs, row):
             continue  # the serving-hang finding below says this silence, with the work it left waiting
         # A run with no ready line counts as starting; once it has decoded, the silence is mid-serving.
-        mine = ctx.series.filter((pl.col(C.SOURCE) == row[C.SOURCE]) & (pl.col(C.RUN) == row[C.RUN]))
+        mine = ctx.series.filter(key_of(row))
         served = mine.filter(pl.col(C.TS) <= row[C.TS]).height
         # Decoding that goes on after the silence: the server was idle, or the log is an excerpt.
         resumed = served and mine.filter(pl.col(C.TS) > row[C.TS]).height
