@@ -147,3 +147,15 @@ def test_a_crash_whose_exception_is_cut_says_when_it_came() -> None:
     assert served.headline.startswith("crashed while serving on 1 rank(s)"), served.headline
     loading = broken([server_args(0, spec=False), f"{stamp(2)} Load weight begin. avail mem=78.94 GB", *cut])
     assert loading.headline.startswith("crashed at start-up on 1 rank(s)"), loading.headline
+
+
+def test_an_sglang_run_with_vllm_lines_mixed_in_keeps_sglangs_fix() -> None:
+    lines = [
+        server_args(0, spec=False),
+        "INFO 03-02 09:58:00 [model_runner.py:1000] Capturing cudagraphs for decoding.",
+        f"{stamp(30)} Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/sglang/srt/model_executor/model_runner.py", line 900, in forward',
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.",
+    ]
+    verdict = broken(lines)
+    assert verdict.fix and "--mem-fraction-static" in verdict.fix

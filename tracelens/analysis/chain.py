@@ -284,9 +284,12 @@ def _direction(tables: Tables) -> dict[tuple[str, int], int]:
 
 def _vllm_runs(tables: Tables) -> set[tuple[str, int]]:
     """The runs whose lines are vLLM's (its `INFO MM-DD hh:mm:ss [file.py:N]` lines, a foreign format
-    here): their fixes are said in vLLM's flags."""
+    here) and that print no SGLang server args: their fixes are said in vLLM's flags. An SGLang run with
+    vLLM lines mixed in (two servers' output in one file) stays SGLang's."""
     rows = tables.scan(T.FOREIGN).filter(pl.col(C.FORMAT) == "vllm").select(C.SOURCE, C.RUN).unique()
-    return {(str(s), int(r)) for s, r in collect(rows).iter_rows()}
+    sglang = tables.scan(T.SERVER_ARGS).select(C.SOURCE, C.RUN).unique()
+    vllm = rows.join(sglang, on=[C.SOURCE, C.RUN], how="anti")
+    return {(str(s), int(r)) for s, r in collect(vllm).iter_rows()}
 
 
 def chains(tables: Tables) -> dict[tuple[str, int], Chain]:
