@@ -6,7 +6,7 @@ import polars as pl
 import pytest
 
 from tracelens.analysis.catalog import FAILURES, Weight
-from tracelens.analysis.chain import GENERIC, _classify
+from tracelens.analysis.chain_events import GENERIC, _classify
 
 CASES = [(f.code, line) for f in FAILURES for line in f.samples]
 

@@ -139,14 +139,40 @@ def test_a_vllm_logs_fix_is_in_vllms_flags() -> None:
 def test_a_crash_whose_exception_is_cut_says_when_it_came() -> None:
     cut = [
         f"{stamp(70)} Scheduler hit an exception: Traceback (most recent call last):",
-        '  File "/sglang/srt/managers/scheduler.py", line 20, in event_loop',
+        '  File "/sglang/srt/managers/scheduler.py", line 20, in run_scheduler_process',
     ]
     served = broken(
         [server_args(0, spec=False), f"{stamp(5, '')} The server is fired up and ready to roll!", *cut]
     )
-    assert served.headline.startswith("crashed while serving on 1 rank(s)"), served.headline
+    said = "a traceback with no exception line in the log (Scheduler, rank 0)"
+    assert served.headline == f"crashed while serving: {said}", served.headline
     loading = broken([server_args(0, spec=False), f"{stamp(2)} Load weight begin. avail mem=78.94 GB", *cut])
-    assert loading.headline.startswith("crashed at start-up on 1 rank(s)"), loading.headline
+    assert loading.headline == f"crashed at start-up: {said}", loading.headline
+    # without a line of the log to tell, the traceback's own frames do: an `__init__` is a start-up's
+    building = [*cut, '  File "/sglang/srt/managers/scheduler.py", line 312, in __init__']
+    assert broken([server_args(0, spec=False), *building]).headline == f"crashed at start-up: {said}"
+    looping = [*cut, '  File "/vllm/v1/engine/core.py", line 700, in run_busy_loop']
+    assert broken([server_args(0, spec=False), *looping]).headline == f"crashed while serving: {said}"
+
+
+def test_a_cut_traceback_explains_the_sigquit_printed_before_it() -> None:
+    # Two processes write at once: the parent's sigquit reaches the file a line before the traceback
+    # of the child that failed, whose exception line the copy lost.
+    lines = [
+        server_args(0, spec=False),
+        f"{stamp(5, '')} The server is fired up and ready to roll!",
+        f"{stamp(70, '')} Received sigquit from a child process. It usually means the child failed.",
+        f"{stamp(70, ' TP3')} Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/sglang/srt/managers/scheduler.py", line 2013, in run_scheduler_process',
+        "    scheduler.event_loop_normal()",
+    ]
+    verdict = broken(lines)
+    assert verdict.headline.startswith("crashed while serving: a traceback with no exception line"), (
+        verdict.headline
+    )
+    assert "(Scheduler, rank 3)" in verdict.headline
+    assert "SIGQUIT from a child process" in verdict.headline and "consequence" in verdict.headline
+    assert verdict.evidence[0].line_no == 4
 
 
 def test_an_sglang_run_with_vllm_lines_mixed_in_keeps_sglangs_fix() -> None:

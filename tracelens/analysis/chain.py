@@ -18,21 +18,28 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from tracelens.analysis.catalog import FAILURES, HANG, Failure, Weight
-from tracelens.tables.exceptions import EXCEPTION_LINE_PATTERN
-from tracelens.tables.first_match import first_match
+from tracelens.analysis.chain_events import (
+    CLIENT,
+    CODE,
+    CUT,
+    GENERIC,
+    NEXT,
+    NOISE,
+    RANK,
+    STAGE,
+    TEXT,
+    WARNED,
+    events,
+)
 from tracelens.tables.frames import Tables, collect
 from tracelens.tables.schema import C, T
 
-# Event columns (working names of this module's small frames).
-_TEXT, _CODE, _RANK, _ORDER, _WEIGHT, _TB = "_text", "_code", "_rank", "_order", "_weight", "_in_traceback"
-GENERIC = "exception"  # the code of an exception line no catalog entry knows
 _PRIORITY = {Weight.FATAL: 0, Weight.ERROR: 1, Weight.CONSEQUENCE: 2}
 _BY_CODE = {f.code: f for f in FAILURES}
 MAX_EXPLAINED = 4
 SERVED_ON = dt.timedelta(minutes=1)  # serving this long after a failure: the failure stopped nothing
 SERVED_ON_REQUESTS = 3  # or answering this many requests after it
-_CLIENT, _NEXT, _KIND, _COUNT, _RANKS = "_client", "_next", "_kind", "_count", "_ranks"
-_WARNED = "_warned"  # a line its program logged as a warning
+_KIND, _COUNT, _RANKS = "_kind", "_count", "_ranks"  # columns the reduced events add (`_reduce`)
 # Exception classes that say nothing beyond a catalog entry's name: not added to it.
 PLAIN_EXCEPTIONS = frozenset(
     {
@@ -50,14 +57,6 @@ PLAIN_EXCEPTIONS = frozenset(
         "DistBackendError",
     }
 )
-# Frames of code that calls a server (benchmarks, tests, HTTP clients) and of a server's own code.
-CLIENT_FRAMES = (
-    r'File "[^"]*(?:/tests?/|/test_\w+\.py|bench\w*\.py|/benchmarks?/|/openai/|/requests/|/httpx/|'
-    r"/aiohttp/|/unittest/|/_pytest/|/locust/)"
-)
-SERVER_FRAMES = r'File "[^"]*(?:/sglang/srt/|/vllm/(?:v1|engine|worker|model_executor|distributed|executor)/)'
-
-_NOISE = [f.code for f in FAILURES if f.weight == Weight.NOISE]
 
 
 @dataclass
@@ -96,175 +95,6 @@ class Chain:
         if self.stop_line is None:
             return False
         return line > self.stop_line if self.forward else line < self.stop_line
-
-
-def _classify(text: pl.Expr, in_traceback: pl.Expr) -> pl.Expr:
-    stripped = text.str.strip_chars()
-    # A traceback's source line (`    raise ValueError("No available memory ...")`) quotes the message
-    # its exception line says: the code is no event of its own.
-    code = stripped.str.contains(r"^raise\s+[\w.]+(?:\(|$)")
-    known = pl.when(~code).then(first_match((text.str.contains(f.pattern), pl.lit(f.code)) for f in FAILURES))
-    generic = (
-        in_traceback
-        & stripped.str.contains(EXCEPTION_LINE_PATTERN)
-        & ~stripped.str.contains(r"^\S*Warning\b")
-        & ~stripped.str.contains(r"^Exception raised from ")
-    )
-    return pl.coalesce(known, pl.when(generic).then(pl.lit(GENERIC)))
-
-
-def _traceback_rows(tables: Tables) -> pl.DataFrame:
-    """Each line of each traceback with its own line number (the fault's continuation lines in order)."""
-    faults = tables[T.FAULTS]
-    if not faults.height:
-        return pl.DataFrame()
-    heads = faults.select(
-        C.SOURCE,
-        C.RUN,
-        pl.col(C.LINE_NO).alias(C.RECORD),
-        pl.coalesce(C.TP, C.DP).alias(_RANK),
-        C.TS,
-        C.COMPONENT,
-        pl.col(C.TRACEBACK).str.split("\n").alias(_TEXT),
-    ).with_columns(pl.int_ranges(0, pl.col(_TEXT).list.len()).alias("_i"))
-    parts = collect(
-        tables.scan(T.LINES)
-        .filter((pl.col(C.KIND) == "fault") & (pl.col(C.RECORD) != pl.col(C.LINE_NO)))
-        .select(C.SOURCE, C.RECORD, C.LINE_NO)
-    ).sort(C.SOURCE, C.LINE_NO)
-    parts = parts.with_columns((pl.int_range(pl.len()).over(C.SOURCE, C.RECORD) + 1).alias("_i"))
-    rows = heads.explode(_TEXT, "_i").join(parts, on=[C.SOURCE, C.RECORD, "_i"], how="left")
-    # A client's traceback (a benchmark, a test harness, an HTTP client library) printed into the
-    # server's stream: frames of client code and none of a server's.
-    frames = pl.col(_TEXT).str.contains(r'^\s*File "')
-    client = (frames & pl.col(_TEXT).str.contains(CLIENT_FRAMES)).any() & ~(
-        frames & pl.col(_TEXT).str.contains(SERVER_FRAMES)
-    ).any()
-    rows = rows.with_columns(client.over(C.SOURCE, C.RECORD).alias(_CLIENT))
-    return rows.select(
-        _CLIENT,
-        C.SOURCE,
-        C.RUN,
-        pl.coalesce(C.LINE_NO, C.RECORD).alias(C.LINE_NO),
-        C.TS,
-        _RANK,
-        _TEXT,
-        pl.lit(True).alias(_TB),
-        C.COMPONENT,
-        C.RECORD,
-    )
-
-
-def _unparsed_rows(tables: Tables) -> pl.DataFrame:
-    """Unparsed lines, each given the run whose start precedes it."""
-    starts = tables[T.RUNS].select(C.SOURCE, C.RUN, pl.col(C.START_LINE).cast(pl.Int64)).sort(C.START_LINE)
-    lines = collect(tables.scan(T.UNPARSED).select(C.SOURCE, C.LINE_NO, pl.col(C.TEXT).alias(_TEXT)))
-    if not lines.height or not starts.height:
-        return pl.DataFrame()
-    above = pl.col(C.LINE_NO).shift(1).over(C.SOURCE) == pl.col(C.LINE_NO) - 1
-    under_frame = (above & pl.col(_TEXT).shift(1).over(C.SOURCE).str.contains(r"^\s+\S")).fill_null(False)
-    return (
-        lines.sort(C.LINE_NO)
-        .join_asof(
-            starts,
-            left_on=C.LINE_NO,
-            right_on=C.START_LINE,
-            by=C.SOURCE,
-            strategy="backward",
-            check_sortedness=False,
-        )
-        .with_columns(pl.col(C.RUN).fill_null(0))
-        .select(
-            C.SOURCE,
-            C.RUN,
-            C.LINE_NO,
-            pl.lit(None, pl.Datetime("us")).alias(C.TS),
-            pl.lit(None, pl.Int32).alias(_RANK),
-            _TEXT,
-            # a traceback pasted without its `Traceback (most recent call last):` header: an exception
-            # line right under an indented frame or source line is its exception line
-            under_frame.alias(_TB),
-            pl.lit(None, pl.String).alias(C.COMPONENT),
-            pl.col(C.LINE_NO).alias(C.RECORD),
-        )
-    )
-
-
-def _message_rows(tables: Tables, table: str) -> pl.DataFrame:
-    return collect(
-        tables.scan(table).select(
-            C.SOURCE,
-            C.RUN,
-            C.LINE_NO,
-            C.TS,
-            pl.coalesce(C.TP, C.DP).alias(_RANK),
-            pl.col(C.MESSAGE).alias(_TEXT),
-            # vLLM prints a traceback one ERROR line per line: its exception line is one of them
-            pl.col(C.LEVEL).is_in(["ERROR", "CRITICAL", "FATAL"]).fill_null(False).alias(_TB),
-            pl.col(C.LEVEL).is_in(["WARNING", "WARN", "W"]).fill_null(False).alias(_WARNED),
-            pl.lit(None, pl.String).alias(C.COMPONENT),
-            pl.col(C.LINE_NO).alias(C.RECORD),
-        )
-    )
-
-
-def events(tables: Tables) -> pl.DataFrame:
-    """source, run, line_no, ts, rank, text, code of every failure event (catalog or unknown exception)."""
-    frames = [_traceback_rows(tables), _message_rows(tables, T.MESSAGES), _message_rows(tables, T.FOREIGN)]
-    frames.append(_unparsed_rows(tables))
-    frames = [
-        f.with_columns(pl.col(C.TS).cast(pl.Datetime("us")), pl.col(_RANK).cast(pl.Int32))
-        for f in frames
-        if f.height
-    ]
-    if not frames:
-        return pl.DataFrame()
-    rows = pl.concat(frames, how="diagonal_relaxed")
-    if _CLIENT not in rows.columns:
-        rows = rows.with_columns(pl.lit(False).alias(_CLIENT))
-    rows = rows.with_columns(pl.col(_CLIENT).fill_null(False))
-    text = pl.col(_TEXT)
-    coded = rows.with_columns(_classify(text, pl.col(_TB)).alias(_CODE)).filter(pl.col(_CODE).is_not_null())
-    # a message that ends in a colon goes on on the next line (`2 errors happen:`)
-    following = rows.select(C.SOURCE, (pl.col(C.LINE_NO) - 1).alias(C.LINE_NO), text.alias(_NEXT))
-    coded = coded.join(following, on=[C.SOURCE, C.LINE_NO], how="left").sort(C.SOURCE, C.LINE_NO)
-    # A traceback that holds a noise line (a monitor thread's NoSuchProcess) is noise as a whole: its
-    # other exception lines are that thread's, not the server's.
-    noisy = pl.col(_CODE).is_in(_NOISE).any().over(C.SOURCE, C.RECORD)
-    coded = coded.filter(~noisy | pl.col(_CODE).is_in(_NOISE))
-    # The traceback right after uvicorn's `Exception in ASGI application` is one request's: its
-    # exception failed that request, not the server.
-    asgi = coded.filter(pl.col(_CODE) == "asgi-error").select(
-        C.SOURCE, (pl.col(C.LINE_NO) + 1).alias(C.RECORD), pl.lit(True).alias("_asgi")
-    )
-    coded = (
-        coded.join(asgi.unique(), on=[C.SOURCE, C.RECORD], how="left")
-        .with_columns(
-            pl.when(pl.col("_asgi").fill_null(False) & (pl.col(_CODE) == GENERIC))
-            .then(pl.lit("asgi-error"))
-            .otherwise(pl.col(_CODE))
-            .alias(_CODE)
-        )
-        .drop("_asgi")
-    )
-    stops = collect(
-        tables.scan(T.LIFECYCLE)
-        .filter(pl.col(C.EVENT) == "shutdown")
-        .select(
-            C.SOURCE,
-            C.RUN,
-            C.LINE_NO,
-            pl.col(C.TS).cast(pl.Datetime("us")),
-            pl.coalesce(C.TP, C.DP).cast(pl.Int32).alias(_RANK),
-            pl.lit("Shutting down").alias(_TEXT),
-            pl.lit(False).alias(_TB),
-            pl.lit(None, pl.String).alias(C.COMPONENT),
-            pl.lit("shutdown-signal").alias(_CODE),
-            pl.col(C.LINE_NO).alias(C.RECORD),
-            pl.lit(False).alias(_CLIENT),
-        )
-    )
-    return pl.concat([coded, stops], how="diagonal_relaxed").sort(C.SOURCE, C.RUN, C.LINE_NO)
 
 
 def _direction(tables: Tables) -> dict[tuple[str, int], int]:
@@ -352,7 +182,7 @@ def chains(tables: Tables) -> dict[tuple[str, int], Chain]:
 
 def _noise_records(found: pl.DataFrame) -> dict[tuple[str, int], set[int]]:
     """Per run, the records (traceback heads) that are noise or a client's as a whole."""
-    noisy = found.filter(pl.col(_CODE).is_in(_NOISE) | pl.col(_CLIENT)).select(C.SOURCE, C.RUN, C.RECORD)
+    noisy = found.filter(pl.col(CODE).is_in(NOISE) | pl.col(CLIENT)).select(C.SOURCE, C.RUN, C.RECORD)
     out: dict[tuple[str, int], set[int]] = {}
     for source, run, record in noisy.unique().iter_rows():
         out.setdefault((source, run), set()).add(int(record))
@@ -363,19 +193,19 @@ def _reduce(found: pl.DataFrame) -> pl.DataFrame:
     """Of each run's events of one kind (code, client or not, and the text of an unknown exception or
     the heartbeat of a failed health check), the first two and the last, with how many there are and
     on which ranks: a log of a million repeated warnings is judged from a few rows."""
-    beat = pl.col(_TEXT).str.extract(HANG.pattern, 1)
+    beat = pl.col(TEXT).str.extract(HANG.pattern, 1)
     detail = (
-        pl.when(pl.col(_CODE) == GENERIC)
-        .then(pl.col(_TEXT).str.strip_chars())
-        .when(pl.col(_CODE) == "health-check")
+        pl.when(pl.col(CODE) == GENERIC)
+        .then(pl.col(TEXT).str.strip_chars())
+        .when(pl.col(CODE) == "health-check")
         .then(beat)
         .otherwise(pl.lit(""))
         .fill_null("")
     )
     found = found.with_columns(detail.alias(_KIND))
-    key = [C.SOURCE, C.RUN, _CODE, _CLIENT, _KIND]
+    key = [C.SOURCE, C.RUN, CODE, CLIENT, _KIND]
     sizes = found.group_by(key).agg(
-        pl.len().alias(_COUNT), pl.col(_RANK).drop_nulls().unique().sort().alias(_RANKS)
+        pl.len().alias(_COUNT), pl.col(RANK).drop_nulls().unique().sort().alias(_RANKS)
     )
     at = pl.int_range(pl.len()).over(key)
     kept = found.filter((at < 2) | (at == pl.len().over(key) - 1))
@@ -428,12 +258,14 @@ def _stalled(line: int, forward: bool, serving: tuple[int, int] | None) -> bool:
     return first < at and last < at
 
 
-def _precedence(row: dict[str, object]) -> tuple[int, bool]:
-    """The order causes are picked in: by weight; among fatal events, a timeout waiting on another
-    process after the others (its peer's failure, when it shows, is the cause)."""
-    code = str(row[_CODE])
+def _precedence(row: dict[str, object]) -> tuple[int, bool, bool]:
+    """The order causes are picked in: by weight; among fatal events, a traceback cut before its
+    exception line after every named one (it names nothing: a named event it follows is its cause),
+    and a timeout waiting on another process after the others (its peer's failure, when it shows, is
+    the cause)."""
+    code = str(row[CODE])
     entry = _failure(code)
-    return _PRIORITY[_weight(code)], bool(entry and entry.waits)
+    return _PRIORITY[_weight(code)], bool(row.get(CUT)), bool(entry and entry.waits)
 
 
 def _failure(code: str) -> Failure | None:
@@ -455,50 +287,51 @@ def _chain(
     """One run's chain from its events (in line order); its fix in ``engine``'s flags."""
     rows = group.to_dicts()
     chain = Chain()
-    chain.notes = {str(r[_CODE]) for r in rows if _weight(r[_CODE]) == Weight.NOTE}
-    clients = [r for r in rows if r[_CLIENT] and _weight(r[_CODE]) in _PRIORITY]
-    chain.client = str(clients[0][_TEXT]).strip() if clients else None
-    rows = [r for r in rows if not r[_CLIENT]]
+    chain.notes = {str(r[CODE]) for r in rows if _weight(r[CODE]) == Weight.NOTE}
+    clients = [r for r in rows if r[CLIENT] and _weight(r[CODE]) in _PRIORITY]
+    chain.client = str(clients[0][TEXT]).strip() if clients else None
+    # a newest-first log prints a traceback's exception line above its head: no traceback there is cut
+    rows = [r for r in rows if not r[CLIENT] and not (direction < 0 and r.get(CUT))]
     chain.forward = direction > 0
     ordered = rows if direction > 0 else rows[::-1]
-    stop = next((r for r in ordered if _weight(r[_CODE]) == Weight.SHUTDOWN), None)
+    stop = next((r for r in ordered if _weight(r[CODE]) == Weight.SHUTDOWN), None)
     # A stop after a process had already failed (a crash's teardown prints `Shutting down` too) is no
     # graceful stop: the chain goes on past it.
     stopping = ordered[: ordered.index(stop)] if stop is not None else []
-    if any(_weight(r[_CODE]) in (Weight.FATAL, Weight.CONSEQUENCE) for r in stopping):
+    if any(_weight(r[CODE]) in (Weight.FATAL, Weight.CONSEQUENCE) for r in stopping):
         stop = None
     if stop is not None:
         chain.stop_line = stop[C.LINE_NO]
         cut = ordered.index(stop)
-        chain.after_stop = sum(1 for r in ordered[cut:] if _weight(r[_CODE]) in _PRIORITY)
+        chain.after_stop = sum(1 for r in ordered[cut:] if _weight(r[CODE]) in _PRIORITY)
         ordered = ordered[:cut]
-    live = [r for r in ordered if _weight(r[_CODE]) in _PRIORITY]
+    live = [r for r in ordered if _weight(r[CODE]) in _PRIORITY]
     # Failed health checks the server recovered from (batches after them), or before it served at all
     # (start-up 503s), are no failure.
-    live = [r for r in live if r[_CODE] != "health-check" or _stalled(r[C.LINE_NO], direction > 0, serving)]
+    live = [r for r in live if r[CODE] != "health-check" or _stalled(r[C.LINE_NO], direction > 0, serving)]
     if not live:
         return chain
     cause = min(live, key=_precedence)  # the first of the best weight
-    code = cause[_CODE]
+    code = cause[CODE]
     entry = _failure(code)
-    hang = _hang(live) if cause[_CODE] == "health-check" else None
+    hang = _hang(live) if cause[CODE] == "health-check" else None
     if hang is not None:
         cause, chain.since = hang
         code, entry = HANG.code, HANG
     # A cause first seen as a warning (c10d's `[W...] waitForInput ... timed out`) is stated best by its
     # exception line when one follows (`DistStoreError: wait timeout`): that line and text are shown;
     # the order stays the first event's.
-    warned = bool(cause.get(_WARNED))
-    stated = (r for r in live if r[_CODE] == code and _EXCEPTION_TYPE.match(str(r[_TEXT]).strip()))
+    warned = bool(cause.get(WARNED))
+    stated = (r for r in live if r[CODE] == code and _EXCEPTION_TYPE.match(str(r[TEXT]).strip()))
     shown = next(stated, cause) if warned else cause
-    text = str(shown[_TEXT]).strip()
+    text = str(shown[TEXT]).strip()
     chain.code = code
     chain.weight = _weight(code)
     chain.line = shown[C.LINE_NO]
     chain.ts = cause[C.TS] if isinstance(cause[C.TS], dt.datetime) else None
     chain.text = text
-    if text.endswith(":") and shown.get(_NEXT):
-        text = f"{text} {str(shown[_NEXT]).strip()}"
+    if text.endswith(":") and shown.get(NEXT):
+        text = f"{text} {str(shown[NEXT]).strip()}"
     chain.name = entry.name if entry else _short(text)
     kind = _EXCEPTION_TYPE.match(text)
     if entry is not None and kind is not None and kind.group(1).rsplit(".", 1)[-1] not in PLAIN_EXCEPTIONS:
@@ -507,33 +340,40 @@ def _chain(
     chain.fix = entry.fix_for(engine) if entry else None
     chain.ranks = list(cause[_RANKS] or [])
     chain.count = int(cause[_COUNT])
-    chain.phase = _phase(cause[C.LINE_NO], direction > 0, serving, starting)
-    if entry is not None and chain.weight == Weight.FATAL:
+    # a traceback's own frames say it best; else what the log showed before the cause
+    chain.phase = str(cause.get(STAGE) or _phase(cause[C.LINE_NO], direction > 0, serving, starting))
+    before = ordered[: ordered.index(cause)] if cause in ordered else []
+    if cause.get(CUT):
+        # a traceback that names nothing is best told by the last error or note before it (the NCCL
+        # WARN that the rank's connect failed)
+        told = [r for r in before if _weight(r[CODE]) in (Weight.ERROR, Weight.NOTE) and _failure(r[CODE])]
+        if told:
+            chain.detail = (_BY_CODE[told[-1][CODE]].name, int(told[-1][C.LINE_NO]))
+    elif entry is not None and chain.weight == Weight.FATAL:
         # an error or note of the same component before the fatal event is its detail (the NCCL WARN
         # before an NCCL error, the failed transfers before the transfer engine gives up)
-        before = ordered[: ordered.index(cause)] if cause in ordered else []
         detail = next(
             (
                 r
                 for r in before
-                if (f := _failure(r[_CODE])) is not None
+                if (f := _failure(r[CODE])) is not None
                 and f.component == entry.component
                 and f.weight in (Weight.ERROR, Weight.NOTE)
             ),
             None,
         )
         if detail is not None:
-            chain.detail = (_BY_CODE[detail[_CODE]].name, int(detail[C.LINE_NO]))
+            chain.detail = (_BY_CODE[detail[CODE]].name, int(detail[C.LINE_NO]))
     at = live.index(cause)
     # what the cause explains: what follows it, and what came before it only because of it (a
     # consequence, a timeout waiting on the process that failed)
-    earlier = [r for r in live[:at] if _weight(r[_CODE]) == Weight.CONSEQUENCE or _precedence(r)[1]]
+    earlier = [r for r in live[:at] if _weight(r[CODE]) == Weight.CONSEQUENCE or _precedence(r)[2]]
     seen: dict[str, int] = {}
     for r in [*earlier, *live[at + 1 :]]:
-        if r[_CODE] == code:
+        if r[CODE] == code or r.get(CUT):  # a cut traceback is the cause's own, or another's unnamed
             continue
-        other = _failure(r[_CODE])
-        name = other.name if other else _short(str(r[_TEXT]).strip(), 60)
+        other = _failure(r[CODE])
+        name = other.name if other else _short(str(r[TEXT]).strip(), 60)
         seen.setdefault(name, r[C.LINE_NO])
     chain.explains = list(seen)[:MAX_EXPLAINED]
     chain.explained_lines = list(seen.values())[:MAX_EXPLAINED]
@@ -544,10 +384,10 @@ def _hang(live: list[dict[str, object]]) -> tuple[dict[str, object], dt.datetime
     """The first of the failed health checks that repeat one heartbeat (the scheduler froze there), and
     when that heartbeat was: the line's time less the seconds between the check's start and the beat."""
     for first in live:
-        beat = _BEAT.search(str(first[_TEXT]))
-        if first[_CODE] != "health-check" or beat is None or int(str(first[_COUNT])) < 2:
+        beat = _BEAT.search(str(first[TEXT]))
+        if first[CODE] != "health-check" or beat is None or int(str(first[_COUNT])) < 2:
             continue
-        ts, tic = first[C.TS], _TIC.search(str(first[_TEXT]))
+        ts, tic = first[C.TS], _TIC.search(str(first[TEXT]))
         since = (
             _beat_time(beat.group(1), tic.group(1) if tic else None, ts)
             if isinstance(ts, dt.datetime)

@@ -7,6 +7,7 @@ import re
 
 _HIT = re.compile(r"^(?:exception: )?\w+ hit an exception: ")
 TRACEBACK_HEAD = "Traceback (most recent call last)"
+CUT_TRACEBACK = "a traceback with no exception line in the log"
 
 # start-up events after which the server answers requests: the HTTP server is up
 _SERVING_PHASES = frozenset({"ready", "app_startup", "uvicorn_running"})
@@ -31,5 +32,5 @@ def crash_what(text: str) -> str:
     head = text.find(TRACEBACK_HEAD)
     rest = text[head + len(TRACEBACK_HEAD) :] if head >= 0 else text
     if not rest.strip(" :").removeprefix("%s").strip():
-        return "a traceback with no exception line in the log"
+        return CUT_TRACEBACK
     return text

@@ -1,0 +1,257 @@
+"""A run's failure events, before a chain is made of them: every line that carries text (messages,
+foreign-format lines, unparsed lines, each line of a traceback) matched against the failure catalog,
+an exception line of a traceback that no entry knows as an event of its own, a traceback cut before
+its exception line as one too, and the graceful stops."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from tracelens.analysis.catalog import FAILURES, Weight
+from tracelens.analysis.crash_text import CUT_TRACEBACK, TRACEBACK_HEAD
+from tracelens.tables.exceptions import EXCEPTION_LINE_PATTERN
+from tracelens.tables.first_match import first_match
+from tracelens.tables.frames import Tables, collect
+from tracelens.tables.schema import C, T
+
+# Event columns (working names of the events frame).
+TEXT, CODE, RANK, IN_TRACEBACK = "_text", "_code", "_rank", "_in_traceback"
+CLIENT, NEXT = "_client", "_next"  # a client's traceback; the text of the line after
+WARNED = "_warned"  # a line its program logged as a warning
+STAGE = "_stage"  # start-up or serving, as a traceback's frames say (`_frames_stage`)
+CUT = "_cut"  # the head of a traceback that ends before its exception line (`_cut_tracebacks`)
+GENERIC = "exception"  # the code of an exception line no catalog entry knows
+# Frames of code that calls a server (benchmarks, tests, HTTP clients) and of a server's own code.
+CLIENT_FRAMES = (
+    r'File "[^"]*(?:/tests?/|/test_\w+\.py|bench\w*\.py|/benchmarks?/|/openai/|/requests/|/httpx/|'
+    r"/aiohttp/|/unittest/|/_pytest/|/locust/)"
+)
+SERVER_FRAMES = r'File "[^"]*(?:/sglang/srt/|/vllm/(?:v1|engine|worker|model_executor|distributed|executor)/)'
+
+NOISE = [f.code for f in FAILURES if f.weight == Weight.NOISE]
+
+
+def _classify(text: pl.Expr, in_traceback: pl.Expr) -> pl.Expr:
+    stripped = text.str.strip_chars()
+    # A traceback's source line (`    raise ValueError("No available memory ...")`) quotes the message
+    # its exception line says: the code is no event of its own.
+    code = stripped.str.contains(r"^raise\s+[\w.]+(?:\(|$)")
+    known = pl.when(~code).then(first_match((text.str.contains(f.pattern), pl.lit(f.code)) for f in FAILURES))
+    generic = (
+        in_traceback
+        & stripped.str.contains(EXCEPTION_LINE_PATTERN)
+        & ~stripped.str.contains(r"^\S*Warning\b")
+        & ~stripped.str.contains(r"^Exception raised from ")
+    )
+    return pl.coalesce(known, pl.when(generic).then(pl.lit(GENERIC)))
+
+
+def _cut_tracebacks(rows: pl.DataFrame, coded: pl.DataFrame) -> pl.DataFrame:
+    """The head of each server traceback that ends before its exception line (a log or a copy that stops
+    inside it, another process's output in its place), as a fatal event of its process: the failure
+    is there even unnamed, and what it set off (the parent's sigquit, a child's exit) is explained by
+    it rather than named the cause. A traceback with any event among its lines (its exception line,
+    a catalog line behind a prefix) is not cut, nor one whose frames are not its own lines (vLLM's
+    prefixed lines: each is a line of its own, read apart)."""
+    if IN_TRACEBACK not in rows.columns:
+        return pl.DataFrame()
+    spans = (
+        rows.filter(pl.col(IN_TRACEBACK) & ~pl.col(CLIENT))
+        .group_by(C.SOURCE, C.RECORD, maintain_order=True)
+        .agg(
+            pl.all().first(),
+            pl.col(C.LINE_NO).max().alias("_last"),
+            pl.col(TEXT).str.contains(r'^\s*File "').any().alias("_frames"),
+        )
+        .filter(pl.col(TEXT).str.contains(TRACEBACK_HEAD, literal=True) & pl.col("_frames"))
+    )
+    within = (
+        spans.select(C.SOURCE, C.RECORD, "_last")
+        .join(coded.select(C.SOURCE, pl.col(C.LINE_NO).alias("_at")), on=C.SOURCE)
+        .filter(pl.col("_at").is_between(pl.col(C.RECORD), pl.col("_last")))
+        .select(C.SOURCE, C.RECORD)
+        .unique()
+    )
+    return (
+        spans.join(within, on=[C.SOURCE, C.RECORD], how="anti")
+        .drop("_last", "_frames")
+        .with_columns(
+            pl.lit(CUT_TRACEBACK).alias(TEXT),
+            pl.lit(GENERIC).alias(CODE),
+            pl.lit(True).alias(CUT),
+        )
+    )
+
+
+def _traceback_rows(tables: Tables) -> pl.DataFrame:
+    """Each line of each traceback with its own line number (the fault's continuation lines in order)."""
+    faults = tables[T.FAULTS]
+    if not faults.height:
+        return pl.DataFrame()
+    heads = faults.select(
+        C.SOURCE,
+        C.RUN,
+        pl.col(C.LINE_NO).alias(C.RECORD),
+        pl.coalesce(C.TP, C.DP).alias(RANK),
+        C.TS,
+        C.COMPONENT,
+        pl.col(C.TRACEBACK).str.split("\n").alias(TEXT),
+    ).with_columns(pl.int_ranges(0, pl.col(TEXT).list.len()).alias("_i"))
+    parts = collect(
+        tables.scan(T.LINES)
+        .filter((pl.col(C.KIND) == "fault") & (pl.col(C.RECORD) != pl.col(C.LINE_NO)))
+        .select(C.SOURCE, C.RECORD, C.LINE_NO)
+    ).sort(C.SOURCE, C.LINE_NO)
+    parts = parts.with_columns((pl.int_range(pl.len()).over(C.SOURCE, C.RECORD) + 1).alias("_i"))
+    rows = heads.explode(TEXT, "_i").join(parts, on=[C.SOURCE, C.RECORD, "_i"], how="left")
+    # A client's traceback (a benchmark, a test harness, an HTTP client library) printed into the
+    # server's stream: frames of client code and none of a server's.
+    frames = pl.col(TEXT).str.contains(r'^\s*File "')
+    client = (frames & pl.col(TEXT).str.contains(CLIENT_FRAMES)).any() & ~(
+        frames & pl.col(TEXT).str.contains(SERVER_FRAMES)
+    ).any()
+    rows = rows.with_columns(
+        client.over(C.SOURCE, C.RECORD).alias(CLIENT), _frames_stage().over(C.SOURCE, C.RECORD).alias(STAGE)
+    )
+    return rows.select(
+        CLIENT,
+        C.SOURCE,
+        C.RUN,
+        pl.coalesce(C.LINE_NO, C.RECORD).alias(C.LINE_NO),
+        C.TS,
+        RANK,
+        TEXT,
+        pl.lit(True).alias(IN_TRACEBACK),
+        C.COMPONENT,
+        C.RECORD,
+        STAGE,
+    )
+
+
+def _frames_stage() -> pl.Expr:
+    """What a traceback's process was doing, from its frames: the first frame that is an object's
+    `__init__` (the scheduler, engine core or worker being built) or a serving loop (SGLang's
+    `event_loop_*`, vLLM's `run_busy_loop` / `worker_busy_loop`) says start-up or serving."""
+    function = pl.col(TEXT).str.extract(r'^\s*File "[^"]*", line \d+, in (\w+)\s*$', 1)
+    stage = (
+        pl.when(function == "__init__")
+        .then(pl.lit("start-up"))
+        .when(function.str.contains(r"^(?:event_loop\w*|\w*busy_loop)$"))
+        .then(pl.lit("serving"))
+    )
+    return stage.drop_nulls().first()
+
+
+def _unparsed_rows(tables: Tables) -> pl.DataFrame:
+    """Unparsed lines, each given the run whose start precedes it."""
+    starts = tables[T.RUNS].select(C.SOURCE, C.RUN, pl.col(C.START_LINE).cast(pl.Int64)).sort(C.START_LINE)
+    lines = collect(tables.scan(T.UNPARSED).select(C.SOURCE, C.LINE_NO, pl.col(C.TEXT).alias(TEXT)))
+    if not lines.height or not starts.height:
+        return pl.DataFrame()
+    above = pl.col(C.LINE_NO).shift(1).over(C.SOURCE) == pl.col(C.LINE_NO) - 1
+    under_frame = (above & pl.col(TEXT).shift(1).over(C.SOURCE).str.contains(r"^\s+\S")).fill_null(False)
+    return (
+        lines.sort(C.LINE_NO)
+        .join_asof(
+            starts,
+            left_on=C.LINE_NO,
+            right_on=C.START_LINE,
+            by=C.SOURCE,
+            strategy="backward",
+            check_sortedness=False,
+        )
+        .with_columns(pl.col(C.RUN).fill_null(0))
+        .select(
+            C.SOURCE,
+            C.RUN,
+            C.LINE_NO,
+            pl.lit(None, pl.Datetime("us")).alias(C.TS),
+            pl.lit(None, pl.Int32).alias(RANK),
+            TEXT,
+            # a traceback pasted without its `Traceback (most recent call last):` header: an exception
+            # line right under an indented frame or source line is its exception line
+            under_frame.alias(IN_TRACEBACK),
+            pl.lit(None, pl.String).alias(C.COMPONENT),
+            pl.col(C.LINE_NO).alias(C.RECORD),
+        )
+    )
+
+
+def _message_rows(tables: Tables, table: str) -> pl.DataFrame:
+    return collect(
+        tables.scan(table).select(
+            C.SOURCE,
+            C.RUN,
+            C.LINE_NO,
+            C.TS,
+            pl.coalesce(C.TP, C.DP).alias(RANK),
+            pl.col(C.MESSAGE).alias(TEXT),
+            # vLLM prints a traceback one ERROR line per line: its exception line is one of them
+            pl.col(C.LEVEL).is_in(["ERROR", "CRITICAL", "FATAL"]).fill_null(False).alias(IN_TRACEBACK),
+            pl.col(C.LEVEL).is_in(["WARNING", "WARN", "W"]).fill_null(False).alias(WARNED),
+            pl.lit(None, pl.String).alias(C.COMPONENT),
+            pl.col(C.LINE_NO).alias(C.RECORD),
+        )
+    )
+
+
+def events(tables: Tables) -> pl.DataFrame:
+    """source, run, line_no, ts, rank, text, code of every failure event (catalog or unknown exception)."""
+    frames = [_traceback_rows(tables), _message_rows(tables, T.MESSAGES), _message_rows(tables, T.FOREIGN)]
+    frames.append(_unparsed_rows(tables))
+    frames = [
+        f.with_columns(pl.col(C.TS).cast(pl.Datetime("us")), pl.col(RANK).cast(pl.Int32))
+        for f in frames
+        if f.height
+    ]
+    if not frames:
+        return pl.DataFrame()
+    rows = pl.concat(frames, how="diagonal_relaxed")
+    if CLIENT not in rows.columns:
+        rows = rows.with_columns(pl.lit(False).alias(CLIENT))
+    rows = rows.with_columns(pl.col(CLIENT).fill_null(False))
+    text = pl.col(TEXT)
+    coded = rows.with_columns(_classify(text, pl.col(IN_TRACEBACK)).alias(CODE)).filter(
+        pl.col(CODE).is_not_null()
+    )
+    coded = pl.concat([coded, _cut_tracebacks(rows, coded)], how="diagonal_relaxed")
+    # a message that ends in a colon goes on on the next line (`2 errors happen:`)
+    following = rows.select(C.SOURCE, (pl.col(C.LINE_NO) - 1).alias(C.LINE_NO), text.alias(NEXT))
+    coded = coded.join(following, on=[C.SOURCE, C.LINE_NO], how="left").sort(C.SOURCE, C.LINE_NO)
+    # A traceback that holds a noise line (a monitor thread's NoSuchProcess) is noise as a whole: its
+    # other exception lines are that thread's, not the server's.
+    noisy = pl.col(CODE).is_in(NOISE).any().over(C.SOURCE, C.RECORD)
+    coded = coded.filter(~noisy | pl.col(CODE).is_in(NOISE))
+    # The traceback right after uvicorn's `Exception in ASGI application` is one request's: its
+    # exception failed that request, not the server.
+    asgi = coded.filter(pl.col(CODE) == "asgi-error").select(
+        C.SOURCE, (pl.col(C.LINE_NO) + 1).alias(C.RECORD), pl.lit(True).alias("_asgi")
+    )
+    coded = (
+        coded.join(asgi.unique(), on=[C.SOURCE, C.RECORD], how="left")
+        .with_columns(
+            pl.when(pl.col("_asgi").fill_null(False) & (pl.col(CODE) == GENERIC))
+            .then(pl.lit("asgi-error"))
+            .otherwise(pl.col(CODE))
+            .alias(CODE)
+        )
+        .drop("_asgi")
+    )
+    stops = collect(
+        tables.scan(T.LIFECYCLE)
+        .filter(pl.col(C.EVENT) == "shutdown")
+        .select(
+            C.SOURCE,
+            C.RUN,
+            C.LINE_NO,
+            pl.col(C.TS).cast(pl.Datetime("us")),
+            pl.coalesce(C.TP, C.DP).cast(pl.Int32).alias(RANK),
+            pl.lit("Shutting down").alias(TEXT),
+            pl.lit(False).alias(IN_TRACEBACK),
+            pl.lit(None, pl.String).alias(C.COMPONENT),
+            pl.lit("shutdown-signal").alias(CODE),
+            pl.col(C.LINE_NO).alias(C.RECORD),
+            pl.lit(False).alias(CLIENT),
+        )
+    )
+    return pl.concat([coded, stops], how="diagonal_relaxed").sort(C.SOURCE, C.RUN, C.LINE_NO)
