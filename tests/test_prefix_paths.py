@@ -60,6 +60,33 @@ def test_the_common_lines_are_read_by_position() -> None:
     assert df.get_column("ts").to_list()[0] == dt.datetime(2026, 11, 20, 9, 0, 1)
 
 
+def test_leads_arranged_otherwise_are_read_as_sglangs() -> None:
+    """A user's logging config, an older router, a shipper or a caret-notation copy moves SGLang's
+    fields around or puts text in front: the same time, tags, level and message come out."""
+    text = (
+        "2026-11-20 09:00:01.874 INFO 120984 [ TP3 scheduler_metrics_mixin.py:415] Decode batch, #running-req: 2\n"
+        "[2026-11-20 09:00:02][scheduler_metrics_mixin.py:424][INFO]: Prefill batch, #new-seq: 1\n"
+        "[Router (Rust)] 2026-11-20 09:00:03 - WARNING - Worker health check is pending\n"
+        "^[[0;36m[2026-11-20 09:00:04 TP1] coloured in caret notation^[[0m\n"
+        "[Sidecar k00]: 2026-11-20T09:00:05.672Z 1 stdout: [2026-11-20 09:00:05 TP2] shipped\n"
+        "2026-11-20T09:00:06.123456789Z stderr F [2026-11-20 09:00:06 EP4] from a CRI log file\n"
+    )
+    df = assert_same_reading(lines_of_text(text))
+    assert df.get_column("_body").to_list() == [
+        "Decode batch, #running-req: 2",
+        "Prefill batch, #new-seq: 1",
+        "Worker health check is pending",
+        "coloured in caret notation",
+        "shipped",
+        "from a CRI log file",
+    ]
+    assert df.get_column("tp").to_list() == [3, None, None, 1, 2, None]
+    assert df.get_column("ep").to_list()[5] == 4
+    assert df.get_column("level").to_list()[:3] == ["INFO", "INFO", "WARNING"]
+    assert [t.second for t in df.get_column("ts").to_list()] == [1, 2, 3, 4, 5, 6]
+    assert df.get_column("ts").to_list()[0].microsecond == 874000
+
+
 STAMPS = st.sampled_from(
     [
         "[2026-11-20 09:00:00",
@@ -133,6 +160,14 @@ OTHER = st.sampled_from(
         "[2026-11-20 09:00:00] [\u0663] an outer stamp before any digit",
         "[2026-11-20 09:00:00] [x] not an outer stamp",
         "ml-h2[2026-11-20 09:00:00 TP0] spliced",
+        "2026-11-20 09:00:00.874 INFO 120984 [ TP0 scheduler.py:415] Decode batch, #running-req: 2",
+        "[2026-11-20 09:00:00][scheduler.py:424][INFO]: Prefill batch, #new-seq: 1",
+        "[2026-11-20 09:00:00 TP1][scheduler.py:424][WARNING]: tagged",
+        "[2026-11-20 09:00:00][not a lead] x",
+        "[Router (Rust)] 2026-11-20 09:00:00 - INFO - Worker http://0.0.0.0:31000 health check is pending",
+        "^[[0;36m(APIServer pid=31)^[[0;0m INFO 11-20 09:00:00 [api_server.py:946] Starting vLLM API server",
+        "[Sidecar abc]: 2026-11-20T09:00:00.672Z 1 stdout: [2026-11-20 09:00:00 TP0] shipped",
+        "2026-11-20T09:00:00.123456789Z stdout F [2026-11-20 09:00:00 TP0] cri",
         "",
     ]
 )

@@ -17,7 +17,9 @@ from tracelens.tables.schema import C, W, discard, project
 
 # ANSI SGR codes, also when the ESC byte was lost in a copy-paste (bare `[36m`). Without the ESC a
 # code needs a number: a bare `[m` is real text (`[module_aiter_enum]`, `[metrics.py:53]`).
-ANSI_PATTERN = r"\x1b\[[0-9;]{0,12}m|\[[0-9]{1,3}(?:;[0-9]{1,3}){0,3}m"
+# A copy that shows the ESC byte in caret notation (`^[[0;36m`, as `cat -v` and some CI viewers print
+# it) has the same codes.
+ANSI_PATTERN = r"(?:\x1b|\^\[)\[[0-9;]{0,12}m|\[[0-9]{1,3}(?:;[0-9]{1,3}){0,3}m"
 
 # A tqdm bar rewrites its line with `\r`; the next record can share the physical line. The record
 # starts at its `[T ...]` bracket, else the last non-empty segment is what a terminal would show.
@@ -31,6 +33,10 @@ WRAPPER_PATTERN = (
     r"|[A-Za-z0-9][\w.-]*\s+\| "  # docker-compose `service  | `
     r"|(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL) \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z "  # cloud
     r"|\((?:[\w.]+ )?pid=\d+(?:, ip=[0-9a-fA-F.:]+)?\) "  # Ray actor, vLLM `(APIServer pid=N)`
+    # a container runtime's or log shipper's stamp: `kubectl logs --timestamps`, the CRI file form
+    # `<ISO> stdout F `, a sidecar's `[name id]: <ISO> 1 stdout: `
+    r"|(?:\[[\w .:/-]{1,80}\]:? )?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d) "
+    r"(?:\d+ )?(?:(?:stdout|stderr)(?: [FP])?:? )?"
     r")+"
 )
 # Another process's output spliced in front of an SGLang record (`ml-h2[2025-06-03 20:04:36] INFO: ...`,
@@ -39,6 +45,21 @@ STAMP_BRACKET = r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?(?: [A-Z_]+\d+)*\]
 SPLICED_PATTERN = rf"^[^\[]*?\S.*?({STAMP_BRACKET})"
 # A log collector's outer timestamp in front of SGLang's own: `[T] [T TP0] ...` keeps the inner one.
 OUTER_TS_PATTERN = r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?\] (\[\d)"
+# Leads that a user's logging config (`SGLANG_LOGGING_CONFIG_PATH`) or an older router arranges
+# otherwise, with the same fields (time, rank tags, level, file:line), put in SGLang's order
+# `[T TAGS] LEVEL file.py:N: message`; each is anchored and read on few lines (`_rearranged`).
+_T = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d{1,6})?"
+_TAGS = r"(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*"
+_LEVELS = r"DEBUG|INFO|WARNING|ERROR|CRITICAL"
+REARRANGED: tuple[tuple[str, str], ...] = (
+    # `T LEVEL PID [ TAGS file.py:N] message`
+    (rf"^({_T}) ({_LEVELS}) (?:\d+ )?\[({_TAGS}) ?([\w.]+:\d+)\] ", "[${1}${3}] ${2} ${4}: "),
+    # `[T TAGS][file.py:N][LEVEL]: message`
+    (rf"^\[({_T}{_TAGS})\]\[([\w.]+:\d+)\]\[({_LEVELS})\]:? ", "[${1}] ${3} ${2}: "),
+    # `[Router (Rust)] T - LEVEL - message` (the Rust router of early 2025); Python's own `T,mmm - LEVEL -`
+    # lines stay a foreign format: another program's
+    (rf"^\[Router \(Rust\)\] ({_T}) - ({_LEVELS}) - ", "[${1}] ${2}: "),
+)
 
 RANK_TAGS: dict[str, str] = {
     C.DP: "DP",
@@ -73,7 +94,9 @@ _KEY_STAMP = "[2000-01-01 00:00:00"
 # carriage returns anywhere, wrappers at the start. Two patterns: mixing anchored and unanchored
 # alternatives in one regex makes every alternative scan the whole line.
 _NEEDS_CLEANING_ANYWHERE = rf"{ANSI_PATTERN}|\r"
-_NEEDS_CLEANING_AT_START = rf"^(?:{WRAPPER_PATTERN[1:]}|{OUTER_TS_PATTERN[1:]})"
+_NEEDS_CLEANING_AT_START = (
+    rf"^(?:{WRAPPER_PATTERN[1:]}|{OUTER_TS_PATTERN[1:]}|" + "|".join(p[1:] for p, _ in REARRANGED) + ")"
+)
 # What a line needs to match `_NEEDS_CLEANING_ANYWHERE`: a code has an ESC or is bare (`[36m`, a digit
 # before its `m`). Two literal-fast tests pick the few lines for the whole pattern, which on every line
 # costs more than both (the `[` of every stamp starts a bare code's match). Not one regex: the digit
@@ -94,7 +117,10 @@ def clean(text: pl.Expr) -> pl.Expr:
         .then(unwrapped)
         .otherwise(unwrapped.str.replace(SPLICED_PATTERN, "$1"))
     )
-    return unspliced.str.replace(OUTER_TS_PATTERN, "$1")
+    outer = unspliced.str.replace(OUTER_TS_PATTERN, "$1")
+    for pattern, lead in REARRANGED:
+        outer = outer.str.replace(pattern, lead)
+    return outer
 
 
 def clean_frame(df: pl.DataFrame) -> pl.DataFrame:
@@ -126,7 +152,7 @@ _DATED = r"^\[[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}[ \]]"
 _DATED_LEN = len("[2000-01-01 00:00:00")
 # Whether a dated line's window starts with an inner stamp's bracket: only then does `OUTER_TS_PATTERN`
 # match the line (its stamp is the dated one, without a fraction: the window starts with ` ` or `]`).
-_OUTER_WINDOW = r"^\] \[\d"
+_OUTER_WINDOW = r"^\] \[\d|^(?: [A-Z_]+\d+)*\]\[[\w.]"  # or a rearranged lead's `][file.py`
 # A message that starts with a level word may have a level the lead pattern would take into the lead.
 _LEVEL_START = r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)"
 _LONGEST_LEVEL = len("CRITICAL")
