@@ -10,7 +10,8 @@ seconds of each stage of the engine's own code path:
 - read: the file in line-aligned blocks of the engine's size (`sources.iter_blocks`);
 - split: each block into an Arrow array of lines (`sources.block_lines`);
 - parse: the lines into typed tables (`stream.parse_blocks`, which also splits: split is subtracted);
-- write: those tables into Parquet with the engine's writer and row-group size (`engine.store`).
+- write: those tables into Parquet as an engine task writes them (`engine.task.SourceCollector`: the
+  direct tables, the faults and server args finished from their parts, the run spans).
 
 It prints JSON: per stage, CPU seconds and MB/s of input per core. `bench/throughput.py` runs it and puts
 the figures in bench/RESULTS.md, so the gap between the targets and what Arrow and Parquet alone allow is
@@ -30,9 +31,10 @@ import time
 from pathlib import Path
 
 from tracelens.engine.executors import WORKER_ENV
+from tracelens.engine.plan import SourceResult
 from tracelens.engine.store import Store
 from tracelens.engine.stream import parse_blocks
-from tracelens.engine.task import PartWriter
+from tracelens.engine.task import PartWriter, SourceCollector
 from tracelens.parsers import ParseOptions
 from tracelens.sizes import DEFAULT_BLOCK_BYTES
 from tracelens.sources.files import block_lines, iter_blocks
@@ -78,11 +80,11 @@ def measure(log: Path) -> dict[str, float]:
     folder = Path(tempfile.mkdtemp(prefix="tracelens-stages-"))
     try:
         writer = PartWriter(Store(str(folder)), _Spec())  # type: ignore[arg-type]
+        collector = SourceCollector(writer, SourceResult(str(log), str(log), 0, 0, 1, 0))
         started = clock()
         for result in parsed:
-            for table, frame in result.tables.frames.items():
-                writer.add(table, frame)
-            writer.consumed(result.bytes_read)
+            collector.add(result)
+        collector.finish(log.stat().st_size)
         writer.close()
         write = clock() - started
     finally:
