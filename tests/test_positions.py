@@ -376,3 +376,28 @@ def test_check_prints_whose_figure_each_rate_is_and_keeps_vllm_rows_off_sglang_r
     assert any("sglang per-request metrics, pooled" in r and "67%" in r for r in rows)  # 20 / 30
     assert any("vllm.jsonl#0" in r and "vllm per-request metrics, pooled" in r and "50%" in r for r in rows)
     assert any("vllm request histograms, per position" in r and "75% 50% 25%" in r for r in rows)
+
+
+def test_drafting_deeper_than_is_accepted_is_a_tuning_with_its_depth(tmp_path: Path) -> None:
+    # vLLM at 15 speculative tokens whose positions 6-15 accept nothing (steady decay, no cliff)
+    rates = "0.600, 0.385, 0.215, 0.108, 0.062" + ", 0.000" * 10
+    vllm = tmp_path / "vllm.log"
+    vllm.write_text(
+        "(APIServer pid=1) INFO 05-01 14:24:50 [metrics.py:101] SpecDecoding metrics: Mean acceptance length: "
+        "2.37, Accepted throughput: 8.90 tokens/s, Drafted throughput: 97.50 tokens/s, Accepted: 89 tokens, "
+        f"Drafted: 975 tokens, Per-position acceptance rate: {rates}, Avg Draft acceptance rate: 9.1%\n",
+        encoding="utf-8",
+    )
+    (verdict,) = analyze([vllm]).verdicts
+    assert verdict.status == "degraded", verdict.headline
+    assert verdict.causes == ["spec-depth-wasted"]
+    assert "9% of drafted tokens" in verdict.headline  # the rate vLLM's counts give: 89 / 975
+    assert verdict.fix == 'draft 5 tokens a step: set "num_speculative_tokens": 5 in --speculative-config'
+    # SGLang, 3 steps: requests accept 0 or 1 drafts, never 2 or 3
+    sglang = analyze([_server_log(tmp_path / "s.log", [[10, 10, 0, 0]] * 3)])
+    (found,) = [f for f in sglang.findings if f.code == "spec-depth-wasted"]
+    assert found.message.startswith("drafted tokens 2-3 of 3 are accepted less than 5% of the time")
+    assert found.fix and "--speculative-num-steps 1" in found.fix
+    # a tail that still pays is no finding
+    paying = analyze([_server_log(tmp_path / "p.log", [[2, 2, 2, 4]])])
+    assert "spec-depth-wasted" not in [f.code for f in paying.findings]

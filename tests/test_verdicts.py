@@ -56,7 +56,21 @@ CASES = {
         ["eagle3-draft-as-eagle"],
         ["acceptance-useless"],
     ),
+    # vLLM drafting 15 tokens a step whose last 10 positions accept nothing: a tuning, not a breakage
+    "spec-depth": (
+        [
+            "INFO 05-01 14:24:50 [metrics.py:101] SpecDecoding metrics: Mean acceptance length: 2.37, Accepted: "
+            "89 tokens, Drafted: 975 tokens, Per-position acceptance rate: 0.600, 0.385, 0.215, 0.108, 0.062"
+            + ", 0.000"
+            * 10
+        ],
+        None,
+        ["spec-depth-wasted"],
+        ["acceptance-low"],
+    ),
 }
+# The status each rule gives when its cause explains a symptom.
+STATUS = {"spec-depth": "degraded"}
 # What the analysis is told besides the expectations, for the cases that need it.
 INPUTS = {
     "training-gap": TrainingInputs(draft_config=SPECFORGE / "configs" / "deepseek-v3-671b-eagle3.json"),
@@ -71,7 +85,7 @@ def test_every_rule_has_a_case() -> None:
 def test_rule_ties_the_cause_to_its_symptom(name: str) -> None:
     lines, expect, causes, explains = CASES[name]
     verdict = only(run(lines, expect, training=INPUTS.get(name)))
-    assert verdict.status == "broken"
+    assert verdict.status == STATUS.get(name, "broken")
     assert verdict.causes == causes
     assert verdict.explains == explains
     assert verdict.fix

@@ -273,11 +273,19 @@ def _overview(
 ) -> pl.DataFrame:
     stats = made.steady_means
     # vLLM prints no decode lines: its mean acceptance length (bonus included, as SGLang's accept len)
-    # comes from the spec-decoding metrics lines, idle `nan` intervals left out.
+    # comes from the spec-decoding metrics lines, idle `nan` intervals left out; its rate is accepted over
+    # drafted tokens pooled over the lines that count both (the (accept len - 1) / k of SGLang's rows),
+    # else the mean of the rates it printed.
+    counted = pl.col(C.DRAFTED).fill_null(0) > 0
+    pooled = pl.col(C.ACCEPTED).filter(counted).sum() / pl.col(C.DRAFTED).filter(counted).sum()
+    logged = pl.col(C.ACCEPTANCE_RATE).filter(pl.col(C.ACCEPTANCE_RATE).is_not_nan()).mean()
     vllm = (
         spec_metrics.filter(pl.col(C.MEAN_ACCEPTANCE_LENGTH).is_not_nan())
         .group_by(RUN_KEY)
-        .agg(pl.col(C.MEAN_ACCEPTANCE_LENGTH).mean().alias(W.VLLM_LEN))
+        .agg(
+            pl.col(C.MEAN_ACCEPTANCE_LENGTH).mean().alias(W.VLLM_LEN),
+            pl.when(counted.any()).then(pooled).otherwise(logged).alias(W.VLLM_RATE),
+        )
     )
     crashed = folded.filter(pl.col(C.FAULT_KIND).is_in(["exception", "oom", "nccl", "watchdog", "sigquit"]))
     crashed = crashed.select(RUN_KEY).unique().with_columns(pl.lit(False).alias(A.ENDED_CLEANLY))
@@ -285,8 +293,11 @@ def _overview(
     out = (
         runs.join(stats, on=RUN_KEY, how="left")
         .join(vllm, on=RUN_KEY, how="left")
-        .with_columns(pl.coalesce(A.MEAN_ACCEPT_LEN, W.VLLM_LEN).alias(A.MEAN_ACCEPT_LEN))
-        .drop(W.VLLM_LEN)
+        .with_columns(
+            pl.coalesce(A.MEAN_ACCEPT_LEN, W.VLLM_LEN).alias(A.MEAN_ACCEPT_LEN),
+            pl.coalesce(A.MEAN_ACCEPTANCE_RATE, W.VLLM_RATE).alias(A.MEAN_ACCEPTANCE_RATE),
+        )
+        .drop(W.VLLM_LEN, W.VLLM_RATE)
         .join(readiness, on=RUN_KEY, how="left")
         .join(
             speedups.select(*RUN_KEY, A.BASELINE, A.SPEEDUP, A.SPEEDUP_LOW, A.SPEEDUP_HIGH),

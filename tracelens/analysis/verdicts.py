@@ -56,6 +56,7 @@ class Rule:
     symptoms: tuple[str, ...]
     headline: str  # when a symptom is explained; {symptom} is the first symptom's message
     suspect: str  # when a cause is found and no symptom shows (yet)
+    breaks: bool = True  # whether an explained symptom makes the run broken (else degraded: a tuning)
 
 
 RULES: tuple[Rule, ...] = (
@@ -104,6 +105,15 @@ RULES: tuple[Rule, ...] = (
         symptoms=(*ACCEPTANCE_SYMPTOMS, "accept-below-training"),
         headline="the server does not run the draft as it was trained, so {symptom}",
         suspect="the server does not run the draft as it was trained",
+    ),
+    Rule(
+        # `detectors.positions.spec_depth_wasted`: its finding carries the depth in the engine's flags
+        "spec-depth",
+        causes=("spec-depth-wasted",),
+        symptoms=ACCEPTANCE_SYMPTOMS,
+        headline="the draft runs deeper than its tokens are accepted, so {symptom}",
+        suspect="the draft runs deeper than its tokens are accepted",
+        breaks=False,
     ),
     Rule(
         "invalid-norms",
@@ -368,7 +378,7 @@ def run_verdict(
     if fired:
         rule, _found, shown = next(((r, c, s) for r, c, s in fired if s), fired[0])
         headline = rule.headline.format(symptom=gist(by_code[shown[0]][0], run)) if shown else rule.suspect
-        serious = bool(shown) or any(f.severity == Severity.ERROR for f in cause_findings)
+        serious = (bool(shown) and rule.breaks) or any(f.severity == Severity.ERROR for f in cause_findings)
         status = Status.BROKEN if serious or crashes else Status.DEGRADED
         # A cause that knows its concrete fix (a training-gap finding) gives it; else the rule derives one.
         own = [f.fix for c in _found if c in by_code for f in by_code[c] if f.fix]

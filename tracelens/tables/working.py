@@ -98,6 +98,7 @@ class W:
     FROM = "_from"  # when the previous phase of a start began
     ERROR = "_error"  # a finding is an error
     VLLM_LEN = "_vllm_len"  # vLLM's mean acceptance length of a run
+    VLLM_RATE = "_vllm_rate"  # and its acceptance rate: accepted / drafted tokens, pooled
     PRINTED = "_printed"  # the run printed the layer ids it captures
     BUSY = "_busy"  # the run has batch, fault, debug or vLLM metrics lines
     SEEN = "_seen"  # the run's debug lines show an embedding capture

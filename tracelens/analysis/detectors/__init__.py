@@ -17,7 +17,7 @@ from tracelens.analysis.detectors.performance import (
     slower_than_baseline,
     slower_than_plain_decode,
 )
-from tracelens.analysis.detectors.positions import position_regressed, spec_curves
+from tracelens.analysis.detectors.positions import position_regressed, spec_curves, spec_depth_wasted
 from tracelens.analysis.findings import Finding
 
 __all__ = ["DETECTORS", "Context", "detect"]
@@ -40,6 +40,7 @@ DETECTORS: tuple[Callable[[Context], list[Finding]], ...] = (
     faults,
     failures,
     spec_curves,
+    spec_depth_wasted,
     position_regressed,
 )
 

@@ -9,6 +9,7 @@ import polars as pl
 
 from tracelens.analysis.detectors.context import Context
 from tracelens.analysis.findings import Finding, Severity
+from tracelens.analysis.positions import BASIS_COUNTERS, BASIS_LINES
 from tracelens.analysis.runs import RUN_KEY
 from tracelens.tables.schema import A, C, T
 
@@ -17,6 +18,10 @@ from tracelens.tables.schema import A, C, T
 # factor; a halving from one position to the next means drafting past it is mostly wasted.
 CLIFF_FROM = 0.2
 CLIFF_RATIO = 0.5
+# A wasted tail: at least two last positions each accepted less often than this. Every drafted token
+# costs a draft forward and a verify slot; one accepted 1 time in 20 no longer pays for them.
+WASTED_RATE = 0.05
+WASTED_TAIL = 2
 
 
 def _first(ctx: Context, source: str, run: int) -> tuple[Any, list[int]]:
@@ -54,6 +59,47 @@ def spec_curves(ctx: Context) -> list[Finding]:
                 )
                 break
     return out
+
+
+def spec_depth_wasted(ctx: Context) -> list[Finding]:
+    """A run that drafts deeper than its tokens are accepted: its last positions (two at least) are
+    accepted under `WASTED_RATE`. The fix is the depth the accepted positions reach, in the flags of
+    the engine whose figures show it."""
+    out = []
+    for (source, run), curve in ctx.curves.group_by(RUN_KEY, maintain_order=True):
+        ordered = curve.sort(A.POSITION)
+        rates = ordered.get_column(A.RATE).to_list()
+        paid = len(rates)
+        while paid and rates[paid - 1] is not None and rates[paid - 1] < WASTED_RATE:
+            paid -= 1
+        depth = len(rates)
+        if depth - paid < WASTED_TAIL or paid == 0:
+            continue
+        basis = ordered.item(0, A.BASIS)
+        ts, lines = _first(ctx, source, run)
+        finding = ctx.finding(
+            Severity.WARNING,
+            "spec-depth-wasted",
+            source,
+            run,
+            ts,
+            f"drafted tokens {paid + 1}-{depth} of {depth} are accepted less than {WASTED_RATE:.0%} of the time "
+            f"({basis}): each step drafts {depth} tokens where {paid} pay for themselves",
+            lines,
+        )
+        finding.fix = _depth_fix(basis, paid)
+        out.append(finding)
+    return out
+
+
+def _depth_fix(basis: str, depth: int) -> str:
+    """How to draft ``depth`` tokens a step: vLLM's figures (its lines and counters) say a vLLM server."""
+    if basis in (BASIS_LINES, BASIS_COUNTERS):
+        return f'draft {depth} tokens a step: set "num_speculative_tokens": {depth} in --speculative-config'
+    return (
+        f"draft {depth} tokens a step: --speculative-num-steps {depth} "
+        f"(and --speculative-num-draft-tokens {depth + 1} with topk 1)"
+    )
 
 
 def position_regressed(ctx: Context) -> list[Finding]:
