@@ -185,3 +185,29 @@ def test_an_sglang_run_with_vllm_lines_mixed_in_keeps_sglangs_fix() -> None:
     ]
     verdict = broken(lines)
     assert verdict.fix and "--mem-fraction-static" in verdict.fix
+
+
+SHM_WAIT = (
+    "(EngineCore_DP0 pid=47415) INFO 10-24 16:{}:27 [shm_broadcast.py:466] No available shared memory broadcast "
+    "block found in 60 seconds. This typically happens when some processes are hanging or doing some "
+    "time-consuming work (e.g. compilation)."
+)
+
+
+def test_vllm_broadcast_waits_while_serving_are_a_hang_and_at_start_up_a_slow_step() -> None:
+    stats = (
+        "(APIServer pid=47275) INFO 10-24 16:25:39 [loggers.py:127] Engine 000: Avg prompt throughput: 0.0 "
+        "tokens/s, Avg generation throughput: 0.0 tokens/s, Running: 2 reqs, Waiting: 0 reqs, GPU KV cache "
+        "usage: 1.7%, Prefix cache hit rate: 0.0%"
+    )
+    hung = broken([stats, SHM_WAIT.format(26), SHM_WAIT.format(27)])
+    assert hung.headline.startswith("hung while serving: vLLM workers stopped answering"), hung.headline
+    assert hung.causes == ["worker-hang"] and hung.evidence[0].line_no == 2
+    # a long torch.compile at start-up prints the same wait; the failure after it is the cause
+    starting = [
+        "(APIServer pid=1000) INFO 10-24 16:20:00 [api_server.py:1043] vLLM API server version 0.10.1",
+        SHM_WAIT.format(26),
+        "(EngineCore_DP0 pid=47415) ERROR 10-24 16:28:00 [core.py:700] EngineCore failed to start.",
+    ]
+    verdict = broken(starting)
+    assert "hung" not in verdict.headline and "worker-hang" not in verdict.causes, verdict.headline

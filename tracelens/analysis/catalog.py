@@ -229,6 +229,25 @@ FAILURES: tuple[Failure, ...] = (
         r"(?i)watchdog timeout|Scheduler watchdog",
         ("Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)",),
         "the scheduler made no progress: the stack dump above names the hung call (often a collective)",
+        hangs=True,
+    ),
+    Failure(
+        # vLLM's engine waits on its workers through a shared-memory queue and says so each minute; while
+        # serving, a wait that repeats is a worker stuck in a call (start-up compiles are slow steps)
+        "worker-hang",
+        "vLLM workers stopped answering the engine (no shared-memory broadcast block)",
+        "vLLM",
+        _F,
+        r"No available shared memory broadcast block found in \d+ seconds?",
+        (
+            "(EngineCore_DP0 pid=47415) INFO 10-24 16:26:27 [shm_broadcast.py:466] No available shared memory "
+            "broadcast block found in 60 seconds. This typically happens when some processes are hanging or "
+            "doing some time-consuming work (e.g. compilation).",
+        ),
+        "a worker is stuck in a call (often a collective or a kernel): py-spy dump the worker processes; the "
+        "lines before the first wait show what the engine last ran",
+        hangs=True,
+        serving_only=True,
     ),
     Failure(
         "ray",
@@ -540,4 +559,5 @@ HANG = Failure(
     ),
     "the scheduler stopped at its last heartbeat: the lines just before it show what it was doing "
     "(py-spy dump the scheduler; --watchdog-timeout makes it dump its stack)",
+    hangs=True,
 )

@@ -80,6 +80,7 @@ class Chain:
     exception: str | None = None  # the exception class a catalog cause was raised as
     detail: tuple[str, int] | None = None  # an earlier error of the cause's component: name, line
     went_on: bool = False  # the run served on after its fatal-looking cause (`_went_on`)
+    hangs: bool = False  # the cause says the serving loop stopped (`Failure.hangs`): the run hung
     phase: str = ""  # `serving` or `start-up`: what the run was doing when the cause struck (`_phase`)
     after_stop: int = 0  # failure lines after the graceful stop (the stop's noise)
     noise: set[int] = field(default_factory=set)  # records (traceback heads) that are noise as a whole
@@ -309,6 +310,13 @@ def _chain(
     # Failed health checks the server recovered from (batches after them), or before it served at all
     # (start-up 503s), are no failure.
     live = [r for r in live if r[CODE] != "health-check" or _stalled(r[C.LINE_NO], direction > 0, serving)]
+    # what is a hang only while serving (vLLM's broadcast waits) is a slow step at start-up (a compile)
+    live = [
+        r
+        for r in live
+        if not ((f := _failure(r[CODE])) and f.serving_only)
+        or _phase(r[C.LINE_NO], direction > 0, serving, None) == "serving"
+    ]
     if not live:
         return chain
     cause = min(live, key=_precedence)  # the first of the best weight
@@ -326,6 +334,7 @@ def _chain(
     shown = next(stated, cause) if warned else cause
     text = str(shown[TEXT]).strip()
     chain.code = code
+    chain.hangs = bool(entry and entry.hangs)
     chain.weight = _weight(code)
     chain.line = shown[C.LINE_NO]
     chain.ts = cause[C.TS] if isinstance(cause[C.TS], dt.datetime) else None

@@ -31,6 +31,10 @@ class Failure:
     waits: bool = False
     # the fix in vLLM's own flags, where they differ from SGLang's (`fix` is SGLang's)
     vllm_fix: str | None = None
+    # a sign that the serving loop stopped: the headline says the run hung
+    hangs: bool = False
+    # an event only once the run served: at start-up the same line is a slow step (a long compile)
+    serving_only: bool = False
 
     def fix_for(self, engine: str) -> str | None:
         """The fix in the flags of ``engine`` (`sglang` or `vllm`)."""

@@ -305,7 +305,7 @@ def chain_headline(chain: Chain) -> str:
     )
     what = f"{name} ({where}{times})" + (f" after {chain.detail[0]}" if chain.detail else "")
     when = f" {when}" if when else ""
-    if chain.code in (HANG.code, "scheduler-watchdog"):
+    if chain.hangs:
         since = f" since {chain.since:%Y-%m-%d %H:%M:%S}" if chain.since else ""
         head = f"hung{when}{since}: {what}"
     elif chain.weight == Weight.ERROR:
