@@ -211,3 +211,21 @@ def test_vllm_broadcast_waits_while_serving_are_a_hang_and_at_start_up_a_slow_st
     ]
     verdict = broken(starting)
     assert "hung" not in verdict.headline and "worker-hang" not in verdict.causes, verdict.headline
+
+
+def test_a_vllm_workers_cut_traceback_while_serving_is_said_so() -> None:
+    # vLLM 0.6-0.7: every traceback line carries the worker's wrapper and vLLM's lead; the copy stops
+    # inside the traceback, after the server had answered requests
+    lead = "(VllmWorker rank=0 pid=1068781) ERROR 01-04 17:21:04 multiproc_executor.py:401]"
+    lines = [
+        *(f'INFO:     127.0.0.1:{45354 + i} - "POST /v1/completions HTTP/1.1" 200 OK' for i in range(4)),
+        "INFO 01-04 17:21:02 core.py:247] RUNNING: 306 | WAITING: 628",
+        f"{lead} WorkerProc hit an exception: %s",
+        f"{lead} Traceback (most recent call last):",
+        f'{lead}   File "/vllm/v1/executor/multiproc_executor.py", line 397, in worker_busy_loop',
+        f"{lead}     output = getattr(self.worker, method)(*args, **kwargs)",
+    ]
+    verdict = broken(lines)
+    assert verdict.headline == "crashed while serving: a traceback with no exception line in the log", (
+        verdict.headline
+    )

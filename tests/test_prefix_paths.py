@@ -168,6 +168,7 @@ OTHER = st.sampled_from(
         "^[[0;36m(APIServer pid=31)^[[0;0m INFO 11-20 09:00:00 [api_server.py:946] Starting vLLM API server",
         "[Sidecar abc]: 2026-11-20T09:00:00.672Z 1 stdout: [2026-11-20 09:00:00 TP0] shipped",
         "2026-11-20T09:00:00.123456789Z stdout F [2026-11-20 09:00:00 TP0] cri",
+        "(VllmWorker rank=0 pid=1068781) ERROR 11-20 09:00:00 multiproc_executor.py:401] WorkerProc hit",
         "",
     ]
 )

@@ -399,7 +399,8 @@ def run_verdict(
     elif crashes:
         status = Status.BROKEN
         first = crashes[0]
-        headline = in_phase(gist(first, run), decoded or facts.served, facts.last_phase)
+        # answered requests are serving too (vLLM prints no batch line at its default log level)
+        headline = in_phase(gist(first, run), decoded or facts.served or facts.answered > 0, facts.last_phase)
         causes = list(dict.fromkeys(f.code for f in crashes))
         explains = [f.code for f in unexplained if f.code in CRASH_SYMPTOMS and f.code not in causes]
         evidence = _evidence(crashes, 2)

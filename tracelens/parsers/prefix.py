@@ -32,7 +32,8 @@ WRAPPER_PATTERN = (
     r"> ?"  # markdown quote
     r"|[A-Za-z0-9][\w.-]*\s+\| "  # docker-compose `service  | `
     r"|(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL) \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z "  # cloud
-    r"|\((?:[\w.]+ )?pid=\d+(?:, ip=[0-9a-fA-F.:]+)?\) "  # Ray actor, vLLM `(APIServer pid=N)`
+    # Ray actor, vLLM `(APIServer pid=N)`, `(VllmWorker rank=0 pid=N)`
+    r"|\((?:[\w.]+ )?(?:\w+=\w+ ){0,4}pid=\d+(?:, ip=[0-9a-fA-F.:]+)?\) "
     # a container runtime's or log shipper's stamp: `kubectl logs --timestamps`, the CRI file form
     # `<ISO> stdout F `, a sidecar's `[name id]: <ISO> 1 stdout: `
     r"|(?:\[[\w .:/-]{1,80}\]:? )?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d) "
