@@ -109,6 +109,17 @@ def test_check_of_2400_short_runs_costs_what_its_lines_cost(tmp_path: Path) -> N
     assert cost_many < 5 * cost_one, f"2,400 runs {cost_many:.2f} CPU-s, one run {cost_one:.2f} CPU-s"
 
 
+def test_check_of_20000_day_roll_overs_costs_what_its_lines_cost(tmp_path: Path) -> None:
+    # a time-only log whose clock goes past midnight 20,000 times: each day's gap is a stall, and each
+    # stall was judged by five filters of the run's tables (36 s for 65,000 roll-overs)
+    line = "[{} TP0] Decode batch, #running-req: 4, #token: 900, token usage: 0.01, gen throughput (token/s): 400.0"
+    rolls, flat = tmp_path / "rolls.log", tmp_path / "flat.log"
+    rolls.write_text("".join(f"{line.format('23:59:59')}\n{line.format('00:00:01')}\n" for _ in range(20000)))
+    flat.write_text("".join(f"{line.format('23:59:59')}\n{line.format('23:59:59')}\n" for _ in range(20000)))
+    cost_rolls, cost_flat = _check_cpu_seconds(rolls), _check_cpu_seconds(flat)
+    assert cost_rolls < 3 * cost_flat, f"20,000 roll-overs {cost_rolls:.2f} CPU-s, none {cost_flat:.2f} CPU-s"
+
+
 @pytest.fixture()
 def series_made(monkeypatch: pytest.MonkeyPatch):
     """Every `RunSeries` the analysis makes, kept."""

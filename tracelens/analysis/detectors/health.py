@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
 from itertools import pairwise
 
 import polars as pl
@@ -22,20 +21,13 @@ def startup(ctx: Context) -> list[Finding]:
     """Stalls while loading, hangs while serving, and starts much slower than the model's earlier ones."""
     out = []
     crashes = ctx.incidents.filter(pl.col(C.FAULT_KIND).is_in(list(CRASH_KINDS)))
-    for row in ctx.stalls.to_dicts():
-        if crashes.filter(key_of(row) & (pl.col(A.FIRST_TS) <= row[C.TS])).height:
-            continue  # silence after a crash is the server being down, said by the crash finding
-        if _within_hang(ctx.hangs, row):
-            continue  # the serving-hang finding below says this silence, with the work it left waiting
+    for row in _stalls_said(ctx, crashes).to_dicts():
         # A run with no ready line counts as starting; once it has decoded, the silence is mid-serving.
-        mine = ctx.series.filter(key_of(row))
-        served = mine.filter(pl.col(C.TS) <= row[C.TS]).height
         # Decoding that goes on after the silence: the server was idle, or the log is an excerpt.
-        resumed = served and mine.filter(pl.col(C.TS) > row[C.TS]).height
-        when = "after it had started decoding" if served else "while the server was starting"
+        when = "after it had started decoding" if row[_SERVED] else "while the server was starting"
         out.append(
             ctx.finding(
-                Severity.INFO if resumed else Severity.WARNING,
+                Severity.INFO if row[_SERVED] and row[_RESUMED] else Severity.WARNING,
                 "startup-stall",
                 row[C.SOURCE],
                 row[C.RUN],
@@ -77,14 +69,38 @@ def startup(ctx: Context) -> list[Finding]:
     return out
 
 
-def _within_hang(hangs: pl.DataFrame, stall: dict[str, object]) -> bool:
-    """Whether ``stall``'s silence lies inside a hang of its run (a hang starts at the last batch line, at
-    or before the last line of any kind, and lasts at least as long)."""
-    start, seconds = stall[C.TS], stall[A.DURATION_S]
-    assert isinstance(start, datetime) and isinstance(seconds, float)
-    hang_end = pl.col(C.TS) + pl.duration(seconds=pl.col(A.DURATION_S))
-    inside = (pl.col(C.TS) <= start) & (hang_end >= start + timedelta(seconds=seconds))
-    return bool(hangs.filter(key_of(stall) & inside).height)
+_SERVED, _RESUMED, _AT = "_served", "_resumed", "_at"
+
+
+def _stalls_said(ctx: Context, crashes: pl.DataFrame) -> pl.DataFrame:
+    """The stalls to say, in order, with whether their run had decoded before each (SERVED) and decoded
+    again after it (RESUMED). Not said: silence after a crash of the run (the server was down, the crash
+    finding says it) or inside a hang of the run (the serving-hang finding says it, with the work it left
+    waiting: a hang starts at or before the silence and lasts at least as long). Made for all stalls at
+    once: a log of many day roll-overs has tens of thousands."""
+    stalls = ctx.stalls.with_row_index(_AT)
+    if not stalls.height:
+        return stalls
+    after_crash = stalls.join(crashes.select(*RUN_KEY, A.FIRST_TS), on=RUN_KEY).filter(
+        pl.col(A.FIRST_TS) <= pl.col(C.TS)
+    )
+    hang = ctx.hangs.select(*RUN_KEY, pl.col(C.TS).alias("_from"), pl.col(A.DURATION_S).alias("_for"))
+    ends = pl.col("_from") + pl.duration(seconds=pl.col("_for"))
+    in_hang = stalls.join(hang, on=RUN_KEY).filter(
+        (pl.col("_from") <= pl.col(C.TS)) & (ends >= pl.col(C.TS) + pl.duration(seconds=pl.col(A.DURATION_S)))
+    )
+    said = stalls.join(after_crash.select(_AT), on=_AT, how="anti").join(
+        in_hang.select(_AT), on=_AT, how="anti"
+    )
+    timed = ctx.series.filter(pl.col(C.TS).is_not_null()).select(*RUN_KEY, C.TS)
+    parts = []
+    for key, rows in said.group_by(RUN_KEY, maintain_order=True):
+        decoded = (
+            timed.filter((pl.col(C.SOURCE) == key[0]) & (pl.col(C.RUN) == key[1])).get_column(C.TS).sort()
+        )
+        before = decoded.search_sorted(rows.get_column(C.TS).cast(decoded.dtype), side="right")
+        parts.append(rows.with_columns((before > 0).alias(_SERVED), (before < decoded.len()).alias(_RESUMED)))
+    return pl.concat(parts).sort(_AT) if parts else said
 
 
 def key_of(row: dict[str, object]) -> pl.Expr:
