@@ -229,3 +229,20 @@ def test_a_vllm_workers_cut_traceback_while_serving_is_said_so() -> None:
     assert verdict.headline == "crashed while serving: a traceback with no exception line in the log", (
         verdict.headline
     )
+
+
+def test_a_failed_warm_up_names_the_error_its_answer_carries() -> None:
+    # the warm-up request's 500 answer quotes the NPU op failure: that is the cause, the failed warm-up
+    # and the shell's `Killed` its consequences
+    lines = [
+        server_args(0, spec=False),
+        f"{stamp(30, '')} Initialization failed. warmup error: Traceback (most recent call last):",
+        '  File "/sglang/srt/entrypoints/http_server.py", line 1566, in _execute_server_warmup',
+        '    assert res.status_code == 200, f"{res.text}"',
+        'AssertionError: {"object":"error","message":"Internal server error: NPU function error: call '
+        'aclnnInplaceCopy failed, error code is 161002"}',
+        "Killed",
+    ]
+    verdict = broken(lines)
+    assert verdict.causes == ["npu-error"], verdict.headline
+    assert "warmup request failed" in verdict.headline and "consequence" in verdict.headline

@@ -300,6 +300,7 @@ FAILURES: tuple[Failure, ...] = (
         r"Initialization failed\. warmup error|warmup error",
         ("Initialization failed. warmup error: ",),
         "the first request failed: the scheduler's error above (or its absence) says why",
+        wraps=True,
     ),
     Failure(
         "mooncake-fatal",

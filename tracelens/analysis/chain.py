@@ -269,6 +269,21 @@ def _precedence(row: dict[str, object]) -> tuple[int, bool, bool]:
     return _PRIORITY[_weight(code)], bool(row.get(CUT)), bool(entry and entry.waits)
 
 
+def _carried(wrapper: dict[str, object], live: list[dict[str, object]]) -> dict[str, object]:
+    """The named error a wrapper failure carries in its own traceback (the NPU error in the failed
+    warm-up request's answer), else the wrapper."""
+    carried = (
+        r
+        for r in live
+        if r is not wrapper
+        and r.get(C.RECORD) == wrapper.get(C.RECORD)
+        and (f := _failure(str(r[CODE]))) is not None
+        and not f.wraps
+        and f.weight in (Weight.FATAL, Weight.ERROR)
+    )
+    return next(carried, wrapper)
+
+
 def _failure(code: str) -> Failure | None:
     return _BY_CODE.get(code)
 
@@ -320,6 +335,9 @@ def _chain(
     if not live:
         return chain
     cause = min(live, key=_precedence)  # the first of the best weight
+    wrapper = cause
+    if (entry := _failure(str(cause[CODE]))) is not None and entry.wraps:
+        cause = _carried(cause, live)
     code = cause[CODE]
     entry = _failure(code)
     hang = _hang(live) if cause[CODE] == "health-check" else None
@@ -376,7 +394,9 @@ def _chain(
     at = live.index(cause)
     # what the cause explains: what follows it, and what came before it only because of it (a
     # consequence, a timeout waiting on the process that failed)
-    earlier = [r for r in live[:at] if _weight(r[CODE]) == Weight.CONSEQUENCE or _precedence(r)[2]]
+    earlier = [
+        r for r in live[:at] if _weight(r[CODE]) == Weight.CONSEQUENCE or _precedence(r)[2] or r is wrapper
+    ]
     seen: dict[str, int] = {}
     for r in [*earlier, *live[at + 1 :]]:
         if r[CODE] == code or r.get(CUT):  # a cut traceback is the cause's own, or another's unnamed

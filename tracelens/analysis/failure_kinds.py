@@ -31,6 +31,9 @@ class Failure:
     waits: bool = False
     # the fix in vLLM's own flags, where they differ from SGLang's (`fix` is SGLang's)
     vllm_fix: str | None = None
+    # a failure that reports another (a warm-up request that failed): a named error carried in the
+    # same traceback is the cause, the wrapper what it explains
+    wraps: bool = False
     # a sign that the serving loop stopped: the headline says the run hung
     hangs: bool = False
     # an event only once the run served: at start-up the same line is a slow step (a long compile)
