@@ -226,9 +226,27 @@ def test_a_vllm_workers_cut_traceback_while_serving_is_said_so() -> None:
         f"{lead}     output = getattr(self.worker, method)(*args, **kwargs)",
     ]
     verdict = broken(lines)
-    assert verdict.headline == "crashed while serving: a traceback with no exception line in the log", (
+    said = "crashed while serving: a traceback with no exception line in the log (vLLM)"
+    assert verdict.headline == said, verdict.headline
+
+
+def test_a_stretch_of_vllm_error_frames_with_no_exception_line_is_a_crash() -> None:
+    # the copy holds only the middle of an engine core's traceback, one ERROR line per line
+    lead = "worker        | (EngineCore_DP0 pid=249) ERROR 11-04 16:00:28 [core.py:793]"
+    lines = [
+        f'{lead}   File "/usr/local/lib/python3.12/dist-packages/torch/autograd/function.py", line 581, in apply',
+        f"{lead}     return super().apply(*args, **kwargs)  # type: ignore[misc]",
+        f'{lead}   File "/usr/local/lib/python3.12/dist-packages/flash_attn/flash_attn_interface.py", line 925, in '
+        "forward",
+    ]
+    verdict = broken(lines)
+    assert verdict.headline == "crashed: a traceback with no exception line in the log (vLLM)", (
         verdict.headline
     )
+    assert verdict.evidence[0].line_no == 1
+    # the same stretch ending in its exception line is that exception's
+    named = broken([*lines, f"{lead} RuntimeError: HIP error: invalid device function"])
+    assert "HIP" in named.headline, named.headline
 
 
 def test_a_failed_warm_up_names_the_error_its_answer_carries() -> None:

@@ -46,13 +46,16 @@ def _classify(text: pl.Expr, in_traceback: pl.Expr) -> pl.Expr:
     return pl.coalesce(known, pl.when(generic).then(pl.lit(GENERIC)))
 
 
+_FRAME = r'^\s*File "'
+
+
 def _cut_tracebacks(rows: pl.DataFrame, coded: pl.DataFrame) -> pl.DataFrame:
     """The head of each server traceback that ends before its exception line (a log or a copy that stops
     inside it, another process's output in its place), as a fatal event of its process: the failure
     is there even unnamed, and what it set off (the parent's sigquit, a child's exit) is explained by
     it rather than named the cause. A traceback with any event among its lines (its exception line,
-    a catalog line behind a prefix) is not cut, nor one whose frames are not its own lines (vLLM's
-    prefixed lines: each is a line of its own, read apart)."""
+    a catalog line behind a prefix) is not cut; one whose frames are not its own lines (vLLM's
+    prefixed lines, each a line of its own) is read by `_cut_error_frames`."""
     if IN_TRACEBACK not in rows.columns:
         return pl.DataFrame()
     spans = (
@@ -61,10 +64,41 @@ def _cut_tracebacks(rows: pl.DataFrame, coded: pl.DataFrame) -> pl.DataFrame:
         .agg(
             pl.all().first(),
             pl.col(C.LINE_NO).max().alias("_last"),
-            pl.col(TEXT).str.contains(r'^\s*File "').any().alias("_frames"),
+            pl.col(TEXT).str.contains(_FRAME).any().alias("_frames"),
         )
         .filter(pl.col(TEXT).str.contains(TRACEBACK_HEAD, literal=True) & pl.col("_frames"))
     )
+    return _uncoded(spans, coded)
+
+
+def _cut_error_frames(foreign: pl.DataFrame, coded: pl.DataFrame) -> pl.DataFrame:
+    """vLLM logs a traceback one ERROR line per line: a stretch of consecutive error lines that holds
+    frames and no event (no exception line, no catalog line) is a traceback cut short, a fatal event at
+    its first line, as `_cut_tracebacks` makes of SGLang's."""
+    errors = foreign.filter(pl.col(IN_TRACEBACK)).sort(C.SOURCE, C.LINE_NO) if foreign.height else foreign
+    if not errors.height:
+        return pl.DataFrame()
+    apart = (pl.col(C.LINE_NO).diff() != 1) | (pl.col(C.SOURCE) != pl.col(C.SOURCE).shift())
+    spans = (
+        errors.with_columns(apart.fill_null(True).cum_sum().alias("_stretch"))
+        .group_by("_stretch", maintain_order=True)
+        .agg(
+            pl.all().first(),
+            pl.col(C.LINE_NO).max().alias("_last"),
+            pl.col(TEXT).str.contains(_FRAME).any().alias("_frames"),
+            _frames_stage().alias(STAGE),
+        )
+        .filter(pl.col("_frames"))
+        .drop("_stretch")
+        # the process is vLLM's (its engine core or a worker: the wrapper naming it is peeled)
+        .with_columns(pl.col(C.COMPONENT).fill_null("vLLM"))
+    )
+    return _uncoded(spans, coded)
+
+
+def _uncoded(spans: pl.DataFrame, coded: pl.DataFrame) -> pl.DataFrame:
+    """Of ``spans`` (a first row with RECORD, `_last` its last line), those with no event of ``coded``
+    among their lines, each as a cut traceback's event."""
     within = (
         spans.select(C.SOURCE, C.RECORD, "_last")
         .join(coded.select(C.SOURCE, pl.col(C.LINE_NO).alias("_at")), on=C.SOURCE)
@@ -197,13 +231,13 @@ def _message_rows(tables: Tables, table: str) -> pl.DataFrame:
 
 def events(tables: Tables) -> pl.DataFrame:
     """source, run, line_no, ts, rank, text, code of every failure event (catalog or unknown exception)."""
-    frames = [_traceback_rows(tables), _message_rows(tables, T.MESSAGES), _message_rows(tables, T.FOREIGN)]
-    frames.append(_unparsed_rows(tables))
-    frames = [
-        f.with_columns(pl.col(C.TS).cast(pl.Datetime("us")), pl.col(RANK).cast(pl.Int32))
-        for f in frames
-        if f.height
-    ]
+
+    def typed(f: pl.DataFrame) -> pl.DataFrame:
+        return f.with_columns(pl.col(C.TS).cast(pl.Datetime("us")), pl.col(RANK).cast(pl.Int32))
+
+    foreign = _message_rows(tables, T.FOREIGN)
+    frames = [_traceback_rows(tables), _message_rows(tables, T.MESSAGES), foreign, _unparsed_rows(tables)]
+    frames = [typed(f) for f in frames if f.height]
     if not frames:
         return pl.DataFrame()
     rows = pl.concat(frames, how="diagonal_relaxed")
@@ -214,7 +248,11 @@ def events(tables: Tables) -> pl.DataFrame:
     coded = rows.with_columns(_classify(text, pl.col(IN_TRACEBACK)).alias(CODE)).filter(
         pl.col(CODE).is_not_null()
     )
-    coded = pl.concat([coded, _cut_tracebacks(rows, coded)], how="diagonal_relaxed")
+    cut = [
+        _cut_tracebacks(rows, coded),
+        _cut_error_frames(typed(foreign) if foreign.height else foreign, coded),
+    ]
+    coded = pl.concat([coded, *cut], how="diagonal_relaxed")
     # a message that ends in a colon goes on on the next line (`2 errors happen:`)
     following = rows.select(C.SOURCE, (pl.col(C.LINE_NO) - 1).alias(C.LINE_NO), text.alias(NEXT))
     coded = coded.join(following, on=[C.SOURCE, C.LINE_NO], how="left").sort(C.SOURCE, C.LINE_NO)
