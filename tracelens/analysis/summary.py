@@ -59,6 +59,9 @@ def summarize(analysis: Analysis) -> dict[str, Any]:
         accept = figures[C.ACCEPT_LEN]
         if accept["mean"] is None and seen.get(A.MEAN_ACCEPT_LEN) is not None:
             accept["mean"] = round(float(seen[A.MEAN_ACCEPT_LEN]), 4)  # vLLM: its metrics lines'
+        rate = figures[A.ACCEPTANCE_RATE]
+        if rate["mean"] is None and seen.get(A.MEAN_ACCEPTANCE_RATE) is not None:
+            rate["mean"] = round(float(seen[A.MEAN_ACCEPTANCE_RATE]), 4)  # vLLM: accepted / drafted tokens
         # the analysis' one decision (`analysis.speculation`); a run it leaves out by its args alone
         spec = speculative_spec(seen if seen else {**run, A.SPECULATIVE: run[C.SPEC_ALGORITHM] is not None})
         if spec is not None and spec.get("seen_in") is None:
