@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import subprocess
 import sys
@@ -11,6 +12,8 @@ import pytest
 
 from tracelens import analyze
 from tracelens.analysis import Analysis, Expectations
+from tracelens.analysis.findings import Finding, Severity
+from tracelens.analysis.folding import fold_repeats
 from tracelens.tables.schema import A, C
 
 from conftest import SAMPLE_LOGS
@@ -192,3 +195,16 @@ def test_a_parsed_dataset_analyses_like_its_logs(tmp_path) -> None:
     )
     result = cli("check", str(out), "--embed-capture", "no", "-q")
     assert result.returncode == 1 and "embed-capture-unexpected" in result.stdout
+
+
+def test_a_folded_range_over_days_says_its_dates() -> None:
+    def stall(day: int) -> Finding:
+        at = dt.datetime(2026, 12, day, 0, 0, 1)
+        return Finding(Severity.INFO, "startup-stall", "a.log", 0, "a.log#0", at, "no log line for 86398 s")
+
+    (days,) = fold_repeats([stall(1), stall(2), stall(3)])
+    assert days.message.endswith("(3 times, 2026-12-01 00:00:01 to 2026-12-03 00:00:01)"), days.message
+    one_day = [stall(1), stall(1)]
+    one_day[1].ts = dt.datetime(2026, 12, 1, 0, 5, 1)
+    (same,) = fold_repeats(one_day)
+    assert same.message.endswith("(2 times, 00:00:01 to 00:05:01)"), same.message

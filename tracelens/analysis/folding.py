@@ -40,7 +40,9 @@ def fold_repeats(findings: list[Finding]) -> list[Finding]:
         times = [f.ts for f in ordered if f.ts is not None]
         span = ""
         if times:
-            span = f", {times[0]:%H:%M:%S}" + (f" to {times[-1]:%H:%M:%S}" if times[-1] != times[0] else "")
+            # a range over days says its dates: two times of day alone may read as one moment
+            when = "%H:%M:%S" if times[0].date() == times[-1].date() else "%Y-%m-%d %H:%M:%S"
+            span = f", {times[0]:{when}}" + (f" to {times[-1]:{when}}" if times[-1] != times[0] else "")
         evidence = list(dict.fromkeys(e for f in ordered for e in f.evidence[:2]))[:MAX_EVIDENCE]
         out.append(
             Finding(
