@@ -47,6 +47,12 @@ def _classify(text: pl.Expr, in_traceback: pl.Expr) -> pl.Expr:
 
 
 _FRAME = r'^\s*File "'
+# Of a group of lines that may be a traceback: its first row, its last line, whether it holds frames.
+_SPAN = (
+    pl.all().first(),
+    pl.col(C.LINE_NO).max().alias("_last"),
+    pl.col(TEXT).str.contains(_FRAME).any().alias("_frames"),
+)
 
 
 def _cut_tracebacks(rows: pl.DataFrame, coded: pl.DataFrame) -> pl.DataFrame:
@@ -61,11 +67,7 @@ def _cut_tracebacks(rows: pl.DataFrame, coded: pl.DataFrame) -> pl.DataFrame:
     spans = (
         rows.filter(pl.col(IN_TRACEBACK) & ~pl.col(CLIENT))
         .group_by(C.SOURCE, C.RECORD, maintain_order=True)
-        .agg(
-            pl.all().first(),
-            pl.col(C.LINE_NO).max().alias("_last"),
-            pl.col(TEXT).str.contains(_FRAME).any().alias("_frames"),
-        )
+        .agg(*_SPAN)
         .filter(pl.col(TEXT).str.contains(TRACEBACK_HEAD, literal=True) & pl.col("_frames"))
     )
     return _uncoded(spans, coded)
@@ -75,19 +77,16 @@ def _cut_error_frames(foreign: pl.DataFrame, coded: pl.DataFrame) -> pl.DataFram
     """vLLM logs a traceback one ERROR line per line: a stretch of consecutive error lines that holds
     frames and no event (no exception line, no catalog line) is a traceback cut short, a fatal event at
     its first line, as `_cut_tracebacks` makes of SGLang's."""
-    errors = foreign.filter(pl.col(IN_TRACEBACK)).sort(C.SOURCE, C.LINE_NO) if foreign.height else foreign
+    if not foreign.height:
+        return pl.DataFrame()
+    errors = foreign.filter(pl.col(IN_TRACEBACK)).sort(C.SOURCE, C.LINE_NO)
     if not errors.height:
         return pl.DataFrame()
     apart = (pl.col(C.LINE_NO).diff() != 1) | (pl.col(C.SOURCE) != pl.col(C.SOURCE).shift())
     spans = (
         errors.with_columns(apart.fill_null(True).cum_sum().alias("_stretch"))
         .group_by("_stretch", maintain_order=True)
-        .agg(
-            pl.all().first(),
-            pl.col(C.LINE_NO).max().alias("_last"),
-            pl.col(TEXT).str.contains(_FRAME).any().alias("_frames"),
-            _frames_stage().alias(STAGE),
-        )
+        .agg(*_SPAN, _frames_stage().alias(STAGE))
         .filter(pl.col("_frames"))
         .drop("_stretch")
         # the process is vLLM's (its engine core or a worker: the wrapper naming it is peeled)
@@ -233,11 +232,15 @@ def events(tables: Tables) -> pl.DataFrame:
     """source, run, line_no, ts, rank, text, code of every failure event (catalog or unknown exception)."""
 
     def typed(f: pl.DataFrame) -> pl.DataFrame:
-        return f.with_columns(pl.col(C.TS).cast(pl.Datetime("us")), pl.col(RANK).cast(pl.Int32))
+        return (
+            f.with_columns(pl.col(C.TS).cast(pl.Datetime("us")), pl.col(RANK).cast(pl.Int32))
+            if f.height
+            else f
+        )
 
-    foreign = _message_rows(tables, T.FOREIGN)
-    frames = [_traceback_rows(tables), _message_rows(tables, T.MESSAGES), foreign, _unparsed_rows(tables)]
-    frames = [typed(f) for f in frames if f.height]
+    foreign = typed(_message_rows(tables, T.FOREIGN))
+    frames = [typed(_traceback_rows(tables)), typed(_message_rows(tables, T.MESSAGES)), foreign]
+    frames = [f for f in [*frames, typed(_unparsed_rows(tables))] if f.height]
     if not frames:
         return pl.DataFrame()
     rows = pl.concat(frames, how="diagonal_relaxed")
@@ -250,7 +253,7 @@ def events(tables: Tables) -> pl.DataFrame:
     )
     cut = [
         _cut_tracebacks(rows, coded),
-        _cut_error_frames(typed(foreign) if foreign.height else foreign, coded),
+        _cut_error_frames(foreign, coded),
     ]
     coded = pl.concat([coded, *cut], how="diagonal_relaxed")
     # a message that ends in a colon goes on on the next line (`2 errors happen:`)

@@ -56,12 +56,10 @@ def summarize(analysis: Analysis) -> dict[str, Any]:
         counts = dict(kind_counts.filter(key).select(C.KIND, "len").iter_rows())
         seen = overview.get(run_key, {})
         figures = _steady(steady.get(run_key, {}))
-        accept = figures[C.ACCEPT_LEN]
-        if accept["mean"] is None and seen.get(A.MEAN_ACCEPT_LEN) is not None:
-            accept["mean"] = round(float(seen[A.MEAN_ACCEPT_LEN]), 4)  # vLLM: its metrics lines'
-        rate = figures[A.ACCEPTANCE_RATE]
-        if rate["mean"] is None and seen.get(A.MEAN_ACCEPTANCE_RATE) is not None:
-            rate["mean"] = round(float(seen[A.MEAN_ACCEPTANCE_RATE]), 4)  # vLLM: accepted / drafted tokens
+        # vLLM has no decode rows: its mean accept len and rate are the run's, from its metrics lines
+        for column, mean in ((C.ACCEPT_LEN, A.MEAN_ACCEPT_LEN), (A.ACCEPTANCE_RATE, A.MEAN_ACCEPTANCE_RATE)):
+            if figures[column]["mean"] is None and seen.get(mean) is not None:
+                figures[column]["mean"] = round(float(seen[mean]), 4)
         # the analysis' one decision (`analysis.speculation`); a run it leaves out by its args alone
         spec = speculative_spec(seen if seen else {**run, A.SPECULATIVE: run[C.SPEC_ALGORITHM] is not None})
         if spec is not None and spec.get("seen_in") is None:
@@ -80,7 +78,7 @@ def summarize(analysis: Analysis) -> dict[str, Any]:
                 "lines": run[C.LINE_COUNT],
                 "lines_by_kind": {k: counts.get(k, 0) for k in KINDS},
                 "decode_lines": decode_lines.get(run_key, 0),
-                "accept_len": accept,
+                "accept_len": figures[C.ACCEPT_LEN],
                 "gen_throughput": figures[C.GEN_THROUGHPUT],
                 "acceptance_rate": figures[A.ACCEPTANCE_RATE],
                 "status": seen.get(A.STATUS),

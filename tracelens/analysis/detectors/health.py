@@ -93,11 +93,12 @@ def _stalls_said(ctx: Context, crashes: pl.DataFrame) -> pl.DataFrame:
         in_hang.select(_AT), on=_AT, how="anti"
     )
     timed = ctx.series.filter(pl.col(C.TS).is_not_null()).select(*RUN_KEY, C.TS)
+    # one split of the decode rows by run, not a filter of them per run (a log of many short runs)
+    by_run = timed.partition_by(RUN_KEY, as_dict=True)
+    none = timed.get_column(C.TS).clear()
     parts = []
     for key, rows in said.group_by(RUN_KEY, maintain_order=True):
-        decoded = (
-            timed.filter((pl.col(C.SOURCE) == key[0]) & (pl.col(C.RUN) == key[1])).get_column(C.TS).sort()
-        )
+        decoded = by_run[key].get_column(C.TS).sort() if key in by_run else none
         before = decoded.search_sorted(rows.get_column(C.TS).cast(decoded.dtype), side="right")
         parts.append(rows.with_columns((before > 0).alias(_SERVED), (before < decoded.len()).alias(_RESUMED)))
     return pl.concat(parts).sort(_AT) if parts else said
