@@ -100,17 +100,22 @@ class Chain:
 
 def _direction(tables: Tables) -> dict[tuple[str, int], int]:
     """-1 for a run whose lines are newest first (its first timed line is later than its last)."""
-    ends = collect(
-        tables.scan(T.LINES)
-        .filter(pl.col(C.TS).is_not_null())
-        .group_by(C.SOURCE, C.RUN)
-        .agg(
-            pl.col(C.TS).sort_by(C.LINE_NO).first().alias("a"),
-            pl.col(C.TS).sort_by(C.LINE_NO).last().alias("b"),
+    timed = tables.scan(T.LINES).filter(pl.col(C.TS).is_not_null())
+    # the first and last timed line of each run, then their times: a sort of every line's time per run
+    # would hold the whole table
+    bounds = collect(
+        timed.group_by(C.SOURCE, C.RUN).agg(
+            pl.col(C.LINE_NO).min().alias("a"), pl.col(C.LINE_NO).max().alias("b")
         )
-        .filter(pl.col("a") > pl.col("b"))
     )
-    return {(s, r): -1 for s, r, _a, _b in ends.iter_rows()}
+    ends = bounds.unpivot(["a", "b"], index=[C.SOURCE, C.RUN], value_name=C.LINE_NO)
+    times = collect(
+        timed.join(
+            ends.select(C.SOURCE, C.RUN, C.LINE_NO).lazy(), on=[C.SOURCE, C.RUN, C.LINE_NO], how="semi"
+        ).select(C.SOURCE, C.RUN, C.LINE_NO, C.TS)
+    )
+    at = {(s, r, n): ts for s, r, n, ts in times.iter_rows()}
+    return {(s, r): -1 for s, r, a, b in bounds.iter_rows() if at[(s, r, a)] > at[(s, r, b)]}
 
 
 def _vllm_runs(tables: Tables) -> set[tuple[str, int]]:

@@ -184,7 +184,7 @@ def analyze_tables(
     )
     found, passed = detect(ctx)
     runs = _captured_as_served(runs, tables, expect, run_configs, passed.embed_stats)
-    found += gap_findings(ctx, run_configs, inputs.training)
+    found += gap_findings(passed.context, run_configs, inputs.training)
     findings = sort_findings(folding.fold_repeats(found), verdicts.causal_rank)
     judged = verdicts.verdicts(runs, findings, tables, expect, linked)
     _fill_evidence([*findings, *judged], tables, typed or {})

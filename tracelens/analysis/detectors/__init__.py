@@ -53,5 +53,5 @@ def detect(ctx: Context) -> tuple[list[Finding], DebugPass]:
     others = [d for d in DETECTORS if d not in passed.findings]
     # one after the other: together they cost little, and on threads their whole-table scans of the
     # debug lines (layer ids, truncation) ran at once, which raised the peak by about 60 MiB
-    found = {d: d(ctx) for d in others}
+    found = {d: d(passed.context) for d in others}
     return [f for d in DETECTORS for f in (passed.findings[d] if d in passed.findings else found[d])], passed
