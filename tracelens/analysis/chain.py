@@ -31,7 +31,7 @@ from tracelens.analysis.chain_events import (
     WARNED,
     events,
 )
-from tracelens.tables.frames import Tables, collect
+from tracelens.tables.frames import Tables, collect, largest
 from tracelens.tables.schema import C, T
 
 _PRIORITY = {Weight.FATAL: 0, Weight.ERROR: 1, Weight.CONSEQUENCE: 2}
@@ -156,11 +156,13 @@ def chains(tables: Tables) -> dict[tuple[str, int], Chain]:
         if ts is not None
     }
     # uvicorn's access lines carry no time: the line of the run's last few answered requests instead
-    nth_last = pl.col(C.LINE_NO).sort().reverse().get(SERVED_ON_REQUESTS - 1, null_on_oob=True)
+    last_few = largest(answered, [C.SOURCE, C.RUN], C.LINE_NO, SERVED_ON_REQUESTS)
     answers = {
         (s, r): n
-        for s, r, n in collect(answered.group_by(C.SOURCE, C.RUN).agg(nth_last)).iter_rows()
-        if n is not None
+        for s, r, n, count in last_few.group_by(C.SOURCE, C.RUN)
+        .agg(pl.col(C.LINE_NO).min(), pl.len())
+        .iter_rows()
+        if count == SERVED_ON_REQUESTS
     }
     ready = {
         (s, r): n
