@@ -264,3 +264,32 @@ def test_a_failed_warm_up_names_the_error_its_answer_carries() -> None:
     verdict = broken(lines)
     assert verdict.causes == ["npu-error"], verdict.headline
     assert "warmup request failed" in verdict.headline and "consequence" in verdict.headline
+
+
+def test_vllm_worker_wrappers_named_by_rank_tag_are_peeled() -> None:
+    # vLLM 0.10+ names its workers `(VllmWorker TP0 pid=N)`, nested in the engine core's wrapper
+    lead = "(EngineCore_0 pid=675221) (VllmWorker TP0 pid=675227) ERROR 08-07 12:16:03 [multiproc_executor.py:596]"
+    lines = [
+        f'{lead}   File "/usr/local/lib/python3.10/dist-packages/torch/_inductor/compile_fx.py", line 760, in x',
+        f"{lead}     raise InductorError(e, currentframe()).with_traceback(",
+    ]
+    assert broken(lines).headline == "crashed: a traceback with no exception line in the log (vLLM)"
+
+
+def test_a_systemd_journal_of_vllm_is_read_as_vllm() -> None:
+    # `journalctl -u vllm`: each line behind the journal's own stamp, host and unit
+    lead = "Aug 17 18:40:30 gpu-1 vllm[8052]: (EngineCore_0 pid=8100) ERROR 08-17 18:40:30 [core.py:700]"
+    lines = [
+        "Aug 17 18:40:01 gpu-1 vllm[8052]: (APIServer pid=8052) INFO 08-17 18:40:01 [api_server.py:1880] "
+        "vLLM API server version 0.10.1",
+        f"{lead} EngineCore failed to start.",
+        f"{lead} Traceback (most recent call last):",
+        f'{lead}   File "/opt/vllm/v1/engine/core.py", line 691, in run_engine_core',
+        f"{lead} ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization`",
+    ]
+    analysis = run(lines)
+    assert only(analysis).causes == ["kv-no-memory"], only(analysis).headline
+    # the lines are vLLM's, timed by vLLM's own lead: the journal's stamp is no part of a message
+    said = [f.message for f in analysis.findings]
+    assert said and not any("gpu-1 vllm[" in m for m in said), said
+

@@ -32,8 +32,10 @@ WRAPPER_PATTERN = (
     r"> ?"  # markdown quote
     r"|[A-Za-z0-9][\w.-]*\s+\| "  # docker-compose `service  | `
     r"|(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL) \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z "  # cloud
-    # Ray actor, vLLM `(APIServer pid=N)`, `(VllmWorker rank=0 pid=N)`
-    r"|\((?:[\w.]+ )?(?:\w+=\w+ ){0,4}pid=\d+(?:, ip=[0-9a-fA-F.:]+)?\) "
+    # Ray actor, vLLM `(APIServer pid=N)`, `(VllmWorker rank=0 pid=N)`, `(VllmWorker TP0 pid=N)`
+    r"|\((?:[\w.]+ ){0,2}(?:\w+=\w+ ){0,4}pid=\d+(?:, ip=[0-9a-fA-F.:]+)?\) "
+    # systemd's journal (`journalctl -u vllm`): `Aug 17 18:42:18 host unit[pid]: `
+    r"|[A-Z][a-z]{2} [ 0-3]\d \d\d:\d\d:\d\d [\w.-]+ [\w.@/-]+(?:\[\d+\])?: "
     # a container runtime's or log shipper's stamp: `kubectl logs --timestamps`, the CRI file form
     # `<ISO> stdout F `, a sidecar's `[name id]: <ISO> 1 stdout: `
     r"|(?:\[[\w .:/-]{1,80}\]:? )?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d) "
