@@ -293,3 +293,14 @@ def test_a_systemd_journal_of_vllm_is_read_as_vllm() -> None:
     said = [f.message for f in analysis.findings]
     assert said and not any("gpu-1 vllm[" in m for m in said), said
 
+
+def test_vllms_mooncake_transfer_failures_get_vllms_fix() -> None:
+    # vLLM's Mooncake connector while serving: the KV transfer, told in the flags vLLM takes
+    lines = [
+        '(APIServer pid=7) INFO:     10.0.0.2:52864 - "POST /v1/chat/completions HTTP/1.1" 200 OK',
+        "(Worker_DP0_TP0_EP0 pid=8) ERROR 03-31 02:49:30 [mooncake_connector.py:547] Mooncake transfer failed "
+        "for request chatcmpl-ba31",
+    ]
+    verdict = only(run(lines))
+    assert verdict.causes == ["kv-transfer"], verdict.headline
+    assert verdict.fix is not None and "--kv-transfer-config" in verdict.fix, verdict.fix
