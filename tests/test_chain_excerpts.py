@@ -304,3 +304,14 @@ def test_vllms_mooncake_transfer_failures_get_vllms_fix() -> None:
     verdict = only(run(lines))
     assert verdict.causes == ["kv-transfer"], verdict.headline
     assert verdict.fix is not None and "--kv-transfer-config" in verdict.fix, verdict.fix
+
+
+def test_retractions_are_a_full_kv_cache_not_a_crash() -> None:
+    # SGLang gives back running requests when the KV cache runs full; the server goes on
+    retract = "Decode out of memory happened. #retracted_reqs: 1, #new_token_ratio: 0.0980 -> 0.9446"
+    lines = [*serving(), *(f"{stamp(60, f' TP{r}')} {retract}" for r in range(3))]
+    verdict = only(run(lines))
+    assert verdict.status == "degraded", verdict.headline
+    assert verdict.headline == "requests retracted: the KV cache ran full on 3 rank(s)", verdict.headline
+    assert verdict.fix is not None and "--mem-fraction-static" in verdict.fix, verdict.fix
+
