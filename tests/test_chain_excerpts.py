@@ -315,3 +315,27 @@ def test_retractions_are_a_full_kv_cache_not_a_crash() -> None:
     assert verdict.headline == "requests retracted: the KV cache ran full on 3 rank(s)", verdict.headline
     assert verdict.fix is not None and "--mem-fraction-static" in verdict.fix, verdict.fix
 
+
+def test_a_record_glued_to_another_records_line_is_read() -> None:
+    # two ranks wrote at once: TP3's crash head is glued to the end of TP0's unfinished line, whose rest
+    # follows the traceback; the copy stops before the exception line
+    lines = [
+        server_args(0, spec=False),
+        f"{stamp(10)} Capture cuda graph begin. This can take{stamp(11, ' TP3')} Scheduler hit an exception: "
+        "Traceback (most recent call last):",
+        '  File "/sglang/srt/managers/scheduler.py", line 1816, in run_scheduler_process',
+        " up to several minutes.",
+        f"{stamp(12, '')} Received sigquit from a child process. It usually means the child failed.",
+    ]
+    verdict = broken(lines)
+    assert verdict.headline.startswith("crashed at start-up: a traceback with no exception line"), (
+        verdict.headline
+    )
+    assert "rank 3" in verdict.headline, verdict.headline
+
+
+def test_a_stamp_quoted_in_a_request_is_text() -> None:
+    # a prompt that quotes a log line is no record of the server's
+    quoted = "Scheduler hit an exception: Traceback (most recent call last):"
+    lines = [*serving(), f"{stamp(40)} Receive: obj=GenerateReqInput(text='{stamp(41, ' TP3')} {quoted}')"]
+    assert only(run(lines)).status == "healthy"

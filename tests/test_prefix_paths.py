@@ -160,6 +160,8 @@ OTHER = st.sampled_from(
         "[2026-11-20 09:00:00] [\u0663] an outer stamp before any digit",
         "[2026-11-20 09:00:00] [x] not an outer stamp",
         "ml-h2[2026-11-20 09:00:00 TP0] spliced",
+        "[2026-11-20 09:00:00 TP0] Capture cuda graph begin. This can take[2026-11-20 09:00:01 TP3] glued",
+        "[2026-11-20 09:00:00 TP0] Receive: obj=GenerateReqInput(text='[2026-11-20 09:00:01 TP3] quoted')",
         "2026-11-20 09:00:00.874 INFO 120984 [ TP0 scheduler.py:415] Decode batch, #running-req: 2",
         "[2026-11-20 09:00:00][scheduler.py:424][INFO]: Prefill batch, #new-seq: 1",
         "[2026-11-20 09:00:00 TP1][scheduler.py:424][WARNING]: tagged",
