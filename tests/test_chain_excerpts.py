@@ -339,3 +339,18 @@ def test_a_stamp_quoted_in_a_request_is_text() -> None:
     quoted = "Scheduler hit an exception: Traceback (most recent call last):"
     lines = [*serving(), f"{stamp(40)} Receive: obj=GenerateReqInput(text='{stamp(41, ' TP3')} {quoted}')"]
     assert only(run(lines)).status == "healthy"
+
+
+def test_a_failed_warm_up_is_at_start_up_after_uvicorn_is_up() -> None:
+    # uvicorn listens before the warm-up request; the server is not ready (and serves nobody) until it passes
+    lines = [
+        server_args(0, spec=False),
+        f"{stamp(2, '')} INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)",
+        f'{stamp(26, "")} INFO:     127.0.0.1:40418 - "GET / HTTP/1.1" 404 Not Found',
+        f"{stamp(154, '')} Initialization failed. warmup error: Traceback (most recent call last):",
+        '  File "/sglang/python/sglang/srt/server.py", line 621, in _wait_and_warmup',
+        '    assert res.status_code == 200, f"{res=}, {res.text=}"',
+        "AssertionError: res=<Response [502]>, res.text=''",
+    ]
+    assert broken(lines).headline.startswith("crashed at start-up: warmup request failed")
+
