@@ -354,3 +354,29 @@ def test_a_failed_warm_up_is_at_start_up_after_uvicorn_is_up() -> None:
     ]
     assert broken(lines).headline.startswith("crashed at start-up: warmup request failed")
 
+
+def test_a_ci_runners_bracketed_stamp_is_peeled() -> None:
+    # Buildkite puts `[ISO]` before each line of vLLM's engine core, cut inside its traceback
+    lead = "[2025-12-15T20:35:11Z] (EngineCore_DP0 pid=3112) ERROR 12-15 12:35:11 [core.py:866]"
+    lines = [
+        f"{lead} EngineCore failed to start.",
+        f"{lead} Traceback (most recent call last):",
+        f'{lead}   File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py", line 857, in run',
+        f'{lead}   File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py", line 637, in __init__',
+    ]
+    assert broken(lines).headline.startswith("crashed at start-up: a traceback with no exception line")
+
+
+def test_a_cri_files_traceback_keeps_its_frames() -> None:
+    # a container runtime's file: `<ISO> stdout F ` before every line, the frames' too; the frames say
+    # the scheduler was serving (its event loop) when the copy stops
+    cri = "2025-07-25T07:53:08.217488644+08:00 stdout F "
+    lines = [
+        f"{cri}[2025-07-25 07:53:08 TP2] Scheduler hit an exception: Traceback (most recent call last):",
+        f'{cri}  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 2769, in run',
+        f"{cri}    scheduler.event_loop_normal()",
+        f'{cri}  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 772, in event_loop_normal',
+        f"{cri}    result = self.run_batch(batch)",
+    ]
+    said = "crashed while serving: a traceback with no exception line in the log (Scheduler, rank 2)"
+    assert broken(lines).headline == said

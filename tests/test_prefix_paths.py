@@ -170,6 +170,7 @@ OTHER = st.sampled_from(
         "^[[0;36m(APIServer pid=31)^[[0;0m INFO 11-20 09:00:00 [api_server.py:946] Starting vLLM API server",
         "[Sidecar abc]: 2026-11-20T09:00:00.672Z 1 stdout: [2026-11-20 09:00:00 TP0] shipped",
         "2026-11-20T09:00:00.123456789Z stdout F [2026-11-20 09:00:00 TP0] cri",
+        "[2026-11-20T09:00:00Z] (EngineCore_DP0 pid=3112) ERROR 11-20 09:00:00 [core.py:866] EngineCore failed",
         "(VllmWorker rank=0 pid=1068781) ERROR 11-20 09:00:00 multiproc_executor.py:401] WorkerProc hit",
         "(EngineCore_0 pid=6) (VllmWorker TP0 pid=7) ERROR 11-20 09:00:00 [multiproc_executor.py:596] hit",
         "Nov 20 09:00:00 gpu-1 vllm[8052]: (APIServer pid=8052) INFO 11-20 09:00:00 [api_server.py:1880] up",

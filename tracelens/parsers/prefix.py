@@ -40,6 +40,8 @@ WRAPPER_PATTERN = (
     # `<ISO> stdout F `, a sidecar's `[name id]: <ISO> 1 stdout: `
     r"|(?:\[[\w .:/-]{1,80}\]:? )?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d) "
     r"(?:\d+ )?(?:(?:stdout|stderr)(?: [FP])?:? )?"
+    # a CI runner's bracketed stamp (Buildkite: `[2025-12-15T20:35:11Z] `)
+    r"|\[\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)\] "
     r")+"
 )
 # Another process's output spliced in front of an SGLang record (`ml-h2[2025-06-03 20:04:36] INFO: ...`,
