@@ -380,3 +380,19 @@ def test_a_cri_files_traceback_keeps_its_frames() -> None:
     ]
     said = "crashed while serving: a traceback with no exception line in the log (Scheduler, rank 2)"
     assert broken(lines).headline == said
+
+
+def test_a_vllm_engine_step_frame_is_serving_before_any_constructor() -> None:
+    # the copy leaves out run_busy_loop's own frame; the step it calls says serving, and the FlashInfer
+    # wrapper built inside that step is no start-up
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py", line 1133, in run_engine_core',
+        "    engine_core.run_busy_loop()",
+        '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py", line 1213, in _process_engine_step',
+        "    outputs, model_executed = self.step_fn()",
+        '  File "/usr/local/lib/python3.12/dist-packages/flashinfer/decode.py", line 752, in __init__',
+        "    self._pin_memory_int_workspace_buffer = torch.empty(",
+        "torch.AcceleratorError: CUDA error: OS call failed or operation not supported on this OS",
+    ]
+    assert broken(lines).headline.startswith("crashed while serving: CUDA error"), broken(lines).headline

@@ -558,8 +558,11 @@ FAILURES: tuple[Failure, ...] = (
         _C,
         r"exitcode=-?\d+|died unexpectedly|EngineDeadError|Engine core proc .* died|Possible solutions|"
         r"ChildFailedError|terminate called after throwing|Engine core initialization failed|"
-        r"MQLLMEngine is already dead|EngineCore failed to start|Engine core .*failed to start",
+        r"MQLLMEngine is already dead|EngineCore failed to start|Engine core .*failed to start|"
+        r"WorkerProc initialization failed",  # vLLM's executor: a worker's own traceback holds the cause
         (
+            "Exception: WorkerProc initialization failed due to an exception in a background process. See "
+            "stack trace for root cause.",
             "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): "
             "{'EngineCore_0': 1}",
             "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue.",
