@@ -396,3 +396,20 @@ def test_a_vllm_engine_step_frame_is_serving_before_any_constructor() -> None:
         "torch.AcceleratorError: CUDA error: OS call failed or operation not supported on this OS",
     ]
     assert broken(lines).headline.startswith("crashed while serving: CUDA error"), broken(lines).headline
+
+
+def test_the_cuda_error_nccl_names_after_last_error_is_the_cause() -> None:
+    # NCCL's failed CUDA call names the CUDA error in its trailer: that is what to fix
+    lead = "(VllmWorker rank=7 pid=240)"
+    lines = [
+        f"{lead} torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/"
+        "NCCLUtils.cpp:133, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5",
+        f"{lead} ncclUnhandledCudaError: Call to CUDA function failed.",
+        f"{lead} Last error:",
+        f"{lead} Cuda failure 'out of memory'",
+    ]
+    verdict = broken(lines)
+    assert verdict.causes == ["oom"], verdict.headline
+    assert verdict.headline.startswith("crashed: GPU out of memory"), verdict.headline
+    # an NCCL error with nothing named after it stays the NCCL error
+    assert broken(lines[:3]).causes == ["nccl"]

@@ -57,10 +57,12 @@ FAILURES: tuple[Failure, ...] = (
         "GPU out of memory",
         "CUDA",
         _F,
-        r"(?i)(?:CUDA|HIP|NPU|GPU) out of memory|OutOfMemoryError|out of memory\b(?: error)?(?:$|[.,:])",
+        r"(?i)(?:CUDA|HIP|NPU|GPU) out of memory|OutOfMemoryError|out of memory\b(?: error)?(?:$|[.,:])|"
+        r"Cuda failure 'out of memory'",  # NCCL's, after its `Last error:`
         (
             "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.",
             "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 1.50 GiB.",
+            "Cuda failure 'out of memory'",
         ),
         _OOM_FIX,
         vllm_fix="lower --max-num-seqs or --max-num-batched-tokens (activations), or --gpu-memory-utilization "
@@ -192,6 +194,7 @@ FAILURES: tuple[Failure, ...] = (
         ),
         "run with NCCL_DEBUG=INFO: the NCCL WARN lines before the error name the interface; check "
         "NCCL_SOCKET_IFNAME / NCCL_IB_HCA and that every node reaches the others",
+        trailer=True,
     ),
     Failure(
         "dist-store-timeout",
