@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 import polars as pl
 
@@ -291,6 +292,25 @@ def _carried(wrapper: dict[str, object], live: list[dict[str, object]]) -> dict[
     return next(carried, wrapper)
 
 
+# How many lines after a failure its trailer may name the cause: NCCL's exception line, its
+# `ncclUnhandledCudaError: ...` line, `Last error:`, then the CUDA error.
+_TRAILER_LINES = 4
+
+
+def _trailed(failure: dict[str, Any], live: list[dict[str, Any]], direction: int) -> dict[str, Any]:
+    """The named fatal event in the lines right after ``failure`` (its trailer's), else ``failure``."""
+    at = int(failure[C.LINE_NO])
+    trailed = (
+        r
+        for r in live
+        if r[CODE] != failure[CODE]
+        and not r.get(CUT)
+        and _weight(str(r[CODE])) == Weight.FATAL
+        and 0 < (int(r[C.LINE_NO]) - at) * direction <= _TRAILER_LINES
+    )
+    return next(trailed, failure)
+
+
 def _failure(code: str) -> Failure | None:
     return _BY_CODE.get(code)
 
@@ -345,6 +365,8 @@ def _chain(
     wrapper = cause
     if (entry := _failure(str(cause[CODE]))) is not None and entry.wraps:
         cause = _carried(cause, live)
+    elif entry is not None and entry.trailer:
+        cause = _trailed(cause, live, direction)
     code = cause[CODE]
     entry = _failure(code)
     hang = _hang(live) if cause[CODE] == "health-check" else None
