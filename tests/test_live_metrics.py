@@ -168,3 +168,45 @@ def test_follow_shows_acceptance_and_depth_as_they_change(server: tuple[str, Pat
     finally:
         process.terminate()
         process.wait(timeout=20)
+
+
+def test_a_server_restart_in_the_counters_starts_a_new_run(server: tuple[str, Path]) -> None:
+    """The served counters go back (the server behind the address started again): `follow --json` shows a
+    second run, whose figures count from its start, while the first ends with its differenced figures."""
+    base, root = server
+    env = {k: v for k, v in os.environ.items() if k != "TRACELENS_DEBUG"}
+    process = subprocess.Popen(
+        [*TRACELENS, "follow", "--json", "--interval", "0.3", "--stats-every", "0", f"{base}?every=0.2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
+    seen: list[dict] = []
+
+    def stats(wanted) -> dict:
+        return _stats(process, lambda e: seen.append(e) is None and wanted(e))
+
+    try:
+        stats(lambda e: e.get("positions") == [0.8, 0.5, 0.2])
+        _write(root / "metrics", _page(300, [180, 90, 30]))
+        first = stats(lambda e: e.get("positions") == [0.5, 0.2, 0.05])
+        assert first["run"] == 0
+        # the restart: 50 drafts since the new server started, accepted 20, 10, 5
+        _write(root / "metrics", _page(50, [20, 10, 5]))
+        second = stats(lambda e: e.get("run") == 1 and e.get("positions"))
+        assert second["positions"] == [0.4, 0.2, 0.1]
+        assert second["label"] != first["label"] and not second["ended"]
+        # 100 drafts more on the new server: its run counts from its start, 150 drafts in all
+        _write(root / "metrics", _page(150, [75, 45, 30]))
+        stats(lambda e: e.get("run") == 1 and e.get("positions") == [0.5, 0.3, 0.2])
+        over = [e for e in seen if e.get("run") == 0 and e.get("ended")]
+        ended = over[0] if over else stats(lambda e: e.get("run") == 0 and e.get("ended"))
+        assert ended["positions"] == [0.5, 0.2, 0.05] and ended["label"] == first["label"]
+        # never a figure of the two servers mixed
+        assert all(
+            e.get("positions") in ([], [0.8, 0.5, 0.2], [0.5, 0.2, 0.05]) for e in seen if e.get("run") == 0
+        )
+    finally:
+        process.terminate()
+        process.wait(timeout=20)

@@ -142,8 +142,9 @@ def _metrics_page(per_pos: list[float], drafts: float) -> str:
 
 def test_vllm_positions_from_counter_snapshots_across_a_restart(tmp_path: Path) -> None:
     page = tmp_path / "metrics.prom"
-    # 100 drafts, then 300: +200 over the span the snapshots cover; then the server restarts (the counters
-    # go back): its 50 drafts count whole. The first snapshot's totals are from before the span.
+    # 100 drafts, then 300: +200 over the span the snapshots cover (the first snapshot's totals are from
+    # before it); then the server restarts (the counters go back): a run of its own, whose 50 drafts since
+    # its start count whole.
     page.write_text(
         _metrics_page([80, 50, 20], 100)
         + _metrics_page([200, 110, 40], 300)
@@ -153,7 +154,8 @@ def test_vllm_positions_from_counter_snapshots_across_a_restart(tmp_path: Path) 
     analysis = analyze([page])
     curve = analysis.spec_curves
     assert curve.get_column(A.BASIS).unique().to_list() == ["vllm_counters"]
-    assert _curve(analysis, "metrics.prom") == [round(140 / 250, 6), round(70 / 250, 6), round(25 / 250, 6)]
+    assert _curve(analysis, "metrics.prom#0") == [round(120 / 200, 6), round(60 / 200, 6), round(20 / 200, 6)]
+    assert _curve(analysis, "metrics.prom#1") == [0.4, 0.2, 0.1]
     # one snapshot alone: the totals since the server started
     alone = tmp_path / "one.prom"
     alone.write_text(_metrics_page([80, 50, 20], 100), encoding="utf-8")
