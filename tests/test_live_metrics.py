@@ -257,3 +257,63 @@ def test_a_server_restart_in_the_counters_starts_a_new_run(server: tuple[str, Pa
     finally:
         process.terminate()
         process.wait(timeout=20)
+
+
+def _sglang_page(accept_len: float, rate: float) -> str:
+    """SGLang's gauges as `python/sglang/srt/metrics/collector.py` (2026) exposes them, one series per rank."""
+    labels = 'engine_type="unified",model_name="m",tp_rank="0",pp_rank="0",dp_rank="0"'
+    return (
+        "# HELP sglang:spec_accept_length The average acceptance length of speculative decoding.\n"
+        "# TYPE sglang:spec_accept_length gauge\n"
+        f"sglang:spec_accept_length{{{labels}}} {accept_len}\n"
+        "# HELP sglang:spec_accept_rate The average acceptance rate of speculative decoding.\n"
+        "# TYPE sglang:spec_accept_rate gauge\n"
+        f"sglang:spec_accept_rate{{{labels}}} {rate}\n"
+    )
+
+
+def test_an_sglang_server_shows_its_acceptance_against_the_depth_in_force(server: tuple[str, Path]) -> None:
+    """SGLang's gauges taken as they are, normalised by the depth `/server_info` says is in force
+    (`get_server_info`: the server args, `model_path` first, then `internal_states` per DP rank)."""
+    base, root = server
+    _write(root / "metrics", _sglang_page(2.8, 0.7))
+    _write(
+        root / "server_info",
+        json.dumps(
+            {
+                "model_path": "m",
+                "speculative_num_steps": 3,
+                "internal_states": [{"avg_spec_accept_length": 2.6, "speculative_num_steps": 4}],
+            }
+        ),
+    )
+    env = {k: v for k, v in os.environ.items() if k != "TRACELENS_DEBUG"}
+    process = subprocess.Popen(
+        [*TRACELENS, "follow", "--json", "--interval", "0.3", "--stats-every", "0", f"{base}?every=0.2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
+    try:
+        first = _stats(process, lambda e: e.get("served_accept_len") == 2.8 and e.get("depth") == 4)
+        assert (first["engine"], first["served_from"]) == ("sglang", "sglang /metrics")
+        assert first["served_rate"] == pytest.approx(1.8 / 4)
+        assert "accept len 2.80, rate 45% (sglang /metrics) · depth 4" in first["acceptance"]
+        # adaptive speculation lowered the depth; the gauge fell: the rate is against the new depth
+        _write(root / "metrics", _sglang_page(2.2, 0.55))
+        _write(
+            root / "server_info",
+            json.dumps(
+                {
+                    "model_path": "m",
+                    "speculative_num_steps": 3,
+                    "internal_states": [{"avg_spec_accept_length": 2.1, "speculative_num_steps": 2}],
+                }
+            ),
+        )
+        later = _stats(process, lambda e: e.get("served_accept_len") == 2.2 and e.get("depth") == 2)
+        assert later["served_rate"] == pytest.approx(1.2 / 2)
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
