@@ -17,7 +17,6 @@ server exports later, small, is compared with its own later values only.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -26,8 +25,9 @@ import polars as pl
 from tracelens.parsers.endpoint_metrics import COMMENT_STARTS
 from tracelens.tables.schema import C, Kind, W
 
-_SAMPLE = re.compile(r"([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?[ \t]+([^ \t]+)")
-_TYPE = re.compile(r"# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*)[ \t]+(\w+)")
+_SAMPLE = r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?[ \t]+([^ \t]+)"
+_TYPE = r"^# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*)[ \t]+(\w+)"
+_NAME, _LABELS, _VALUE, _PREV = "_name", "_labels", "_value", "_prev"
 
 
 @dataclass(frozen=True)
@@ -44,47 +44,79 @@ def is_comment(text: pl.Expr) -> pl.Expr:
     return pl.any_horizontal(text.str.starts_with(start) for start in COMMENT_STARTS)
 
 
-def _is_counter(name: str, types: Mapping[str, str]) -> bool:
-    declared = types.get(name) or types.get(name.removesuffix("_total"))
-    return declared == "counter" if declared is not None else name.endswith("_total")
+def _is_counter(name: pl.Expr, types: Mapping[str, str]) -> pl.Expr:
+    """Declared a counter by a `# TYPE` line (under its own name or without `_total`), else, declared
+    nothing, named `..._total`."""
+    counters = [n for n, kind in types.items() if kind == "counter"]
+    others = [n for n, kind in types.items() if kind != "counter"]
+    base = name.str.strip_suffix("_total")
+    declared = name.is_in(counters) | base.is_in(counters)
+    undeclared = ~name.is_in(others) & ~base.is_in(others)
+    return declared | (undeclared & name.str.ends_with("_total"))
 
 
 def restart_rows(df: pl.DataFrame, state: Counters) -> tuple[list[int], Counters]:
     """The rows of ``df`` (a block of one source, kinds known) that start a run because a counter went
-    back, and the state after the block. Only endpoint lines are read: a block without one costs a
-    comparison of its kinds."""
+    back, and the state after the block. Vectorized: a block holds a restart rarely, and each one costs a
+    pass over the counter samples after it. A block without an endpoint line costs a comparison of its
+    kinds."""
     metric = df.get_column(C.KIND) == Kind.ENDPOINT_METRIC
     if not metric.any():
         return [], state
-    rows = metric.arg_true().to_list()
-    bodies = df.get_column(W.BODY).gather(rows).to_list()
-    last, types = dict(state.last), dict(state.types)
-    comments: int | None = None  # the first row of the `#` lines right before the next sample
-    previous = -2
+    lines = pl.DataFrame([metric.arg_true().alias(W.ROW), df.get_column(W.BODY).filter(metric)])
+    body = pl.col(W.BODY)
+    types = dict(state.types)
+    declared = (
+        lines.filter(body.str.starts_with("# TYPE "))
+        .select(body.str.extract(_TYPE, 1).alias(_NAME), body.str.extract(_TYPE, 2).alias(_VALUE))
+        .drop_nulls()
+        .unique(maintain_order=True)
+    )
+    types.update(
+        zip(declared.get_column(_NAME).to_list(), declared.get_column(_VALUE).to_list(), strict=True)
+    )
+    samples = (
+        lines.filter(~body.str.starts_with("#"))
+        .select(
+            W.ROW,
+            body.str.extract(_SAMPLE, 1).alias(_NAME),
+            body.str.extract(_SAMPLE, 2).fill_null("").alias(_LABELS),
+            body.str.extract(_SAMPLE, 3).cast(pl.Float64, strict=False).alias(_VALUE),
+        )
+        .filter(pl.col(_NAME).is_not_null() & pl.col(_VALUE).is_not_null())
+    )
+    counters = samples.filter(_is_counter(pl.col(_NAME), types)).select(
+        W.ROW, (pl.col(_NAME) + pl.col(_LABELS)).alias(W.SERIES), _VALUE
+    )
+    last = dict(state.last)
     starts: list[int] = []
-    for row, body in zip(rows, bodies, strict=True):
-        text = body or ""
-        if row != previous + 1:
-            comments = None  # another kind of line came between: the comments were not the sample's
-        previous = row
-        if text.startswith(COMMENT_STARTS):
-            comments = row if comments is None else comments
-            typed = _TYPE.match(text)
-            if typed:
-                types[typed.group(1)] = typed.group(2)
-            continue
-        head, comments = comments, None
-        sample = _SAMPLE.match(text)
-        if sample is None:
-            continue  # a `/server_info` object: no counter
-        try:
-            value = float(sample.group(3))
-        except ValueError:
-            continue
-        series = sample.group(1) + (sample.group(2) or "")
-        before = last.get(series)
-        if before is not None and value < before and _is_counter(sample.group(1), types):
-            starts.append(head if head is not None else row)
-            last = {}  # the old server's values are done with
-        last[series] = value
+    while counters.height:
+        # each sample's previous value: the one before it in the block, else the blocks' before it
+        before = pl.col(W.SERIES).replace_strict(last, default=None, return_dtype=pl.Float64)
+        first = pl.col(W.SERIES).is_first_distinct()
+        prev = pl.when(first).then(before).otherwise(pl.col(_VALUE).shift(1).over(W.SERIES))
+        went_back = counters.select((pl.col(_VALUE) < prev).fill_null(False)).to_series().arg_true()
+        if not len(went_back):
+            newest = counters.group_by(W.SERIES).agg(pl.col(_VALUE).last())
+            last.update(
+                zip(newest.get_column(W.SERIES).to_list(), newest.get_column(_VALUE).to_list(), strict=True)
+            )
+            break
+        at = int(went_back[0])
+        row = int(counters.item(at, W.ROW))
+        starts.append(_page_head(df, row))
+        # a new server: its values are compared with its own only, from this sample on
+        counters, last = counters.slice(at), {}
     return starts, Counters(last, types)
+
+
+def _page_head(df: pl.DataFrame, row: int) -> int:
+    """The first of the `#` lines of a metrics page right before ``row`` (``row`` without any)."""
+    kinds, bodies = df.get_column(C.KIND), df.get_column(W.BODY)
+    while (
+        row > 0
+        and kinds[row - 1] == Kind.ENDPOINT_METRIC
+        and (bodies[row - 1] or "").startswith(COMMENT_STARTS)
+    ):
+        row -= 1
+    return row
