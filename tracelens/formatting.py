@@ -55,6 +55,11 @@ def percent(value: float | None) -> str:
     return MISSING if value is None else f"{value:.0%}"
 
 
+def whose_rate(value: float | None, engine: str | None) -> str:
+    """A normalised acceptance rate with the engine whose lines it comes from: `47% sglang`."""
+    return percent(value) if value is None or not engine else f"{percent(value)} {engine}"
+
+
 def megabytes(n_bytes: float, digits: int = 1, width: int = 0) -> str:
     """A size in MB (10^6 bytes) with thousands separators: `1,234.5 MB` (right-aligned in ``width``)."""
     return f"{n_bytes / 1e6:{width},.{digits}f} MB"
