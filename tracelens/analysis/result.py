@@ -296,6 +296,12 @@ def _overview(
         .with_columns(
             pl.coalesce(A.MEAN_ACCEPT_LEN, W.VLLM_LEN).alias(A.MEAN_ACCEPT_LEN),
             pl.coalesce(A.MEAN_ACCEPTANCE_RATE, W.VLLM_RATE).alias(A.MEAN_ACCEPTANCE_RATE),
+            # SGLang's decode lines (recomputed from accept len and the depth), else vLLM's metrics lines
+            pl.when(pl.col(A.MEAN_ACCEPTANCE_RATE).is_not_null())
+            .then(pl.lit(positions.SGLANG))
+            .when(pl.col(W.VLLM_RATE).is_not_null())
+            .then(pl.lit(positions.VLLM))
+            .alias(A.RATE_ENGINE),
         )
         .drop(W.VLLM_LEN, W.VLLM_RATE)
         .join(readiness, on=RUN_KEY, how="left")
