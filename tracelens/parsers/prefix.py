@@ -129,7 +129,7 @@ def clean(text: pl.Expr) -> pl.Expr:
     )
     outer = unspliced.str.replace(OUTER_TS_PATTERN, "$1")
     outer = (
-        pl.when(outer.str.slice(1).str.contains(_GLUE_HINT, literal=True))
+        pl.when(has_literal(outer.str.slice(1), _GLUE_HINT))
         .then(outer.str.replace(GLUED_PATTERN, "$1"))
         .otherwise(outer)
     )
@@ -167,7 +167,7 @@ def _any_glued(text: pl.Series) -> bool:
     """Whether some line that starts with a record holds another glued to it: only lines with a dated
     stamp's start past their first character (a literal test, a fraction of the pattern's cost; a count
     of the starts costs six times as much) are tested."""
-    twice = text.filter(text.str.slice(1).str.contains(_GLUE_HINT, literal=True))
+    twice = text.filter(has_literal(text.str.slice(1), _GLUE_HINT))
     return bool(len(twice)) and bool(twice.str.contains(GLUED_PATTERN).any())
 
 
