@@ -23,7 +23,9 @@ from tracelens.engine.manifest import Manifest
 from tracelens.engine.store import Store
 from tracelens.errors import InputError
 
-MEND = "parse its logs again (`tracelens parse --verify LOGS -o DATASET` checks every part)"
+MEND = (
+    "parse its logs again (`tracelens parse --verify LOGS -o DATASET`; the cache: `tracelens cache --verify`)"
+)
 
 
 def _stat_problem(store: Store, manifest: Manifest, rel: str) -> str | None:
