@@ -64,3 +64,29 @@ def test_the_user_reference_lists_every_entry() -> None:
     doc = (Path(__file__).resolve().parent.parent / "docs" / "verdicts.md").read_text()
     missing = [f.code for f in (*FAILURES, HANG) if f"| `{f.code}` |" not in doc]
     assert not missing, f"docs/verdicts.md lacks {missing}"
+
+
+# Flags only SGLang's launcher takes: a vLLM user told to set one has nothing to set.
+SGLANG_ONLY_FLAGS = (
+    "--mem-fraction-static",
+    "--cuda-graph-max-bs",
+    "--max-running-requests",
+    "--disaggregation-ib-device",
+    "--model-path",
+    "--torch-compile-max-bs",
+    "--enable-torch-compile",
+    "--dist-init-addr",
+    "--disable-cuda-graph",
+)
+# Entries only SGLang prints (their wording is SGLang's own): no vLLM log meets them.
+SGLANG_WORDING = {"kv-pool-too-small"}
+
+
+def test_a_fix_in_sglangs_flags_has_one_in_vllms() -> None:
+    for entry in FAILURES:
+        if entry.code in SGLANG_WORDING or not any(f in (entry.fix or "") for f in SGLANG_ONLY_FLAGS):
+            continue
+        vllm = entry.fix_for("vllm")
+        assert vllm != entry.fix, f"{entry.code}: no fix in vLLM's flags"
+        assert not any(f in (vllm or "") for f in SGLANG_ONLY_FLAGS), f"{entry.code}: {vllm}"
+        assert entry.fix_for("sglang") == entry.fix

@@ -264,3 +264,152 @@ def test_a_failed_warm_up_names_the_error_its_answer_carries() -> None:
     verdict = broken(lines)
     assert verdict.causes == ["npu-error"], verdict.headline
     assert "warmup request failed" in verdict.headline and "consequence" in verdict.headline
+
+
+def test_vllm_worker_wrappers_named_by_rank_tag_are_peeled() -> None:
+    # vLLM 0.10+ names its workers `(VllmWorker TP0 pid=N)`, nested in the engine core's wrapper
+    lead = "(EngineCore_0 pid=675221) (VllmWorker TP0 pid=675227) ERROR 08-07 12:16:03 [multiproc_executor.py:596]"
+    lines = [
+        f'{lead}   File "/usr/local/lib/python3.10/dist-packages/torch/_inductor/compile_fx.py", line 760, in x',
+        f"{lead}     raise InductorError(e, currentframe()).with_traceback(",
+    ]
+    assert broken(lines).headline == "crashed: a traceback with no exception line in the log (vLLM)"
+
+
+def test_a_systemd_journal_of_vllm_is_read_as_vllm() -> None:
+    # `journalctl -u vllm`: each line behind the journal's own stamp, host and unit
+    lead = "Aug 17 18:40:30 gpu-1 vllm[8052]: (EngineCore_0 pid=8100) ERROR 08-17 18:40:30 [core.py:700]"
+    lines = [
+        "Aug 17 18:40:01 gpu-1 vllm[8052]: (APIServer pid=8052) INFO 08-17 18:40:01 [api_server.py:1880] "
+        "vLLM API server version 0.10.1",
+        f"{lead} EngineCore failed to start.",
+        f"{lead} Traceback (most recent call last):",
+        f'{lead}   File "/opt/vllm/v1/engine/core.py", line 691, in run_engine_core',
+        f"{lead} ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization`",
+    ]
+    analysis = run(lines)
+    assert only(analysis).causes == ["kv-no-memory"], only(analysis).headline
+    # the lines are vLLM's, timed by vLLM's own lead: the journal's stamp is no part of a message
+    said = [f.message for f in analysis.findings]
+    assert said and not any("gpu-1 vllm[" in m for m in said), said
+
+
+def test_vllms_mooncake_transfer_failures_get_vllms_fix() -> None:
+    # vLLM's Mooncake connector while serving: the KV transfer, told in the flags vLLM takes
+    lines = [
+        '(APIServer pid=7) INFO:     10.0.0.2:52864 - "POST /v1/chat/completions HTTP/1.1" 200 OK',
+        "(Worker_DP0_TP0_EP0 pid=8) ERROR 03-31 02:49:30 [mooncake_connector.py:547] Mooncake transfer failed "
+        "for request chatcmpl-ba31",
+    ]
+    verdict = only(run(lines))
+    assert verdict.causes == ["kv-transfer"], verdict.headline
+    assert verdict.fix is not None and "--kv-transfer-config" in verdict.fix, verdict.fix
+
+
+def test_retractions_are_a_full_kv_cache_not_a_crash() -> None:
+    # SGLang gives back running requests when the KV cache runs full; the server goes on
+    retract = "Decode out of memory happened. #retracted_reqs: 1, #new_token_ratio: 0.0980 -> 0.9446"
+    lines = [*serving(), *(f"{stamp(60, f' TP{r}')} {retract}" for r in range(3))]
+    verdict = only(run(lines))
+    assert verdict.status == "degraded", verdict.headline
+    assert verdict.headline == "requests retracted: the KV cache ran full on 3 rank(s)", verdict.headline
+    assert verdict.fix is not None and "--mem-fraction-static" in verdict.fix, verdict.fix
+
+
+def test_a_record_glued_to_another_records_line_is_read() -> None:
+    # two ranks wrote at once: TP3's crash head is glued to the end of TP0's unfinished line, whose rest
+    # follows the traceback; the copy stops before the exception line
+    lines = [
+        server_args(0, spec=False),
+        f"{stamp(10)} Capture cuda graph begin. This can take{stamp(11, ' TP3')} Scheduler hit an exception: "
+        "Traceback (most recent call last):",
+        '  File "/sglang/srt/managers/scheduler.py", line 1816, in run_scheduler_process',
+        " up to several minutes.",
+        f"{stamp(12, '')} Received sigquit from a child process. It usually means the child failed.",
+    ]
+    verdict = broken(lines)
+    assert verdict.headline.startswith("crashed at start-up: a traceback with no exception line"), (
+        verdict.headline
+    )
+    assert "rank 3" in verdict.headline, verdict.headline
+
+
+def test_a_stamp_quoted_in_a_request_is_text() -> None:
+    # a prompt that quotes a log line is no record of the server's
+    quoted = "Scheduler hit an exception: Traceback (most recent call last):"
+    lines = [*serving(), f"{stamp(40)} Receive: obj=GenerateReqInput(text='{stamp(41, ' TP3')} {quoted}')"]
+    assert only(run(lines)).status == "healthy"
+
+
+def test_a_failed_warm_up_is_at_start_up_after_uvicorn_is_up() -> None:
+    # uvicorn listens before the warm-up request; the server is not ready (and serves nobody) until it passes
+    lines = [
+        server_args(0, spec=False),
+        f"{stamp(2, '')} INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)",
+        f'{stamp(26, "")} INFO:     127.0.0.1:40418 - "GET / HTTP/1.1" 404 Not Found',
+        f"{stamp(154, '')} Initialization failed. warmup error: Traceback (most recent call last):",
+        '  File "/sglang/python/sglang/srt/server.py", line 621, in _wait_and_warmup',
+        '    assert res.status_code == 200, f"{res=}, {res.text=}"',
+        "AssertionError: res=<Response [502]>, res.text=''",
+    ]
+    assert broken(lines).headline.startswith("crashed at start-up: warmup request failed")
+
+
+def test_a_ci_runners_bracketed_stamp_is_peeled() -> None:
+    # Buildkite puts `[ISO]` before each line of vLLM's engine core, cut inside its traceback
+    lead = "[2025-12-15T20:35:11Z] (EngineCore_DP0 pid=3112) ERROR 12-15 12:35:11 [core.py:866]"
+    lines = [
+        f"{lead} EngineCore failed to start.",
+        f"{lead} Traceback (most recent call last):",
+        f'{lead}   File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py", line 857, in run',
+        f'{lead}   File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py", line 637, in __init__',
+    ]
+    assert broken(lines).headline.startswith("crashed at start-up: a traceback with no exception line")
+
+
+def test_a_cri_files_traceback_keeps_its_frames() -> None:
+    # a container runtime's file: `<ISO> stdout F ` before every line, the frames' too; the frames say
+    # the scheduler was serving (its event loop) when the copy stops
+    cri = "2025-07-25T07:53:08.217488644+08:00 stdout F "
+    lines = [
+        f"{cri}[2025-07-25 07:53:08 TP2] Scheduler hit an exception: Traceback (most recent call last):",
+        f'{cri}  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 2769, in run',
+        f"{cri}    scheduler.event_loop_normal()",
+        f'{cri}  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 772, in event_loop_normal',
+        f"{cri}    result = self.run_batch(batch)",
+    ]
+    said = "crashed while serving: a traceback with no exception line in the log (Scheduler, rank 2)"
+    assert broken(lines).headline == said
+
+
+def test_a_vllm_engine_step_frame_is_serving_before_any_constructor() -> None:
+    # the copy leaves out run_busy_loop's own frame; the step it calls says serving, and the FlashInfer
+    # wrapper built inside that step is no start-up
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py", line 1133, in run_engine_core',
+        "    engine_core.run_busy_loop()",
+        '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py", line 1213, in _process_engine_step',
+        "    outputs, model_executed = self.step_fn()",
+        '  File "/usr/local/lib/python3.12/dist-packages/flashinfer/decode.py", line 752, in __init__',
+        "    self._pin_memory_int_workspace_buffer = torch.empty(",
+        "torch.AcceleratorError: CUDA error: OS call failed or operation not supported on this OS",
+    ]
+    assert broken(lines).headline.startswith("crashed while serving: CUDA error"), broken(lines).headline
+
+
+def test_the_cuda_error_nccl_names_after_last_error_is_the_cause() -> None:
+    # NCCL's failed CUDA call names the CUDA error in its trailer: that is what to fix
+    lead = "(VllmWorker rank=7 pid=240)"
+    lines = [
+        f"{lead} torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/"
+        "NCCLUtils.cpp:133, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5",
+        f"{lead} ncclUnhandledCudaError: Call to CUDA function failed.",
+        f"{lead} Last error:",
+        f"{lead} Cuda failure 'out of memory'",
+    ]
+    verdict = broken(lines)
+    assert verdict.causes == ["oom"], verdict.headline
+    assert verdict.headline.startswith("crashed: GPU out of memory"), verdict.headline
+    # an NCCL error with nothing named after it stays the NCCL error
+    assert broken(lines[:3]).causes == ["nccl"]

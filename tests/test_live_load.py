@@ -383,3 +383,17 @@ def test_follow_reads_a_large_file_into_the_cache_and_a_second_follow_reads_noth
     assert str(log.resolve()) in listed.stdout
     follow_until_stats()
     assert manifests[0].stat().st_mtime_ns == written
+
+
+def test_no_engine_process_outlives_the_load(tmp_path: Path) -> None:
+    """A session runs for hours after the engine read its log: the engine's fork server (about 100 MiB)
+    does not stay beside it."""
+    import psutil
+
+    log = tmp_path / "server.log"
+    shutil.copy(SAMPLE_LOGS / "sweep_and_crash.log", log)
+    options = EngineOptions(range_bytes=32 << 10, jobs=2)  # ranges enough for the workers to start
+    report, cuts = load_files({str(log): str(log)}, str(tmp_path / "dataset"), options)
+    assert report.read == 1 and cuts
+    left = [" ".join(p.cmdline()) for p in psutil.Process().children(recursive=True)]
+    assert not [c for c in left if "forkserver" in c or "tracelens.engine" in c], left

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import socket
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tui_support import write_start
 
 from tracelens.errors import InputError
 from tracelens.live.spec import HTTP, parse_spec
@@ -129,16 +131,41 @@ def test_the_follower_polls_both_endpoints_and_reports_a_dead_server(server: tup
     assert isinstance(seen[0], SourceDisconnected)
 
 
+_READERS: dict[int, queue.Queue[str | None]] = {}
+
+
+def _lines(process: subprocess.Popen[str]) -> queue.Queue[str | None]:
+    """The stdout lines of ``process``, read on a thread of their own (None at the end): a wait for a
+    line that never comes ends at its deadline instead of hanging the test."""
+    lines = _READERS.get(process.pid)
+    if lines is None:
+        lines = _READERS[process.pid] = queue.Queue()
+        assert process.stdout is not None
+        stdout = process.stdout
+
+        def pump() -> None:
+            for line in stdout:
+                lines.put(line)
+            lines.put(None)
+
+        threading.Thread(target=pump, daemon=True).start()
+    return lines
+
+
 def _stats(process: subprocess.Popen[str], wanted, timeout: float = 60.0) -> dict:
     """The first `stats` event of ``process`` (follow --json) that ``wanted`` accepts."""
-    assert process.stdout is not None
+    lines = _lines(process)
     deadline = time.monotonic() + timeout
-    for line in process.stdout:
+    while (left := deadline - time.monotonic()) > 0:
+        try:
+            line = lines.get(timeout=left)
+        except queue.Empty:
+            break
+        if line is None:
+            break
         event = json.loads(line)
         if event.get("event") == "stats" and wanted(event):
             return event
-        if time.monotonic() > deadline:
-            break
     raise AssertionError("no such stats line")
 
 
@@ -165,6 +192,128 @@ def test_follow_shows_acceptance_and_depth_as_they_change(server: tuple[str, Pat
         )
         changed = _stats(process, lambda e: e.get("positions") == [0.5, 0.2, 0.05] and e.get("depth") == 2)
         assert "per position 50% 20% 5% (vllm, vllm counters)" in changed["acceptance"]
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+
+
+def test_a_server_restart_in_the_counters_starts_a_new_run(server: tuple[str, Path], tmp_path: Path) -> None:
+    """The served counters go back (the server behind the address started again): `follow --json`, the
+    address beside a log, shows a second run, whose figures count from its start, while the first ends
+    with its differenced figures; each change of a run's curve is sent, its verdict the same or not."""
+    base, root = server
+    os.remove(root / "server_info")  # vLLM's: its lines carry no time, and nothing else moves
+    log = tmp_path / "server.log"
+    write_start(log)
+    env = {k: v for k, v in os.environ.items() if k != "TRACELENS_DEBUG"}
+    process = subprocess.Popen(
+        [
+            *TRACELENS,
+            "follow",
+            "--json",
+            "--interval",
+            "0.3",
+            "--stats-every",
+            "0",
+            str(log),
+            f"{base}?every=0.2",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
+    seen: list[dict] = []  # the address' stats, in order
+
+    def stats(run: int, wanted) -> dict:
+        def mine(event: dict) -> bool:
+            if event.get("source") != base:
+                return False
+            seen.append(event)
+            return event.get("run") == run and wanted(event)
+
+        return _stats(process, mine)
+
+    try:
+        stats(0, lambda e: e.get("positions") == [0.8, 0.5, 0.2])
+        _write(root / "metrics", _page(300, [180, 90, 30]))
+        first = stats(0, lambda e: e.get("positions") == [0.5, 0.2, 0.05])
+        # the restart: 50 drafts since the new server started, accepted 20, 10, 5
+        _write(root / "metrics", _page(50, [20, 10, 5]))
+        second = stats(1, lambda e: bool(e.get("positions")))
+        assert second["positions"] == [0.4, 0.2, 0.1]
+        assert second["label"] != first["label"] and not second["ended"]
+        # 100 drafts more on the new server: its run counts from its start, 150 drafts in all
+        _write(root / "metrics", _page(150, [75, 45, 30]))
+        stats(1, lambda e: e.get("positions") == [0.5, 0.3, 0.2])
+        # 100 more, accepted better: the same verdict, a new curve
+        _write(root / "metrics", _page(250, [150, 95, 60]))
+        stats(1, lambda e: e.get("positions") == [0.6, 0.38, 0.24])
+        over = [e for e in seen if e.get("run") == 0 and e.get("ended")]
+        ended = over[0] if over else stats(0, lambda e: e.get("ended"))
+        assert ended["positions"] == [0.5, 0.2, 0.05] and ended["label"] == first["label"]
+        # never a figure of the two servers mixed
+        assert all(e["positions"] in ([], [0.8, 0.5, 0.2], [0.5, 0.2, 0.05]) for e in seen if e["run"] == 0)
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+
+
+def _sglang_page(accept_len: float, rate: float) -> str:
+    """SGLang's gauges as `python/sglang/srt/metrics/collector.py` (2026) exposes them, one series per rank."""
+    labels = 'engine_type="unified",model_name="m",tp_rank="0",pp_rank="0",dp_rank="0"'
+    return (
+        "# HELP sglang:spec_accept_length The average acceptance length of speculative decoding.\n"
+        "# TYPE sglang:spec_accept_length gauge\n"
+        f"sglang:spec_accept_length{{{labels}}} {accept_len}\n"
+        "# HELP sglang:spec_accept_rate The average acceptance rate of speculative decoding.\n"
+        "# TYPE sglang:spec_accept_rate gauge\n"
+        f"sglang:spec_accept_rate{{{labels}}} {rate}\n"
+    )
+
+
+def test_an_sglang_server_shows_its_acceptance_against_the_depth_in_force(server: tuple[str, Path]) -> None:
+    """SGLang's gauges taken as they are, normalised by the depth `/server_info` says is in force
+    (`get_server_info`: the server args, `model_path` first, then `internal_states` per DP rank)."""
+    base, root = server
+    _write(root / "metrics", _sglang_page(2.8, 0.7))
+    _write(
+        root / "server_info",
+        json.dumps(
+            {
+                "model_path": "m",
+                "speculative_num_steps": 3,
+                "internal_states": [{"avg_spec_accept_length": 2.6, "speculative_num_steps": 4}],
+            }
+        ),
+    )
+    env = {k: v for k, v in os.environ.items() if k != "TRACELENS_DEBUG"}
+    process = subprocess.Popen(
+        [*TRACELENS, "follow", "--json", "--interval", "0.3", "--stats-every", "0", f"{base}?every=0.2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
+    try:
+        first = _stats(process, lambda e: e.get("served_accept_len") == 2.8 and e.get("depth") == 4)
+        assert (first["engine"], first["served_from"]) == ("sglang", "sglang /metrics")
+        assert first["served_rate"] == pytest.approx(1.8 / 4)
+        assert "accept len 2.80, rate 45% (sglang /metrics) · depth 4" in first["acceptance"]
+        # adaptive speculation lowered the depth; the gauge fell: the rate is against the new depth
+        _write(root / "metrics", _sglang_page(2.2, 0.55))
+        _write(
+            root / "server_info",
+            json.dumps(
+                {
+                    "model_path": "m",
+                    "speculative_num_steps": 3,
+                    "internal_states": [{"avg_spec_accept_length": 2.1, "speculative_num_steps": 2}],
+                }
+            ),
+        )
+        later = _stats(process, lambda e: e.get("served_accept_len") == 2.2 and e.get("depth") == 2)
+        assert later["served_rate"] == pytest.approx(1.2 / 2)
     finally:
         process.terminate()
         process.wait(timeout=20)

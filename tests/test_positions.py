@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -142,8 +143,9 @@ def _metrics_page(per_pos: list[float], drafts: float) -> str:
 
 def test_vllm_positions_from_counter_snapshots_across_a_restart(tmp_path: Path) -> None:
     page = tmp_path / "metrics.prom"
-    # 100 drafts, then 300: +200 over the span the snapshots cover; then the server restarts (the counters
-    # go back): its 50 drafts count whole. The first snapshot's totals are from before the span.
+    # 100 drafts, then 300: +200 over the span the snapshots cover (the first snapshot's totals are from
+    # before it); then the server restarts (the counters go back): a run of its own, whose 50 drafts since
+    # its start count whole.
     page.write_text(
         _metrics_page([80, 50, 20], 100)
         + _metrics_page([200, 110, 40], 300)
@@ -153,7 +155,8 @@ def test_vllm_positions_from_counter_snapshots_across_a_restart(tmp_path: Path) 
     analysis = analyze([page])
     curve = analysis.spec_curves
     assert curve.get_column(A.BASIS).unique().to_list() == ["vllm_counters"]
-    assert _curve(analysis, "metrics.prom") == [round(140 / 250, 6), round(70 / 250, 6), round(25 / 250, 6)]
+    assert _curve(analysis, "metrics.prom#0") == [round(120 / 200, 6), round(60 / 200, 6), round(20 / 200, 6)]
+    assert _curve(analysis, "metrics.prom#1") == [0.4, 0.2, 0.1]
     # one snapshot alone: the totals since the server started
     alone = tmp_path / "one.prom"
     alone.write_text(_metrics_page([80, 50, 20], 100), encoding="utf-8")
@@ -401,3 +404,34 @@ def test_drafting_deeper_than_is_accepted_is_a_tuning_with_its_depth(tmp_path: P
     # a tail that still pays is no finding
     paying = analyze([_server_log(tmp_path / "p.log", [[2, 2, 2, 4]])])
     assert "spec-depth-wasted" not in [f.code for f in paying.findings]
+
+
+def test_summary_and_compare_say_whose_lines_each_rate_comes_from(tmp_path: Path, real_corpus: Path) -> None:
+    """The run's mean normalised rate: SGLang's decode lines (recomputed from accept len and the depth)
+    or vLLM's metrics lines (accepted / drafted), named in `summary` (text and JSON), `compare` and the
+    report's cards."""
+    sglang = _server_log(tmp_path / "a.log", [])
+    vllm = real_corpus / "063_vllm-0.24-eagle3-llama31-8b-awq-specdecoding-metrics-2026.log"
+    env = {k: v for k, v in os.environ.items() if k != "TRACELENS_DEBUG"}
+
+    def run(*args: str) -> str:
+        done = subprocess.run(
+            [*TRACELENS, *args, "--no-cache", str(sglang), str(vllm)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    runs = {r["label"]: r for r in json.loads(run("summary", "--json"))["runs"]}
+    assert runs["a.log#1"]["acceptance_rate_engine"] == "sglang"
+    engines = {r["acceptance_rate_engine"] for label, r in runs.items() if label.startswith("063_")}
+    assert engines == {None, "vllm"}  # its preamble run has no rate
+    compared = run("compare")
+    assert "50% sglang" in compared and re.search(r"\d+% vllm", compared)
+    from tracelens.report import write_report
+
+    page = write_report(analyze([sglang, vllm]), tmp_path / "r.html").path.read_text(encoding="utf-8")
+    assert "acceptance (sglang)" in page and "acceptance (vllm)" in page

@@ -160,6 +160,8 @@ OTHER = st.sampled_from(
         "[2026-11-20 09:00:00] [\u0663] an outer stamp before any digit",
         "[2026-11-20 09:00:00] [x] not an outer stamp",
         "ml-h2[2026-11-20 09:00:00 TP0] spliced",
+        "[2026-11-20 09:00:00 TP0] Capture cuda graph begin. This can take[2026-11-20 09:00:01 TP3] glued",
+        "[2026-11-20 09:00:00 TP0] Receive: obj=GenerateReqInput(text='[2026-11-20 09:00:01 TP3] quoted')",
         "2026-11-20 09:00:00.874 INFO 120984 [ TP0 scheduler.py:415] Decode batch, #running-req: 2",
         "[2026-11-20 09:00:00][scheduler.py:424][INFO]: Prefill batch, #new-seq: 1",
         "[2026-11-20 09:00:00 TP1][scheduler.py:424][WARNING]: tagged",
@@ -168,7 +170,10 @@ OTHER = st.sampled_from(
         "^[[0;36m(APIServer pid=31)^[[0;0m INFO 11-20 09:00:00 [api_server.py:946] Starting vLLM API server",
         "[Sidecar abc]: 2026-11-20T09:00:00.672Z 1 stdout: [2026-11-20 09:00:00 TP0] shipped",
         "2026-11-20T09:00:00.123456789Z stdout F [2026-11-20 09:00:00 TP0] cri",
+        "[2026-11-20T09:00:00Z] (EngineCore_DP0 pid=3112) ERROR 11-20 09:00:00 [core.py:866] EngineCore failed",
         "(VllmWorker rank=0 pid=1068781) ERROR 11-20 09:00:00 multiproc_executor.py:401] WorkerProc hit",
+        "(EngineCore_0 pid=6) (VllmWorker TP0 pid=7) ERROR 11-20 09:00:00 [multiproc_executor.py:596] hit",
+        "Nov 20 09:00:00 gpu-1 vllm[8052]: (APIServer pid=8052) INFO 11-20 09:00:00 [api_server.py:1880] up",
         "",
     ]
 )

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
+from test_metric_restarts import page
 from tui_support import EMBED, TRACEBACK, append, decode, session_for, until, write_start
 
 from tracelens import analyze
@@ -396,3 +398,31 @@ async def test_the_title_says_the_scroll_back_limit_once_lines_were_dropped(tmp_
         assert len(view.view) == 0
         view.set_filter(LineFilter(kinds=frozenset({Kind.BATCH})))
         assert await until(lambda: len(view.view) >= 10)
+
+
+async def test_the_per_position_curves_run_against_run(tmp_path: Path) -> None:
+    """Saved `/metrics` pages of two server lives (the counters go back between them), then a third life
+    appended: a row per run with its own curve, the run the panels show marked, and `s` moves the mark."""
+    pages = tmp_path / "metrics.prom"
+    pages.write_text(
+        page(1000, 100, [80, 50, 20])
+        + page(1500, 300, [180, 90, 30])  # +200 drafts: 50% 20% 5%
+        + page(400, 50, [20, 10, 5])  # the server started again
+        + page(600, 150, [75, 45, 30]),  # 150 drafts since its start: 50% 30% 20%
+        encoding="utf-8",
+    )
+    app = _app(pages)
+    async with app.run_test(size=SIZE) as pilot:
+        table = lambda: str(app.acceptance.render_text()).split("draft position", 1)[-1]  # noqa: E731
+        assert await until(lambda: "metrics.prom#1" in table())
+        rows = {re.search(r"metrics\.prom#\d", line)[0]: line for line in table().splitlines()[1:]}
+        assert rows.keys() == {"metrics.prom#0", "metrics.prom#1"}
+        assert "50%  20%   5%" in rows["metrics.prom#0"] and "50%  30%  20%" in rows["metrics.prom#1"]
+        assert all(line.endswith("vllm, vllm counters") for line in rows.values())
+        marked = [line for line in rows.values() if line.startswith("▶")]
+        assert len(marked) == 1 and app.acceptance.border_title.endswith(marked[0].split()[1])
+        await pilot.press("s")
+        assert await until(lambda: [ln for ln in table().splitlines() if ln.startswith("▶")] != marked)
+        append(pages, *page(10, 100, [90, 60, 40]).splitlines())  # a third life
+        assert await until(lambda: "metrics.prom#2" in table())
+        assert "90%  60%  40%" in next(ln for ln in table().splitlines() if "metrics.prom#2" in ln)

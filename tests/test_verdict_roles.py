@@ -32,6 +32,35 @@ def test_a_prefill_node_is_judged_by_its_prefill_batches() -> None:
     assert verdict.headline.startswith("prefill node runs well")
 
 
+def bootstrap_batches(queues: list[int], queued: int = 0) -> list[str]:
+    """A prefill node's batch lines in SGLang's prefill-mode form: its bootstrap queue as #prealloc-req."""
+    return [
+        f"{stamp(60 + i)} Prefill batch, #new-seq: 1, #new-token: 1, #cached-token: 0, token usage: 0.00, "
+        f"#running-req: 0, #queue-req: {queued}, #prealloc-req: {q}, #inflight-req: 1, cuda graph: False, "
+        "input throughput (token/s): 1.00"
+        for i, q in enumerate(queues)
+    ]
+
+
+def test_a_prefill_node_whose_bootstrap_queue_only_grows_is_stuck() -> None:
+    # the decode side takes none of the requests: they pile up in the prefill node's bootstrap queue
+    verdict = only(run([*prefill_node(3), *bootstrap_batches([18, 22, 27, 28, 35])]))
+    assert verdict.status == "broken", verdict.headline
+    assert verdict.causes == ["pd-bootstrap-stuck"], verdict.causes
+    assert verdict.headline == "prefill node stuck: 35 requests wait for the decode side (18 -> 35)"
+    assert verdict.fix is not None and "--disaggregation-bootstrap-port" in verdict.fix
+    # an excerpt of the same lines alone (no start line) is the same node
+    assert only(run(bootstrap_batches([18, 22, 27, 28, 35]))).causes == ["pd-bootstrap-stuck"]
+
+
+def test_a_bootstrap_queue_that_drains_or_waits_behind_prefill_work_is_no_hang() -> None:
+    drained = [18, 22, 27, 28, 35, 3, 0]  # handed off in the end
+    assert only(run([*prefill_node(3), *bootstrap_batches(drained)])).status == "healthy"
+    # requests wait to be prefilled too: a busy node, not a stuck hand-off
+    busy = only(run([*prefill_node(3), *bootstrap_batches([18, 22, 27, 28, 35], queued=40)]))
+    assert "pd-bootstrap-stuck" not in busy.causes, busy.headline
+
+
 def test_a_log_without_a_start_line_is_one_run_with_a_verdict() -> None:
     verdict = only(run([decode(3, accept=None)]))
     assert verdict.status == "healthy"

@@ -55,6 +55,11 @@ def percent(value: float | None) -> str:
     return MISSING if value is None else f"{value:.0%}"
 
 
+def whose_rate(value: float | None, engine: str | None) -> str:
+    """A normalised acceptance rate with the engine whose lines it comes from: `47% sglang`."""
+    return percent(value) if value is None or not engine else f"{percent(value)} {engine}"
+
+
 def megabytes(n_bytes: float, digits: int = 1, width: int = 0) -> str:
     """A size in MB (10^6 bytes) with thousands separators: `1,234.5 MB` (right-aligned in ``width``)."""
     return f"{n_bytes / 1e6:{width},.{digits}f} MB"
@@ -251,16 +256,21 @@ def acceptance_words(
     depth: int | None = None,
     requests: int = 0,
     request_rate: float | None = None,
+    served: tuple[float | None, float | None, str] | None = None,
 ) -> str:
-    """A run's per-position acceptance, the depth in force and its requests' pooled normalised rate, each
-    saying whose figure it is: `per position 81% 50% 20% (vllm, vllm counters) · depth 3 · 40 requests:
-    rate 52% (sglang)`. Empty when the run has none of them."""
+    """A run's per-position acceptance, what its metrics endpoint serves (``served``: accept len, the
+    normalised rate, where from), the depth in force and its requests' pooled normalised rate, each saying
+    whose figure it is: `per position 81% 50% 20% (vllm, vllm counters) · accept len 2.60, rate 40%
+    (sglang server_info) · depth 4 · 40 requests: rate 52% (sglang)`. Empty when the run has none."""
     parts = []
     if positions:
         whose = ", ".join(w for w in (engine, (basis or "").replace("_", " ")) if w)
         parts.append(
             "per position " + " ".join(percent(r) for r in positions) + (f" ({whose})" if whose else "")
         )
+    if served is not None:
+        length, rate, whence = served
+        parts.append(f"accept len {number(length)}, rate {percent(rate)} ({whence})")
     if depth is not None:
         parts.append(f"depth {depth}")
     if requests:

@@ -11,8 +11,8 @@ import polars as pl
 
 from tracelens.analysis.expectations import Expectations
 from tracelens.analysis.runs import RUN_KEY
-from tracelens.tables.frames import Tables, collect
-from tracelens.tables.schema import A, C, T, W, empty
+from tracelens.tables.frames import collect
+from tracelens.tables.schema import A, C, W
 
 SITE_KEY = [*RUN_KEY, C.TAG, C.SITE, C.EVENT]
 
@@ -23,21 +23,35 @@ def is_embed() -> pl.Expr:
     ).fill_null(False)
 
 
-def sites(debug: pl.DataFrame) -> pl.DataFrame:
-    """Per (run, tag, site, event): count, last num_aux / num_items / shapes, norm mean/min/max. For a
-    dataset, `sites_of` makes the same one run at a time."""
-    finite = finite_norms()
+def sites(digest: pl.DataFrame) -> pl.DataFrame:
+    """Per (run, tag, site, event), in the order of first lines: count, last num_aux / num_items /
+    shapes, norm mean/min/max, bad norms, latest time; of the rows of `debug_digest` (``digest``)."""
+    named = digest.filter(pl.col(C.EVENT).is_not_null())
+    # a site's last printed values are those of its digest row seen last
+    lasts = named.sort(W.LAST_SEEN).group_by(SITE_KEY).agg(*last_printed())
+    counted = pl.col(W.FINITE_N).sum()
     return (
-        debug.filter(pl.col(C.EVENT).is_not_null())
-        .group_by(SITE_KEY, maintain_order=True)
+        named.group_by(SITE_KEY, maintain_order=True)
         .agg(
-            pl.len().alias(A.COUNT),
-            *last_printed(),
-            finite.mean().alias(A.NORM_MEAN),
-            finite.min().alias(A.NORM_MIN),
-            finite.max().alias(A.NORM_MAX),
-            bad_norms(),
-            pl.col(C.TS).max(),
+            pl.col(W.N).sum().alias(A.COUNT),
+            pl.when(counted > 0).then(pl.col(W.FINITE_SUM).sum() / counted).alias(A.NORM_MEAN),
+            pl.col(A.NORM_MIN).min(),
+            pl.col(A.NORM_MAX).max(),
+            pl.col(W.N).filter(pl.col(W.BAD_NORM).is_not_null()).sum().cast(pl.UInt32).alias(A.BAD_NORMS),
+            pl.col(W.TS_MAX).max().alias(C.TS),
+        )
+        .join(lasts, on=SITE_KEY, how="left", nulls_equal=True, maintain_order="left")
+        .select(
+            *SITE_KEY,
+            A.COUNT,
+            C.NUM_AUX,
+            C.NUM_ITEMS,
+            C.SHAPES,
+            A.NORM_MEAN,
+            A.NORM_MIN,
+            A.NORM_MAX,
+            A.BAD_NORMS,
+            C.TS,
         )
     )
 
@@ -58,15 +72,6 @@ def last_printed() -> list[pl.Expr]:
 def bad_norms() -> pl.Expr:
     """NaN, infinite or zero norms: left out of a site's norm mean and range, so counted."""
     return (~pl.col(C.NORM).is_finite() | (pl.col(C.NORM) == 0)).fill_null(False).sum().alias(A.BAD_NORMS)
-
-
-def sites_of(tables: Tables) -> pl.DataFrame:
-    """`sites` of every run of a set of tables, each run's debug lines read alone (in the order runs
-    first appear in the debug table, as `sites` orders them)."""
-    keys = collect(tables.scan(T.DEBUG).select(RUN_KEY).unique(maintain_order=True)).iter_rows()
-    columns = [*SITE_KEY, C.NUM_AUX, C.NUM_ITEMS, C.SHAPES, C.NORM, C.TS]
-    parts = [sites(rows) for _, rows in tables.per_run(T.DEBUG, keys, columns)]
-    return pl.concat(parts) if parts else sites(empty(T.DEBUG))
 
 
 def run_layer_ids(debug: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
@@ -92,13 +97,12 @@ def layer_id_lines(debug: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
     )
 
 
-def embed_stats(debug: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
+def embed_stats(digest: pl.DataFrame) -> pl.DataFrame:
     """source, run, _n, _seen: how many debug lines each run has, and whether one is an embedding
-    capture (what `embed_states` judges)."""
-    return collect(debug.lazy().group_by(RUN_KEY).agg(*EMBED_STATS))
-
-
-EMBED_STATS = (pl.len().alias(W.N), is_embed().any().alias(W.SEEN))
+    capture (what `embed_states` judges), of the rows of `debug_digest` (``digest``)."""
+    return digest.group_by(RUN_KEY, maintain_order=True).agg(
+        pl.col(W.N).sum().cast(pl.UInt32), is_embed().any().alias(W.SEEN)
+    )
 
 
 def embed_states(runs: pl.DataFrame, stats: pl.DataFrame, expect: Expectations) -> pl.DataFrame:

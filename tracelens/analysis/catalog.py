@@ -25,6 +25,15 @@ _OOM_FIX = (
     "over more GPUs"
 )
 _F, _E, _C = Weight.FATAL, Weight.ERROR, Weight.CONSEQUENCE
+# vLLM picks its attention kernels with --attention-backend (VLLM_ATTENTION_BACKEND before late 2025)
+_VLLM_ATTN = (
+    "try another attention backend (--attention-backend, or VLLM_ATTENTION_BACKEND on older releases)"
+)
+# vLLM's KV connectors take their transport from --kv-transfer-config (Mooncake: its config's device and protocol)
+_VLLM_KV_CONNECTOR = (
+    "check the connector's transport in --kv-transfer-config (the Mooncake config's RDMA device and protocol), "
+    "that both nodes reach each other, and the connector's version on both"
+)
 
 FAILURES: tuple[Failure, ...] = (
     *STOPS_AND_NOTES,
@@ -48,10 +57,12 @@ FAILURES: tuple[Failure, ...] = (
         "GPU out of memory",
         "CUDA",
         _F,
-        r"(?i)(?:CUDA|HIP|NPU|GPU) out of memory|OutOfMemoryError|out of memory\b(?: error)?(?:$|[.,:])",
+        r"(?i)(?:CUDA|HIP|NPU|GPU) out of memory|OutOfMemoryError|out of memory\b(?: error)?(?:$|[.,:])|"
+        r"Cuda failure 'out of memory'",  # NCCL's, after its `Last error:`
         (
             "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.",
             "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 1.50 GiB.",
+            "Cuda failure 'out of memory'",
         ),
         _OOM_FIX,
         vllm_fix="lower --max-num-seqs or --max-num-batched-tokens (activations), or --gpu-memory-utilization "
@@ -83,6 +94,7 @@ FAILURES: tuple[Failure, ...] = (
         ),
         "the kernel's block sizes exceed this GPU's shared memory: try another --attention-backend or a "
         "release whose kernel configs cover this GPU",
+        vllm_fix="the kernel's block sizes exceed this GPU's shared memory: " + _VLLM_ATTN,
     ),
     Failure(
         "flashinfer-head-dim",
@@ -92,6 +104,7 @@ FAILURES: tuple[Failure, ...] = (
         r"failed to dispatch head_dim|Unsupported head_dim|head_dim \d+ (?:is )?not supported",
         ("RuntimeError: BatchDecodeWithPagedKVCache::BeginForward failed to dispatch head_dim 80",),
         "this FlashInfer build has no kernel for the model's head size: use --attention-backend triton",
+        vllm_fix="this FlashInfer build has no kernel for the model's head size: " + _VLLM_ATTN,
     ),
     Failure(
         "jit-compile",
@@ -107,6 +120,8 @@ FAILURES: tuple[Failure, ...] = (
         ),
         "the kernel failed to build: check that nvcc and the CUDA headers match the torch build, or use a "
         "prebuilt wheel / another --attention-backend",
+        vllm_fix="the kernel failed to build: check that nvcc and the CUDA headers match the torch build, or "
+        + _VLLM_ATTN,
     ),
     Failure(
         "illegal-memory-access",
@@ -179,6 +194,7 @@ FAILURES: tuple[Failure, ...] = (
         ),
         "run with NCCL_DEBUG=INFO: the NCCL WARN lines before the error name the interface; check "
         "NCCL_SOCKET_IFNAME / NCCL_IB_HCA and that every node reaches the others",
+        trailer=True,
     ),
     Failure(
         "dist-store-timeout",
@@ -202,6 +218,9 @@ FAILURES: tuple[Failure, ...] = (
         "the nodes never all joined: check --dist-init-addr, --nnodes and --node-rank on every node and "
         "that the port is open between them",
         waits=True,
+        vllm_fix="the nodes never all joined: check that every node reaches the head node's address and port "
+        "(the Ray cluster: `ray status`; without Ray: --master-addr / --data-parallel-address) and that the "
+        "port is open between them",
     ),
     Failure(
         "watchdog-timeout",
@@ -310,6 +329,7 @@ FAILURES: tuple[Failure, ...] = (
         r"Mooncake Transfer Engine Return Error|Failed to (?:initialize|register) .*(?:Mooncake|transfer engine)",
         ("Exception: Mooncake Transfer Engine Return Error.",),
         "check the Mooncake transport (--disaggregation-ib-device, RDMA reachability between the nodes)",
+        vllm_fix="check the Mooncake transport: " + _VLLM_KV_CONNECTOR,
     ),
     Failure(
         "kv-no-memory",
@@ -346,6 +366,8 @@ FAILURES: tuple[Failure, ...] = (
         r"model identifier|Can't load (?:the )?(?:configuration|tokenizer) for",
         ("OSError: /models/llama does not appear to have a file named config.json.",),
         "check --model-path (mounted in the container? a Hugging Face id, a token for a gated model?)",
+        vllm_fix="check the model given to `vllm serve` (--model): mounted in the container? a Hugging Face id, "
+        "a token (HF_TOKEN) for a gated model?",
     ),
     Failure(
         "no-kernel-image",
@@ -424,6 +446,8 @@ FAILURES: tuple[Failure, ...] = (
         ("Detected errors during sampling! NaN in the logits.",),
         "the model produces NaN: check the dtype, the quantization and the KV cache dtype (try "
         "--kv-cache-dtype auto or another --attention-backend)",
+        vllm_fix="the model produces NaN: check --dtype, the quantization and the KV cache dtype (try "
+        "--kv-cache-dtype auto), or " + _VLLM_ATTN,
     ),
     Failure(
         "kv-transfer",
@@ -431,14 +455,19 @@ FAILURES: tuple[Failure, ...] = (
         "Mooncake",
         _E,
         r"writeBody failed|readBody failed|transport retry counter exceeded|KVTransferError|"
-        r"(?:Decode|Prefill) transfer failed|(?i)handshake.*(?:reset|fail)|Failed to (?:send|transfer) kv",
+        r"(?:Decode|Prefill) transfer failed|(?i)handshake.*(?:reset|fail)|Failed to (?:send|transfer) kv|"
+        # vLLM's Mooncake connector (and vllm-ascend's)
+        r"Mooncake transfer failed",
         (
             "E0528 06:26:02.123 tcp_transport.cpp:120] Session::writeBody failed. Error: Bad address",
             "Decode transfer failed for request rank=0 req_rid='abc' with exception KVTransferError",
+            "ERROR 03-31 02:49:30 [mooncake_connector.py:547] Mooncake transfer failed for request chatcmpl-1",
+            "Failed to transfer KV cache for request cmpl-1-0: Mooncake transfer failed, ret: -1",
             "Worker: Process failed for slice (opcode: 1, source_addr: 0x7f): transport retry counter exceeded",
         ),
         "the KV transfer between prefill and decode fails: check the RDMA devices "
         "(--disaggregation-ib-device), that both nodes reach each other, and the transfer backend",
+        vllm_fix="the KV transfer between prefill and decode fails: " + _VLLM_KV_CONNECTOR,
     ),
     Failure(
         "torch-recompile",
@@ -448,6 +477,8 @@ FAILURES: tuple[Failure, ...] = (
         r"cache_size_limit|torch\._dynamo hit config\.\w+|Recompiling function",
         ("W0101 torch._dynamo hit config.accumulated_cache_size_limit (64)",),
         "dynamic shapes recompile the graph: lower --torch-compile-max-bs or run without --enable-torch-compile",
+        vllm_fix="dynamic shapes recompile the graph: narrow the compiled sizes in --compilation-config, or run "
+        "with --enforce-eager",
     ),
     Failure(
         "health-check",
@@ -530,8 +561,11 @@ FAILURES: tuple[Failure, ...] = (
         _C,
         r"exitcode=-?\d+|died unexpectedly|EngineDeadError|Engine core proc .* died|Possible solutions|"
         r"ChildFailedError|terminate called after throwing|Engine core initialization failed|"
-        r"MQLLMEngine is already dead|EngineCore failed to start|Engine core .*failed to start",
+        r"MQLLMEngine is already dead|EngineCore failed to start|Engine core .*failed to start|"
+        r"WorkerProc initialization failed",  # vLLM's executor: a worker's own traceback holds the cause
         (
+            "Exception: WorkerProc initialization failed due to an exception in a background process. See "
+            "stack trace for root cause.",
             "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): "
             "{'EngineCore_0': 1}",
             "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue.",

@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 import polars as pl
 
@@ -31,7 +32,7 @@ from tracelens.analysis.chain_events import (
     WARNED,
     events,
 )
-from tracelens.tables.frames import Tables, collect
+from tracelens.tables.frames import Tables, collect, largest
 from tracelens.tables.schema import C, T
 
 _PRIORITY = {Weight.FATAL: 0, Weight.ERROR: 1, Weight.CONSEQUENCE: 2}
@@ -100,17 +101,22 @@ class Chain:
 
 def _direction(tables: Tables) -> dict[tuple[str, int], int]:
     """-1 for a run whose lines are newest first (its first timed line is later than its last)."""
-    ends = collect(
-        tables.scan(T.LINES)
-        .filter(pl.col(C.TS).is_not_null())
-        .group_by(C.SOURCE, C.RUN)
-        .agg(
-            pl.col(C.TS).sort_by(C.LINE_NO).first().alias("a"),
-            pl.col(C.TS).sort_by(C.LINE_NO).last().alias("b"),
+    timed = tables.scan(T.LINES).filter(pl.col(C.TS).is_not_null())
+    # the first and last timed line of each run, then their times: a sort of every line's time per run
+    # would hold the whole table
+    bounds = collect(
+        timed.group_by(C.SOURCE, C.RUN).agg(
+            pl.col(C.LINE_NO).min().alias("a"), pl.col(C.LINE_NO).max().alias("b")
         )
-        .filter(pl.col("a") > pl.col("b"))
     )
-    return {(s, r): -1 for s, r, _a, _b in ends.iter_rows()}
+    ends = bounds.unpivot(["a", "b"], index=[C.SOURCE, C.RUN], value_name=C.LINE_NO)
+    times = collect(
+        timed.join(
+            ends.select(C.SOURCE, C.RUN, C.LINE_NO).lazy(), on=[C.SOURCE, C.RUN, C.LINE_NO], how="semi"
+        ).select(C.SOURCE, C.RUN, C.LINE_NO, C.TS)
+    )
+    at = {(s, r, n): ts for s, r, n, ts in times.iter_rows()}
+    return {(s, r): -1 for s, r, a, b in bounds.iter_rows() if at[(s, r, a)] > at[(s, r, b)]}
 
 
 def _vllm_runs(tables: Tables) -> set[tuple[str, int]]:
@@ -151,11 +157,13 @@ def chains(tables: Tables) -> dict[tuple[str, int], Chain]:
         if ts is not None
     }
     # uvicorn's access lines carry no time: the line of the run's last few answered requests instead
-    nth_last = pl.col(C.LINE_NO).sort().reverse().get(SERVED_ON_REQUESTS - 1, null_on_oob=True)
+    last_few = largest(answered, [C.SOURCE, C.RUN], C.LINE_NO, SERVED_ON_REQUESTS)
     answers = {
         (s, r): n
-        for s, r, n in collect(answered.group_by(C.SOURCE, C.RUN).agg(nth_last)).iter_rows()
-        if n is not None
+        for s, r, n, count in last_few.group_by(C.SOURCE, C.RUN)
+        .agg(pl.col(C.LINE_NO).min(), pl.len())
+        .iter_rows()
+        if count == SERVED_ON_REQUESTS
     }
     ready = {
         (s, r): n
@@ -284,6 +292,25 @@ def _carried(wrapper: dict[str, object], live: list[dict[str, object]]) -> dict[
     return next(carried, wrapper)
 
 
+# How many lines after a failure its trailer may name the cause: NCCL's exception line, its
+# `ncclUnhandledCudaError: ...` line, `Last error:`, then the CUDA error.
+_TRAILER_LINES = 4
+
+
+def _trailed(failure: dict[str, Any], live: list[dict[str, Any]], direction: int) -> dict[str, Any]:
+    """The named fatal event in the lines right after ``failure`` (its trailer's), else ``failure``."""
+    at = int(failure[C.LINE_NO])
+    trailed = (
+        r
+        for r in live
+        if r[CODE] != failure[CODE]
+        and not r.get(CUT)
+        and _weight(str(r[CODE])) == Weight.FATAL
+        and 0 < (int(r[C.LINE_NO]) - at) * direction <= _TRAILER_LINES
+    )
+    return next(trailed, failure)
+
+
 def _failure(code: str) -> Failure | None:
     return _BY_CODE.get(code)
 
@@ -338,6 +365,8 @@ def _chain(
     wrapper = cause
     if (entry := _failure(str(cause[CODE]))) is not None and entry.wraps:
         cause = _carried(cause, live)
+    elif entry is not None and entry.trailer:
+        cause = _trailed(cause, live, direction)
     code = cause[CODE]
     entry = _failure(code)
     hang = _hang(live) if cause[CODE] == "health-check" else None

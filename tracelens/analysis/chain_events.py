@@ -163,13 +163,16 @@ def _traceback_rows(tables: Tables) -> pl.DataFrame:
 
 def _frames_stage() -> pl.Expr:
     """What a traceback's process was doing, from its frames: the first frame that is an object's
-    `__init__` (the scheduler, engine core or worker being built) or a serving loop (SGLang's
-    `event_loop_*`, vLLM's `run_busy_loop` / `worker_busy_loop`) says start-up or serving."""
+    `__init__` (the scheduler, engine core or worker being built), a warm-up (SGLang's
+    `_wait_and_warmup` / `_execute_server_warmup`, vLLM's `compile_or_warm_up_model`: the last step of a
+    start, before the server says it is ready) or a serving loop (SGLang's `event_loop_*`, vLLM's
+    `run_busy_loop` / `worker_busy_loop` and the step they call, `_process_engine_step`, V0's
+    `engine_step`) says start-up or serving: a copy that leaves out the loop's own frame keeps its step's."""
     function = pl.col(TEXT).str.extract(r'^\s*File "[^"]*", line \d+, in (\w+)\s*$', 1)
     stage = (
-        pl.when(function == "__init__")
+        pl.when((function == "__init__") | function.str.contains(r"(?i)warm_?up"))
         .then(pl.lit("start-up"))
-        .when(function.str.contains(r"^(?:event_loop\w*|\w*busy_loop)$"))
+        .when(function.str.contains(r"^(?:event_loop\w*|\w*busy_loop|_process_engine_step|engine_step)$"))
         .then(pl.lit("serving"))
     )
     return stage.drop_nulls().first()

@@ -38,6 +38,9 @@ class Failure:
     hangs: bool = False
     # an event only once the run served: at start-up the same line is a slow step (a long compile)
     serving_only: bool = False
+    # a failure whose cause is named in the lines right after it (NCCL's `Last error:` trailer: `Cuda
+    # failure 'out of memory'`): a named fatal event there is the cause, this one what it explains
+    trailer: bool = False
 
     def fix_for(self, engine: str) -> str | None:
         """The fix in the flags of ``engine`` (`sglang` or `vllm`)."""

@@ -8,6 +8,8 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
+MAX_EVIDENCE = 5  # lines a finding cites
+
 
 class Severity(StrEnum):
     """How sure a finding is that something is wrong. A `StrEnum`: JSON and printed text show its value."""

@@ -219,9 +219,12 @@ def histogram_positions(requests: pl.DataFrame) -> pl.DataFrame:
 
 
 def counter_positions(metrics: pl.DataFrame) -> pl.DataFrame:
-    """Per run and position: vLLM's accepted-per-position counter over its drafts counter. With several
-    snapshots in a run, the increase between the first and the last (the interval they span); with one,
-    or when no draft was made between them, the totals since the server started."""
+    """Per run and position: vLLM's accepted-per-position counter over its drafts counter. In a run
+    after the first of its source, which began with its server (a start line, or counters that went back:
+    `parsers/restarts.py`), the totals its last snapshot has: they count from zero at that start. In
+    the first, seen from some time on: with several snapshots, the increase between the first and the
+    last (the interval they span); with one, or when no draft was made between them, the totals since
+    the server started."""
     samples = metrics.filter(pl.col(C.METRIC_ITEM) == "sample").filter(
         pl.col(C.METRIC_NAME).is_in([_DRAFTS, _PER_POS])
     )
@@ -243,8 +246,9 @@ def counter_positions(metrics: pl.DataFrame) -> pl.DataFrame:
         spans.filter(pl.col(C.METRIC_NAME) == _DRAFTS)
         .group_by(RUN_KEY)
         .agg(pl.col(W.GAIN).sum(), pl.col(W.LAST).sum().alias(W.TOTAL))
-        # no draft between a run's snapshots (an idle server, or one snapshot): its totals since it started
-        .with_columns(pl.col(W.GAIN).eq(0).alias(W.IDLE))
+        # no draft between a run's snapshots (an idle server, or one snapshot), or a run that began with
+        # its server: its totals since it started
+        .with_columns((pl.col(W.GAIN).eq(0) | (pl.col(C.RUN) > 0)).alias(W.IDLE))
         .select(*RUN_KEY, W.IDLE, pl.when(pl.col(W.IDLE)).then(W.TOTAL).otherwise(W.GAIN).alias(W.DRAFTED))
     )
     accepted = (

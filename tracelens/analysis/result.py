@@ -184,7 +184,7 @@ def analyze_tables(
     )
     found, passed = detect(ctx)
     runs = _captured_as_served(runs, tables, expect, run_configs, passed.embed_stats)
-    found += gap_findings(ctx, run_configs, inputs.training)
+    found += gap_findings(passed.context, run_configs, inputs.training)
     findings = sort_findings(folding.fold_repeats(found), verdicts.causal_rank)
     judged = verdicts.verdicts(runs, findings, tables, expect, linked)
     _fill_evidence([*findings, *judged], tables, typed or {})
@@ -296,6 +296,12 @@ def _overview(
         .with_columns(
             pl.coalesce(A.MEAN_ACCEPT_LEN, W.VLLM_LEN).alias(A.MEAN_ACCEPT_LEN),
             pl.coalesce(A.MEAN_ACCEPTANCE_RATE, W.VLLM_RATE).alias(A.MEAN_ACCEPTANCE_RATE),
+            # SGLang's decode lines (recomputed from accept len and the depth), else vLLM's metrics lines
+            pl.when(pl.col(A.MEAN_ACCEPTANCE_RATE).is_not_null())
+            .then(pl.lit(positions.SGLANG))
+            .when(pl.col(W.VLLM_RATE).is_not_null())
+            .then(pl.lit(positions.VLLM))
+            .alias(A.RATE_ENGINE),
         )
         .drop(W.VLLM_LEN, W.VLLM_RATE)
         .join(readiness, on=RUN_KEY, how="left")

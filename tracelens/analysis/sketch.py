@@ -43,6 +43,20 @@ class ValueCounts:
             )
         self.counts = merged
 
+    def total(self) -> int:
+        """How many values were counted."""
+        return int(self.counts.get_column(_COUNT).sum())
+
+    def deviations(self, center: float) -> ValueCounts:
+        """The counts of each value's absolute distance from ``center`` (their median is the median
+        absolute deviation when ``center`` is the median)."""
+        out = ValueCounts()
+        out.counts = self.counts.group_by((pl.col(_VALUE) - center).abs().alias(_VALUE)).agg(
+            pl.col(_COUNT).sum()
+        )
+        out.rounded = self.rounded
+        return out
+
     def mean(self) -> float | None:
         """The mean of the counted values (polars' ``mean`` after ``fill_nan(None).drop_nulls()``)."""
         total = int(self.counts.get_column(_COUNT).sum())

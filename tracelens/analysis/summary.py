@@ -81,6 +81,7 @@ def summarize(analysis: Analysis) -> dict[str, Any]:
                 "accept_len": figures[C.ACCEPT_LEN],
                 "gen_throughput": figures[C.GEN_THROUGHPUT],
                 "acceptance_rate": figures[A.ACCEPTANCE_RATE],
+                "acceptance_rate_engine": seen.get(A.RATE_ENGINE),
                 "status": seen.get(A.STATUS),
                 "headline": seen.get(A.HEADLINE),
                 "faults": tables[T.FAULTS].filter(key).height,

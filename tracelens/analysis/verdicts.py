@@ -260,6 +260,8 @@ _SYMPTOM_HINTS = {
     "acceptance-useless": "no capture fault was found: check that the draft belongs to this target, or pass "
     "--draft-config and --target-config so tracelens can check the layer ids",
     "slower-than-baseline": "try fewer speculative steps (speculative_num_steps) or a smaller topk",
+    "fault-retract": "the KV cache is too small for this load: raise --mem-fraction-static, lower "
+    "--max-running-requests, or spread the model over more GPUs",
     "serving-hang": HANG.fix,
     "startup-stall": "look at what the server was loading before the silence (weights, JIT compile, NCCL)",
 }
@@ -281,8 +283,11 @@ def gist(finding: Finding, run: dict[str, Any], limit: int = 80) -> str:
     text = finding.message
     ranks = _RANKS.match(text)
     what = crash_what(text[ranks.end() :] if ranks else text)
+    if finding.code == "fault-retract":  # SGLang's scheduler gave back running requests: no crash
+        what = "requests retracted: the KV cache ran full"
     if ranks:
-        text = f"crashed on {ranks.group(1)} rank(s): {what}"
+        n = ranks.group(1)
+        text = f"crashed on {n} rank(s): {what}" if finding.code in CRASH_CODES else f"{what} on {n} rank(s)"
     elif finding.code in CRASH_CODES:
         text = f"crashed: {what}"
     text = text.split(". ", 1)[0]
@@ -420,7 +425,8 @@ def run_verdict(
     elif unexplained:
         status = Status.DEGRADED
         first = unexplained[0]
-        headline = f"{gist(first, run)}; no cause found"
+        # a retraction says its own cause (the KV cache ran full): no search for another is owed
+        headline = gist(first, run) + ("" if first.code == "fault-retract" else "; no cause found")
         explains = []
         fix = _SYMPTOM_HINTS.get(first.code)
         evidence = _evidence(unexplained, 1)

@@ -49,6 +49,9 @@ def stats_words(run: RunStatus) -> str:
         parts.append(f"{speedup(run.speedup)} {run.baseline}")
     if run.embed_words:
         parts.append(run.embed_words)
+    # per position, the depth in force, the requests' rate: a metrics source has no other figure that moves
+    if run.acceptance:
+        parts.append(run.acceptance)
     return " · ".join(parts)
 
 

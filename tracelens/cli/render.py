@@ -21,7 +21,6 @@ from tracelens.formatting import (
     STATUS_STYLE,
     duration,
     number,
-    percent,
     severity_tag,
     speculative,
     speculative_of_run,
@@ -29,6 +28,7 @@ from tracelens.formatting import (
     status_tag,
     terminal_text,
     timestamp,
+    whose_rate,
 )
 from tracelens.parsers.explain import Explanation
 from tracelens.sources.naming import run_label
@@ -57,7 +57,7 @@ def render_summary_compact(console: Console, summary: dict[str, Any]) -> None:
             name,
             Text(status or "-", style=STATUS_STYLE.get(status or "", "")),
             number(run["accept_len"]["mean"]),
-            percent(rate),
+            whose_rate(rate, run["acceptance_rate_engine"]),
             number(run["gen_throughput"]["mean"], 1),
             str(run["faults"]),
         )
@@ -105,7 +105,7 @@ def render_summary(console: Console, summary: dict[str, Any]) -> None:
             str(run["decode_lines"]),
             accept,
             "-" if tput["mean"] is None else f"{number(tput['mean'], 1)}/{number(tput['median'], 1)}",
-            percent(run["acceptance_rate"]["mean"]),
+            whose_rate(run["acceptance_rate"]["mean"], run["acceptance_rate_engine"]),
             str(run["faults"]),
             str(run["findings"]),
             str(run["unparsed"]),
@@ -305,7 +305,7 @@ def render_comparison(console: Console, analysis: Analysis) -> None:
         table.add_row(
             name,
             number(run[A.MEAN_ACCEPT_LEN]),
-            percent(run[A.MEAN_ACCEPTANCE_RATE]),
+            whose_rate(run[A.MEAN_ACCEPTANCE_RATE], run[A.RATE_ENGINE]),
             number(run[A.MEAN_GEN_THROUGHPUT], 1),
             speedup(run[A.SPEEDUP], run[A.SPEEDUP_LOW], run[A.SPEEDUP_HIGH]),
             duration(run[A.TIME_TO_READY_S], compact=True),

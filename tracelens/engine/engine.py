@@ -294,6 +294,8 @@ def _ranges_agree(units: list[Unit], results: dict[int, SourceResult]) -> bool:
             return False
         if results[i + 1].time_only:  # its day roll-over needs the clock of the lines before it
             return False
+        if results[i + 1].counters:  # a counter going back is a restart only beside the pages before it
+            return False
     return True
 
 

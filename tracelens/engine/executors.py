@@ -187,6 +187,16 @@ class DaskExecutor:
             self.cluster.close()
 
 
+def stop_fork_server() -> None:
+    """End the fork server `PoolExecutor` started: otherwise it lives as long as this process, and a
+    live session that loaded its log through the engine runs for hours after the engine's last task
+    (about 100 MiB it would hold for nothing). The next pool starts a new one."""
+    server = getattr(forkserver, "_forkserver", None)
+    stop = getattr(server, "_stop", None)  # what CPython's own tests call; absent: nothing to stop
+    if stop is not None:
+        stop()
+
+
 def make_executor(kind: str, jobs: int | None, scheduler: str | None, via_fsspec: bool = False) -> Executor:
     """``via_fsspec``: the workers write the dataset through fsspec (`Store.via_fsspec`)."""
     jobs = jobs or os.cpu_count() or 1

@@ -73,6 +73,7 @@ class SourceResult:
     lines_by_kind: dict[str, int] = field(default_factory=dict)
     server_args: int = 0  # run starts seen
     time_only: bool = False  # time-only prefixes were seen (their day roll-over needs all lines before)
+    counters: bool = False  # metrics pages' counters were seen (a restart is told against the pages before)
     spans: list[list] = field(default_factory=list)  # [run, start_line, start_ts_us, end_ts_us, count]
     error: str | None = None
 

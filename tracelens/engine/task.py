@@ -158,6 +158,7 @@ class SourceCollector:
         result.end = end
         result.server_args = self.state.run - result.run_offset
         result.time_only = self.state.last_secs is not None
+        result.counters = bool(self.state.counters.last)
         if self.spans:
             merged = merge_run_spans(pl.concat(self.spans))
             for row in merged.iter_rows(named=True):

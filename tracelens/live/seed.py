@@ -38,6 +38,7 @@ import polars as pl
 from tracelens.analysis import Evidence, Finding
 from tracelens.engine.cache import resolve_args
 from tracelens.engine.engine import EngineOptions, Progress, Report, parse_to_dataset, reading_dataset
+from tracelens.engine.executors import stop_fork_server
 from tracelens.engine.lock import Notify
 from tracelens.engine.manifest import InputRecord, Manifest
 from tracelens.errors import InputError
@@ -51,8 +52,8 @@ from tracelens.tables.schema import C, T
 
 LOAD_BYTES = DEFAULT_RANGE_BYTES  # a plain file larger than this is read through the engine first
 SMALL = (T.LIFECYCLE, T.SERVER_ARGS, T.BENCHMARKS)  # kept whole by the window: seeded in memory
-_FINGERPRINT = 64 << 10
-_INDEX_SLICE = 1_000_000  # lines read from the dataset at a time for the log index  # as the manifest's (`manifest.input_record`)
+_FINGERPRINT = 64 << 10  # bytes hashed at each end of a file, as the manifest does (`manifest.input_record`)
+_INDEX_SLICE = 250_000  # lines read from the dataset at a time for the log index (about 30 MiB of columns)
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,7 @@ def load_files(
     file read as one range has none)."""
     resolved = {label: resolve_args([path])[0] for label, path in paths.items()}
     report = parse_to_dataset(sorted(set(resolved.values())), dataset, options, progress, notify)
+    stop_fork_server()  # the session goes on for hours; the engine's workers are done
     timeout = (options or EngineOptions()).lock_timeout
     with reading_dataset(dataset, timeout, notify) as manifest:
         cuts = {label: cut_of(manifest, dataset, path) for label, path in resolved.items()}

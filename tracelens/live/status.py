@@ -16,6 +16,7 @@ import polars as pl
 
 from tracelens.analysis import Analysis, Finding, Severity, Status
 from tracelens.analysis.plotdata import decimate
+from tracelens.analysis.positions import SGLANG
 from tracelens.formatting import acceptance_words, duration, speculative_words
 from tracelens.tables.frames import Tables
 from tracelens.tables.schema import A, C, T
@@ -115,6 +116,11 @@ class RunStatus:
     engine: str | None = None
     positions: tuple[float, ...] = ()
     positions_basis: str | None = None
+    # what the run's metrics endpoint serves: SGLang's gauges of the newest `/metrics`, else the newest
+    # `/server_info`'s mean accept length; the normalised rate against the depth in force, where from
+    served_accept_len: float | None = None
+    served_rate: float | None = None
+    served_from: str | None = None
     depth: int | None = None
     requests: int = 0
     request_rate: float | None = None
@@ -305,7 +311,14 @@ def _acceptance(analysis: Analysis, source: str, run: int) -> dict[str, Any]:
     )
     asked = analysis.requests.filter(key) if analysis.requests.height else pl.DataFrame()
     depth = analysis.depth.filter(key).sort(C.LINE_NO) if analysis.depth.height else pl.DataFrame()
+    gauges = analysis.gauges.filter(key) if analysis.gauges.height else pl.DataFrame()
+    served: tuple[float | None, float | None, str] | None = None
+    if gauges.height and gauges.item(0, C.ACCEPT_LEN) is not None:
+        served = (gauges.item(0, C.ACCEPT_LEN), gauges.item(0, A.ACCEPTANCE_RATE), "sglang /metrics")
+    elif depth.height:
+        served = (depth.item(-1, C.ACCEPT_LEN), depth.item(-1, A.ACCEPTANCE_RATE), "sglang server_info")
     engine = asked.item(0, A.ENGINE) if asked.height else (curve.item(0, A.ENGINE) if curve.height else None)
+    engine = engine or (SGLANG if served else None)  # both places are SGLang's
     out: dict[str, Any] = {
         "engine": engine,
         "positions": tuple(round(float(r), 4) for r in curve.get_column(A.RATE).to_list())
@@ -315,9 +328,18 @@ def _acceptance(analysis: Analysis, source: str, run: int) -> dict[str, Any]:
         "depth": depth.item(-1, A.DEPTH) if depth.height else None,
         "requests": int(asked.item(0, A.REQUESTS)) if asked.height else 0,
         "request_rate": asked.item(0, A.POOLED_RATE) if asked.height else None,
+        "served_accept_len": served[0] if served else None,
+        "served_rate": served[1] if served else None,
+        "served_from": served[2] if served else None,
     }
     out["acceptance"] = acceptance_words(
-        out["positions"], out["positions_basis"], engine, out["depth"], out["requests"], out["request_rate"]
+        out["positions"],
+        out["positions_basis"],
+        engine,
+        out["depth"],
+        out["requests"],
+        out["request_rate"],
+        served,
     )
     return out
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cache
 
 import polars as pl
@@ -28,6 +28,7 @@ from tracelens.parsers.lifecycle import parse_lifecycle
 from tracelens.parsers.literals import has_literal
 from tracelens.parsers.prefix import add_prefix_columns
 from tracelens.parsers.requests import parse_requests
+from tracelens.parsers.restarts import Counters, is_comment, restart_rows
 from tracelens.parsers.spec_metrics import (
     VLLM_BANNER_VERSION,
     VLLM_SERVER_START,
@@ -102,6 +103,9 @@ class ParseState:
     prev_frame: bool = False  # the previous line was a `File "...", line N` frame
     last_secs: int | None = None  # time of day of the last time-only prefix
     day_offset: int = 0  # midnights crossed so far by time-only prefixes
+    counters: Counters = field(
+        default_factory=Counters
+    )  # the metrics pages' counters (`restarts`): one going back is a restart
 
 
 def _alternation(literals: tuple[str, ...], anchored: bool) -> str:
@@ -199,12 +203,13 @@ def parse_block(
     trailing lines were held back (not parsed) and must be fed again at the start of the next block.
 
     Why: a blank line belongs to a traceback when the next non-blank line continues it, so trailing
-    blank lines cannot be read before the next block is seen. Holding them back makes the tables
-    independent of where blocks are cut."""
+    blank lines cannot be read before the next block is seen; a metrics page's `# HELP`/`# TYPE` lines
+    start a run with the sample after them when its counter went back (`restarts`). Holding them back
+    makes the tables independent of where blocks are cut."""
     state = state or ParseState()
     options = options or ParseOptions()
     df = add_prefix_columns(lines, options.base_date)
-    held = 0 if final else _trailing_blank_lines(df)
+    held = 0 if final else _trailing_held_lines(df)
     if held:
         if held == df.height:
             return Tables({}), state, held
@@ -223,15 +228,16 @@ def _blank() -> pl.Expr:
     return ~pl.col(W.CLEAN).str.contains(r"\S")
 
 
-def _trailing_blank_lines(df: pl.DataFrame) -> int:
-    """How many lines at the end of the block are blank. Tested from the end in growing tails: a block
-    nearly always ends with a line that is not blank, and then one line is tested, not the block."""
+def _trailing_held_lines(df: pl.DataFrame) -> int:
+    """How many lines at the end of the block are blank or a metrics page's `#` comments (read with the
+    sample after them: `restarts`). Tested from the end in growing tails: a block nearly always ends with
+    a line that is neither, and then one line is tested, not the block."""
     tail = 1
     while True:
         tail = min(tail, df.height)
-        not_blank = df.tail(tail).select(~_blank()).to_series().arg_true()
-        if len(not_blank):
-            return tail - (int(not_blank[-1]) + 1)
+        kept = df.tail(tail).select(~(_blank() | is_comment(pl.col(W.CLEAN)))).to_series().arg_true()
+        if len(kept):
+            return tail - (int(kept[-1]) + 1)
         if tail == df.height:
             return tail
         tail *= 16
@@ -442,10 +448,16 @@ def run_start_expr() -> pl.Expr:
 
 
 def _number_runs(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFrame, ParseState]:
-    """Each server start (`run_start_expr`) starts a new run; lines before the first one are run 0."""
+    """Each server start (`run_start_expr`, or a metrics page whose counters went back: `restarts`)
+    starts a new run; lines before the first one are run 0."""
     # Only lifecycle and foreign lines can start a run, a handful per block: they alone are tested.
     candidates = df.get_column(C.KIND).is_in([Kind.LIFECYCLE, Kind.FOREIGN])
     (starts,) = _tested_where(df, candidates, [(pl.col(C.RECORD) == pl.col(C.LINE_NO)) & run_start_expr()])
+    restarted, counters = restart_rows(df, state.counters)
+    if counters is not state.counters:
+        state = replace(state, counters=counters)
+    if restarted:
+        starts = starts.scatter(restarted, True)
     if not starts.any():
         return df.with_columns(pl.lit(state.run, dtype=pl.Int32).alias(C.RUN)), state
     df = df.with_columns((starts.cum_sum() + state.run).cast(pl.Int32).alias(C.RUN))

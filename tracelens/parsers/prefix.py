@@ -32,18 +32,27 @@ WRAPPER_PATTERN = (
     r"> ?"  # markdown quote
     r"|[A-Za-z0-9][\w.-]*\s+\| "  # docker-compose `service  | `
     r"|(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL) \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z "  # cloud
-    # Ray actor, vLLM `(APIServer pid=N)`, `(VllmWorker rank=0 pid=N)`
-    r"|\((?:[\w.]+ )?(?:\w+=\w+ ){0,4}pid=\d+(?:, ip=[0-9a-fA-F.:]+)?\) "
+    # Ray actor, vLLM `(APIServer pid=N)`, `(VllmWorker rank=0 pid=N)`, `(VllmWorker TP0 pid=N)`
+    r"|\((?:[\w.]+ ){0,2}(?:\w+=\w+ ){0,4}pid=\d+(?:, ip=[0-9a-fA-F.:]+)?\) "
+    # systemd's journal (`journalctl -u vllm`): `Aug 17 18:42:18 host unit[pid]: `
+    r"|[A-Z][a-z]{2} [ 0-3]\d \d\d:\d\d:\d\d [\w.-]+ [\w.@/-]+(?:\[\d+\])?: "
     # a container runtime's or log shipper's stamp: `kubectl logs --timestamps`, the CRI file form
     # `<ISO> stdout F `, a sidecar's `[name id]: <ISO> 1 stdout: `
     r"|(?:\[[\w .:/-]{1,80}\]:? )?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d) "
     r"(?:\d+ )?(?:(?:stdout|stderr)(?: [FP])?:? )?"
+    # a CI runner's bracketed stamp (Buildkite: `[2025-12-15T20:35:11Z] `)
+    r"|\[\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)\] "
     r")+"
 )
 # Another process's output spliced in front of an SGLang record (`ml-h2[2025-06-03 20:04:36] INFO: ...`,
 # `host:1:2 [3] NCCL INFO [2025-02-08 00:25:32 TP15] ...`): the record starts at its timestamp bracket.
 STAMP_BRACKET = r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?(?: [A-Z_]+\d+)*\] "
 SPLICED_PATTERN = rf"^[^\[]*?\S.*?({STAMP_BRACKET})"
+# Two processes' output glued on one line that starts with a record: the first record was cut where
+# the other process's record (`...[2025-04-17 11:44:15 TP3] Scheduler hit an exception`) began; the
+# line is that whole record. A stamp inside quotes (a prompt quoting a log) is text, never a record.
+GLUED_PATTERN = rf"^\[\d[^'\"]*?({STAMP_BRACKET})"
+_GLUE_HINT = "[20"  # every dated stamp's start: a line with two may hold a glued record
 # A log collector's outer timestamp in front of SGLang's own: `[T] [T TP0] ...` keeps the inner one.
 OUTER_TS_PATTERN = r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?\] (\[\d)"
 # Leads that a user's logging config (`SGLANG_LOGGING_CONFIG_PATH`) or an older router arranges
@@ -119,6 +128,11 @@ def clean(text: pl.Expr) -> pl.Expr:
         .otherwise(unwrapped.str.replace(SPLICED_PATTERN, "$1"))
     )
     outer = unspliced.str.replace(OUTER_TS_PATTERN, "$1")
+    outer = (
+        pl.when(outer.str.slice(1).str.contains(_GLUE_HINT, literal=True))
+        .then(outer.str.replace(GLUED_PATTERN, "$1"))
+        .otherwise(outer)
+    )
     for pattern, lead in REARRANGED:
         outer = outer.str.replace(pattern, lead)
     return outer
@@ -129,7 +143,10 @@ def clean_frame(df: pl.DataFrame) -> pl.DataFrame:
     codes, carriage returns or wrappers, and a `contains` costs a fraction of a `replace`."""
     text = df.get_column(C.TEXT)
     needs = (
-        _codes_or_returns(df) or bool(text.str.contains(_NEEDS_CLEANING_AT_START).any()) or _any_spliced(text)
+        _codes_or_returns(df)
+        or bool(text.str.contains(_NEEDS_CLEANING_AT_START).any())
+        or _any_spliced(text)
+        or _any_glued(text)
     )
     return df.with_columns((clean(pl.col(C.TEXT)) if needs else pl.col(C.TEXT)).alias(W.CLEAN))
 
@@ -144,6 +161,14 @@ def _any_spliced(text: pl.Series) -> bool:
     lines = text.filter(unbracketed)
     stamped = lines.filter(lines.str.contains(STAMP_BRACKET))
     return bool(len(stamped)) and bool(stamped.str.contains(SPLICED_PATTERN).any())
+
+
+def _any_glued(text: pl.Series) -> bool:
+    """Whether some line that starts with a record holds another glued to it: only lines with a dated
+    stamp's start past their first character (a literal test, a fraction of the pattern's cost; a count
+    of the starts costs six times as much) are tested."""
+    twice = text.filter(text.str.slice(1).str.contains(_GLUE_HINT, literal=True))
+    return bool(len(twice)) and bool(twice.str.contains(GLUED_PATTERN).any())
 
 
 # The lead of nearly every line of today's logs, read by position: `[YYYY-MM-DD HH:MM:SS`, then rank tags
@@ -263,15 +288,19 @@ def _codes_or_returns(df: pl.DataFrame) -> bool:
 def _needs_cleaning_at_start(df: pl.DataFrame) -> bool:
     """Whether `clean` would change the start of a line of ``df`` (windowed with CLEAN = TEXT). The tests
     read only the undated lines: a dated line (`[` and ASCII digits) starts with no wrapper and holds no
-    spliced record, and starts with an outer stamp only when its window starts with the inner one's
-    bracket (`W.OUTER_STAMP`, read once per window)."""
+    spliced record (a glued one is tested apart), and starts with an outer stamp only when its window
+    starts with the inner one's bracket (`W.OUTER_STAMP`, read once per window)."""
     text = pl.col(C.TEXT)
     undated = pl.col(W.LEAD_KEY).is_null()
     flags = df.select(
         text.filter(undated).str.contains(_NEEDS_CLEANING_AT_START).any().alias("at_start"),
         pl.col(W.OUTER_STAMP).any().alias("outer"),
     )
-    return any(flags.row(0)) or _any_spliced(df.select(text.filter(undated)).to_series())
+    return (
+        any(flags.row(0))
+        or _any_spliced(df.select(text.filter(undated)).to_series())
+        or _any_glued(df.select(text.filter(~undated)).to_series())
+    )
 
 
 # Columns the position reading adds: its working columns and the prefix's own.

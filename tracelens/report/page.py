@@ -36,6 +36,7 @@ from tracelens.formatting import (
     speedup,
     speedup_interval,
     timestamp,
+    whose_rate,
 )
 from tracelens.report.escape import clip, safe_json_text
 from tracelens.report.figure_base import Plot, baselines, run_colors
@@ -160,7 +161,7 @@ def _cards(analysis: Analysis, colors: dict[str, str]) -> list[dict[str, Any]]:
             subs.append(["no speculative decoding"])
         stats = [
             (number(run[A.MEAN_ACCEPT_LEN]), "accept len", ""),
-            (percent(run[A.MEAN_ACCEPTANCE_RATE]), "acceptance", ""),
+            (percent(run[A.MEAN_ACCEPTANCE_RATE]), _rate_words(run[A.RATE_ENGINE]), ""),
             (number(run[A.MEAN_GEN_THROUGHPUT], 1), "tok/s", ""),
         ]
         if run[A.BASELINE] is not None:
@@ -203,6 +204,11 @@ def _cards(analysis: Analysis, colors: dict[str, str]) -> list[dict[str, Any]]:
     return cards
 
 
+def _rate_words(engine: str | None) -> str:
+    """A card's acceptance label, with the engine whose lines the rate comes from."""
+    return f"acceptance ({engine})" if engine else "acceptance"
+
+
 def _comparison(analysis: Analysis) -> dict[str, Any]:
     sizes_of = dict(analysis.comparison.select(A.LABEL, A.MATCHED_BATCH_SIZES).iter_rows())
     rows = [
@@ -211,7 +217,7 @@ def _comparison(analysis: Analysis) -> dict[str, Any]:
             "model": run[C.MODEL],
             "spec": speculative_of_run(run),
             "accept_len": number(run[A.MEAN_ACCEPT_LEN]),
-            "acceptance": percent(run[A.MEAN_ACCEPTANCE_RATE]),
+            "acceptance": whose_rate(run[A.MEAN_ACCEPTANCE_RATE], run[A.RATE_ENGINE]),
             "throughput": number(run[A.MEAN_GEN_THROUGHPUT], 1),
             "baseline": run[A.BASELINE],
             "speedup": speedup(run[A.SPEEDUP], run[A.SPEEDUP_LOW], run[A.SPEEDUP_HIGH]),

@@ -3,9 +3,10 @@
 
 Each poll's answers become lines, parsed like any log's (`parsers/endpoint_metrics.py`): the exposition's
 lines as they are, and the `/server_info` object on one line behind a `[YYYY-MM-DD HH:MM:SS]` stamp of
-the poll (local time, as SGLang stamps its own lines), which dates the depth in force. The analysis
-differences the counters over the snapshots it holds (`analysis/positions.counter_positions`: a counter
-that goes back is a restart) and takes gauges as they are. Standard library only: a source knows no
+the poll (local time, as SGLang stamps its own lines), which dates the depth in force. A counter that
+goes back is a restart of the server and starts a run (`parsers/restarts.py`); the analysis differences
+the counters over the snapshots of a run (`analysis/positions.counter_positions`) and takes gauges as
+they are. Standard library only: a source knows no
 parser.
 """
 

@@ -117,6 +117,17 @@ def collect(frame: pl.LazyFrame) -> pl.DataFrame:
     return frame.collect(engine="streaming")
 
 
+def largest(frame: pl.LazyFrame, by: Sequence[str], column: str, k: int) -> pl.DataFrame:
+    """``by`` and ``column``: the ``k`` largest values of ``column`` in each group, read a batch at a
+    time. In one query a per-group sort or `top_k` holds every row of the group (the streaming engine
+    does not stream them): 720 MiB for the answered requests of one 4 GiB run."""
+    kept: pl.DataFrame | None = None
+    for batch in frame.select(*by, column).collect_batches():
+        rows = batch if kept is None else pl.concat([kept, batch])
+        kept = rows.sort(column, descending=True).group_by(*by, maintain_order=True).head(k)
+    return kept if kept is not None else collect(frame.select(*by, column).head(0))
+
+
 # `DatasetTables.per_run` reads the runs it is asked for a few at a time: as many as hold about this many
 # rows (a run with more comes alone), one scan of the table for each such group instead of one per run.
 PER_RUN_BATCH_ROWS = 2_000_000

@@ -292,6 +292,7 @@ class A:
     ACCEPTANCE_RATE = "acceptance_rate"  # recomputed, one definition across versions (docs/findings.md)
     ACCEPT_RATE_LOGGED = "accept_rate_logged"  # the `accept rate` SGLang printed, as printed
     ACCEPT_RATE_DEFINITION = "accept_rate_definition"  # which formula the logged value follows
+    RATE_ENGINE = "rate_engine"  # whose lines a run's mean acceptance rate comes from: sglang | vllm
     STAGE = "stage"  # warmup | steady
     ROLLING_MEDIAN = "accept_len_rolling_median"
     ROLLING_P10 = "accept_len_rolling_p10"

@@ -129,6 +129,18 @@ class W:
     FINITE_SUM = "_finite_sum"  # sum and count of a debug site's finite norms
     FINITE_N = "_finite_n"
 
+    # A run's debug lines as a few rows (tracelens/analysis/debug_digest.py).
+    BAD_NORM = "_bad_norm"  # a debug line's norm when it is NaN, infinite or zero
+    FIRST_SEEN = "_first_seen"  # the line number and time of a digest row's first line
+    FIRST_SEEN_TS = "_first_seen_ts"
+    LAST_SEEN = "_last_seen"  # and of its last
+    LAST_SEEN_TS = "_last_seen_ts"
+    TS_MIN = "_ts_min"  # the earliest and latest time of its lines
+    TS_MAX = "_ts_max"
+    LINES = "_lines"  # the line numbers of its first lines
+    MEDIAN = "_median"  # a debug site's median norm and median absolute deviation
+    MAD = "_mad"
+
     # Hangs by silence (tracelens/analysis/hangs.py).
     SINCE = "_since"  # when a run's work in hand was last seen moving
     MARK = "_mark"  # the line it was seen at

@@ -231,7 +231,7 @@ class TraceLensApp(App[None]):
     def _show_run(self, run: RunStatus | None) -> None:
         self.verdicts.show(self.session.snapshot.every_run, self.current_run)
         self.fix_line.show(run)
-        self.acceptance.show(run)
+        self.acceptance.show(run, self.session.snapshot.every_run)
         self.capture.show(run, self.session.findings)
 
     def _pick(self, run: RunStatus | None) -> None:

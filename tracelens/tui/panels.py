@@ -237,7 +237,7 @@ class FixLine(Static):
 
 class AcceptancePanel(Static):
     """Accept len and tok/s over time for the current run: plot, current value, rolling median,
-    baseline."""
+    baseline; below them each run's per-position acceptance, run against run."""
 
     DEFAULT_CSS = "AcceptancePanel { border: round $primary; padding: 0 1; }"
 
@@ -245,12 +245,14 @@ class AcceptancePanel(Static):
         super().__init__(**kwargs)
         self.border_title = "acceptance"
         self.run: RunStatus | None = None
+        self.every_run: tuple[RunStatus, ...] = ()  # every run in view, for the per-position curves
         self.latest_accept_len: float | None = None  # from the newest parsed decode line
         self.latest_gen_throughput: float | None = None
         self._redraw_pending = False
 
-    def show(self, run: RunStatus | None) -> None:
+    def show(self, run: RunStatus | None, every_run: tuple[RunStatus, ...] = ()) -> None:
         self.run = run
+        self.every_run = every_run
         self.refresh_view()
 
     def note_decode(self, accept_len: float | None, gen_throughput: float | None) -> None:
@@ -285,15 +287,19 @@ class AcceptancePanel(Static):
     def render_text(self) -> Text:
         run = self.run
         text = Text()
+        width = max(self.size.width - 4, 10)
+        curves = position_rows(self.every_run, run.key if run else None, width)
         if run is None or run.series.is_empty():
             text.append("no decode lines yet", style="dim")
             if self.latest_accept_len is not None:
                 text.append(f"\naccept len {number(self.latest_accept_len)}", style="bold")
             if run is not None and run.acceptance:
                 text.append(f"\n{run.acceptance}", style="bold magenta")
+            if curves:
+                text.append("\n")
+                text.append_text(curves)
             return text
-        width = max(self.size.width - 4, 10)
-        rows = max((self.size.height - 6) // 2, 2)
+        rows = max((self.size.height - 6 - len(curves.plain.splitlines())) // 2, 2)
         series = _binned(run.series, width * 2)
         xs = series.get_column(A.T_SINCE_START).to_list()
         text.append("accept len ", style="bold")
@@ -320,9 +326,45 @@ class AcceptancePanel(Static):
         for line in braille_plot(xs, tput, width, rows, hline=run.baseline_gen_throughput):
             text.append(line + "\n", style="green")
         if run.acceptance:
-            text.append(run.acceptance, style="bold magenta")
+            text.append(run.acceptance + "\n", style="bold magenta")
+        text.append_text(curves)
         text.rstrip()
         return text
+
+
+POSITION_RUNS_SHOWN = 6  # rows of the per-position table; the run the panels show is always one
+POSITION_CELL = 5  # " 81%" and a space
+
+
+def position_rows(runs: Iterable[RunStatus], current: RunKey | None, width: int) -> Text:
+    """Each run's per-position acceptance (0 = the first drafted token), run against run: a row per run
+    that has a curve, the run the panels show marked, its engine and basis at the end. Empty without
+    any. The newest runs when there are more than `POSITION_RUNS_SHOWN`; the positions that fit."""
+    shown = [r for r in runs if r.positions]
+    if not shown:
+        return Text()
+    if len(shown) > POSITION_RUNS_SHOWN:
+        others = [r.key for r in shown if r.key != current]
+        room = POSITION_RUNS_SHOWN - (len(others) < len(shown))  # a row is the shown run's, if it has one
+        kept = {current, *others[len(others) - room :]}
+        shown = [r for r in shown if r.key in kept]
+    names = [r.label or r.source for r in shown]
+    head = "draft position"
+    lead = max(max(len(n) for n in names) + 2, len(head) + 1)
+    deepest = max(len(r.positions) for r in shown)
+    cells = max(min(deepest, (width - lead) // POSITION_CELL), 1)
+    text = Text()
+    text.append(head.ljust(lead), style="bold")
+    text.append("".join(f"{i:>{POSITION_CELL - 1}} " for i in range(cells)), style="bold")
+    text.append(" (0 = first draft)" if deepest <= cells else f" (first {cells} of {deepest})", style="dim")
+    for run, name in zip(shown, names, strict=True):
+        shows = run.key == current
+        text.append("\n" + ("▶ " if shows else "  ") + name.ljust(lead - 2), style="bold" if shows else "")
+        rates = "".join(f"{round(rate * 100):>{POSITION_CELL - 2}}% " for rate in run.positions[:cells])
+        text.append(rates.ljust(cells * POSITION_CELL), style="bold magenta" if shows else "magenta")
+        whose = ", ".join(w for w in (run.engine, (run.positions_basis or "").replace("_", " ")) if w)
+        text.append(f" {whose}", style="dim")
+    return text
 
 
 def run_title(name: str, run: RunStatus | None, width: int, *more: str) -> str:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from tracelens.analysis.detectors.capture_sites import embed_capture, layer_ids, missing_sites, truncated
 from tracelens.analysis.detectors.context import Context
 from tracelens.analysis.detectors.debug_pass import DebugPass, debug_pass
-from tracelens.analysis.detectors.health import failures, faults, startup
+from tracelens.analysis.detectors.health import failures, faults, pd_bootstrap_stuck, startup
 from tracelens.analysis.detectors.hidden_states import aux_counts, fc_width, norms, shapes
 from tracelens.analysis.detectors.performance import (
     acceptance,
@@ -39,6 +39,7 @@ DETECTORS: tuple[Callable[[Context], list[Finding]], ...] = (
     startup,
     faults,
     failures,
+    pd_bootstrap_stuck,
     spec_curves,
     spec_depth_wasted,
     position_regressed,
@@ -53,5 +54,5 @@ def detect(ctx: Context) -> tuple[list[Finding], DebugPass]:
     others = [d for d in DETECTORS if d not in passed.findings]
     # one after the other: together they cost little, and on threads their whole-table scans of the
     # debug lines (layer ids, truncation) ran at once, which raised the peak by about 60 MiB
-    found = {d: d(ctx) for d in others}
+    found = {d: d(passed.context) for d in others}
     return [f for d in DETECTORS for f in (passed.findings[d] if d in passed.findings else found[d])], passed

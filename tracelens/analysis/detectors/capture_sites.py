@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 import polars as pl
 
 from tracelens.analysis.capture import is_embed, layer_id_lines
+from tracelens.analysis.debug_digest import first_lines
 from tracelens.analysis.detectors.context import Context, _fmt_ids, _spec_runs
 from tracelens.analysis.expectations import capture_indices, default_layer_ids, describe_capture
 from tracelens.analysis.findings import Finding, Severity
@@ -19,14 +20,15 @@ def embed_capture(ctx: Context) -> list[Finding]:
     """An embedding capture present when the draft was not trained with one, or absent when expected."""
     out = []
     for run in _spec_runs(ctx):
-        debug = ctx.debug_of(run[C.SOURCE], run[C.RUN], C.LAYER_ID, C.EVENT, C.NORM)
+        digest = ctx.digest_of(run[C.SOURCE], run[C.RUN])
+        debug = digest.groups
         if not debug.height:
             continue
         embeds = debug.filter(is_embed())
         expected = ctx.expect.embed_capture
         if embeds.height and expected is not True:
-            norm = embeds.get_column(C.NORM).drop_nulls()
-            norm_text = f", norm about {cast(float, norm.median()):.4g}" if norm.len() else ""
+            norm = digest.embed_norm
+            norm_text = f", norm about {norm:.4g}" if norm is not None else ""
             severity = Severity.ERROR if expected is False else Severity.WARNING
             why = (
                 "the draft was not trained with one"
@@ -39,10 +41,10 @@ def embed_capture(ctx: Context) -> list[Finding]:
                     "embed-capture-unexpected",
                     run[C.SOURCE],
                     run[C.RUN],
-                    embeds.item(0, C.TS),
-                    f"the target captures the token embedding (layer_id -1) for the draft in {embeds.height} "
-                    f"line(s){norm_text}: {why}",
-                    embeds.get_column(C.LINE_NO).to_list(),
+                    embeds.item(0, W.FIRST_SEEN_TS),
+                    f"the target captures the token embedding (layer_id -1) for the draft in "
+                    f"{embeds.get_column(W.N).sum()} line(s){norm_text}: {why}",
+                    first_lines(embeds),
                 )
             )
         elif not embeds.height and expected is True:
@@ -52,9 +54,9 @@ def embed_capture(ctx: Context) -> list[Finding]:
                     "embed-capture-missing",
                     run[C.SOURCE],
                     run[C.RUN],
-                    debug.item(0, C.TS),
+                    debug.item(0, W.FIRST_SEEN_TS),
                     "the draft expects an embedding capture (layer_id -1) but no debug line shows one",
-                    debug.get_column(C.LINE_NO).to_list()[:1],
+                    first_lines(debug)[:1],
                 )
             )
     return out
@@ -74,7 +76,7 @@ def missing_sites(ctx: Context) -> list[Finding]:
 
 
 def site_names(debug: pl.DataFrame) -> set[str]:
-    """The `tag/site/event` names of one run's debug lines that `missing_sites` compares."""
+    """The `tag/site/event` names of one run's debug lines (or its digest) that `missing_sites` compares."""
     named = debug.filter(pl.col(C.EVENT).is_not_null() & ~is_embed()).select(C.TAG, C.SITE, C.EVENT).unique()
     return set(named.select(pl.concat_str(C.TAG, C.SITE, C.EVENT, separator="/")).to_series().to_list())
 

@@ -9,15 +9,14 @@ from typing import Any
 import polars as pl
 
 from tracelens.analysis.chain import Chain
+from tracelens.analysis.debug_digest import RunDebug, digests
 from tracelens.analysis.defaults import DEFAULT_POSITION_MARGIN
 from tracelens.analysis.expectations import Expectations
-from tracelens.analysis.findings import Evidence, Finding, Severity
+from tracelens.analysis.findings import MAX_EVIDENCE, Evidence, Finding, Severity
 from tracelens.analysis.runs import RUN_KEY
 from tracelens.sources.naming import run_label
 from tracelens.tables.frames import Tables
-from tracelens.tables.schema import A, C, T
-
-MAX_EVIDENCE = 5
+from tracelens.tables.schema import A
 
 
 @dataclass
@@ -38,9 +37,9 @@ class Context:
     # source, run, baseline label of every run (`compare.pick_baselines`; null: none applies)
     baselines: pl.DataFrame = field(default_factory=pl.DataFrame)
     position_margin: float = DEFAULT_POSITION_MARGIN  # detectors/positions.position_regressed
-    # Of a Context narrowed to one run (`debug_pass`): that run's debug lines, read once for every
-    # detector that reads them; `debug_of` takes them from here instead of reading the table again.
-    debug: pl.DataFrame | None = None
+    # Each run's debug lines as the detectors read them (`debug_pass` makes every run's once);
+    # `digest_of` makes a run's that is not here.
+    digests: dict[tuple[str, int], RunDebug] = field(default_factory=dict)
     chains: dict[tuple[str, int], Chain] = field(default_factory=dict)  # chain.chains: each run's failures
     names: dict[str, str] = field(default_factory=dict)  # source -> short name (`Analysis.names`)
     _labels: dict[tuple[str, int], str] | None = field(default=None, init=False, repr=False)
@@ -63,14 +62,12 @@ class Context:
         evidence = [Evidence(source, int(n)) for n in list(dict.fromkeys(lines))[:MAX_EVIDENCE]]
         return Finding(severity, code, source, int(run), self.label(source, run), ts, message, evidence)
 
-    def debug_of(self, source: str, run: int, *columns: str, where: pl.Expr | None = None) -> pl.DataFrame:
-        """One run's debug lines (those that match ``where``), with ``columns`` besides source, run,
-        line_no and ts (a dataset reads only those, of that run's row groups)."""
-        wanted = [*RUN_KEY, C.LINE_NO, C.TS, *columns]
-        if self.debug is not None:
-            rows = self.debug.filter((pl.col(C.SOURCE) == source) & (pl.col(C.RUN) == run))
-            return (rows if where is None else rows.filter(where)).select(wanted)
-        return next(self.tables.per_run(T.DEBUG, [(source, run)], wanted, where))[1]
+    def digest_of(self, source: str, run: int) -> RunDebug:
+        """One run's debug lines as `debug_digest` gives them."""
+        key = (source, int(run))
+        if key not in self.digests:
+            self.digests.update(digests(self.tables, [key]))
+        return self.digests[key]
 
 
 def _fmt_ids(ids: Iterable[int]) -> str:

@@ -7,21 +7,19 @@ from typing import cast
 
 import polars as pl
 
+from tracelens.analysis.debug_digest import RunDebug, first_lines
 from tracelens.analysis.detectors.context import Context, _fmt_ids, _spec_runs
 from tracelens.analysis.findings import Finding, Severity
 from tracelens.analysis.runs import RUN_KEY
 from tracelens.tables.frames import collect
 from tracelens.tables.schema import A, C, T, W
 
-NORM_OUTLIER_Z = 8.0
-
 
 def aux_counts(ctx: Context) -> list[Finding]:
     """num_aux / num_items differ from the expectation, or change within a run."""
     out = []
     for run in _spec_runs(ctx):
-        counted = pl.col(C.NUM_AUX).is_not_null() | pl.col(C.NUM_ITEMS).is_not_null()
-        debug = ctx.debug_of(run[C.SOURCE], run[C.RUN], C.NUM_AUX, C.NUM_ITEMS, where=counted)
+        debug = ctx.digest_of(run[C.SOURCE], run[C.RUN]).groups
         for column, what in ((C.NUM_AUX, "aux hidden states"), (C.NUM_ITEMS, "concatenated items")):
             rows = debug.filter(pl.col(column).is_not_null())
             if not rows.height:
@@ -36,15 +34,17 @@ def aux_counts(ctx: Context) -> list[Finding]:
                         f"{column.replace('_', '-')}-mismatch",
                         run[C.SOURCE],
                         run[C.RUN],
-                        bad.item(0, C.TS),
-                        f"{bad.height} debug line(s) report {column}={_fmt_ids(values)} {what}; the draft expects "
-                        f"{expected}",
-                        bad.get_column(C.LINE_NO).to_list(),
+                        bad.item(0, W.FIRST_SEEN_TS),
+                        f"{bad.get_column(W.N).sum()} debug line(s) report {column}={_fmt_ids(values)} {what}; "
+                        f"the draft expects {expected}",
+                        first_lines(bad),
                     )
                 )
             elif len(values) > 1:
                 firsts = (
-                    rows.group_by(column).agg(pl.col(C.LINE_NO).min(), pl.col(C.TS).min()).sort(C.LINE_NO)
+                    rows.group_by(column)
+                    .agg(pl.col(W.FIRST_SEEN).min(), pl.col(W.TS_MIN).min())
+                    .sort(W.FIRST_SEEN)
                 )
                 out.append(
                     ctx.finding(
@@ -52,36 +52,54 @@ def aux_counts(ctx: Context) -> list[Finding]:
                         f"{column.replace('_', '-')}-changed",
                         run[C.SOURCE],
                         run[C.RUN],
-                        firsts.item(1, C.TS),
+                        firsts.item(1, W.TS_MIN),
                         f"{column} changes within the run: {_fmt_ids(values)}",
-                        firsts.get_column(C.LINE_NO).to_list(),
+                        firsts.get_column(W.FIRST_SEEN).to_list(),
                     )
                 )
     return out
+
+
+def _widths(debug: pl.DataFrame) -> pl.DataFrame:
+    """The digest rows that print shapes, with each shape's last dimension (`W.WIDTH`)."""
+    shaped = debug.filter(pl.col(C.SHAPES).list.len() > 0)
+    return shaped.with_columns(pl.col(C.SHAPES).list.eval(pl.element().list.last()).alias(W.WIDTH))
+
+
+def _usual_width(lists: pl.DataFrame) -> int | None:
+    """The most frequent width of the rows that print several shapes (the smallest of equals): the
+    hidden size when no config gives it."""
+    if not lists.height:
+        return None
+    counted = lists.select(W.WIDTH, W.N).explode(W.WIDTH).group_by(W.WIDTH).agg(pl.col(W.N).sum())
+    return int(counted.sort([W.N, W.WIDTH], descending=[True, False]).item(0, W.WIDTH))
 
 
 def shapes(ctx: Context) -> list[Finding]:
     """Shapes inconsistent between sites; a concatenated width that is not aux count x hidden size."""
     out = []
     for run in _spec_runs(ctx):
-        debug = ctx.debug_of(
-            run[C.SOURCE], run[C.RUN], C.SITE, C.EVENT, C.SHAPES, where=pl.col(C.SHAPES).list.len() > 0
-        )
-        if not debug.height:
+        widths = _widths(ctx.digest_of(run[C.SOURCE], run[C.RUN]).groups)
+        if not widths.height:
             continue
-        widths = debug.with_columns(pl.col(C.SHAPES).list.eval(pl.element().list.last()).alias(W.WIDTH))
         lists = widths.filter(pl.col(C.SHAPES).list.len() > 1)
-        hidden = ctx.expect.hidden_size
-        if hidden is None and lists.height:
-            hidden = lists.get_column(W.WIDTH).explode().mode().sort().item(0)
+        hidden = ctx.expect.hidden_size or _usual_width(lists)
         # Sites are compared on their usual widths (the mode of the last dims): the batch dim changes
         # from one step to the next, so comparing each site's last shapes reads an analysis that saw
         # half of one decode step (live, between two sites' lines) as the sites disagreeing.
-        per_site = lists.group_by(C.SITE, C.EVENT).agg(
-            pl.col(C.SHAPES).last(),
-            pl.col(C.LINE_NO).last(),
-            pl.col(C.TS).last(),
-            pl.col(W.WIDTH).mode().sort().first(),
+        usual = (
+            lists.group_by(C.SITE, C.EVENT, W.WIDTH, maintain_order=True)
+            .agg(pl.col(W.N).sum())
+            .sort(W.N, W.WIDTH, descending=[True, False], maintain_order=True)
+            .group_by(C.SITE, C.EVENT)
+            .agg(pl.col(W.WIDTH).first())
+        )
+        per_site = (
+            lists.sort(W.LAST_SEEN)
+            .group_by(C.SITE, C.EVENT, maintain_order=True)
+            .agg(pl.col(C.SHAPES).last(), pl.col(W.LAST_SEEN).last(), pl.col(W.LAST_SEEN_TS).last())
+            .join(usual, on=[C.SITE, C.EVENT], how="left", nulls_equal=True)
+            .sort(W.LAST_SEEN)
         )
         if per_site.get_column(W.WIDTH).n_unique() > 1:
             described = "; ".join(f"{s}/{e}: {sh}" for s, e, sh, _, _, _ in per_site.iter_rows())
@@ -91,9 +109,9 @@ def shapes(ctx: Context) -> list[Finding]:
                     "shapes-inconsistent",
                     run[C.SOURCE],
                     run[C.RUN],
-                    per_site.item(0, C.TS),
+                    per_site.item(0, W.LAST_SEEN_TS),
                     f"debug sites disagree on the captured shapes ({described})",
-                    per_site.get_column(C.LINE_NO).to_list(),
+                    per_site.get_column(W.LAST_SEEN).to_list(),
                 )
             )
         if hidden is None:
@@ -114,10 +132,10 @@ def shapes(ctx: Context) -> list[Finding]:
                         "concat-width-mismatch",
                         run[C.SOURCE],
                         run[C.RUN],
-                        bad.item(0, C.TS),
+                        bad.item(0, W.FIRST_SEEN_TS),
                         f"a concatenated hidden state is {width} wide ({width / hidden:g} x {hidden}); "
                         f"{aux} aux states x hidden size {hidden} = {aux * hidden}",
-                        bad.get_column(C.LINE_NO).to_list(),
+                        first_lines(bad),
                     )
                 )
         if ctx.expect.hidden_size is not None:
@@ -129,9 +147,9 @@ def shapes(ctx: Context) -> list[Finding]:
                         "hidden-size-mismatch",
                         run[C.SOURCE],
                         run[C.RUN],
-                        narrow.item(0, C.TS),
-                        f"captured width {narrow.item(0, '_w')} does not fit the target's hidden size {hidden}",
-                        narrow.get_column(C.LINE_NO).to_list(),
+                        narrow.item(0, W.FIRST_SEEN_TS),
+                        f"captured width {narrow.item(0, W.WIDTH)} does not fit the target's hidden size {hidden}",
+                        first_lines(narrow),
                     )
                 )
     return out
@@ -153,23 +171,16 @@ def fc_width(ctx: Context) -> list[Finding]:
         if hit is None:
             continue
         given, takes = int(hit.group(2)), int(hit.group(3))
-        debug = ctx.debug_of(row[C.SOURCE], row[C.RUN], C.SHAPES, C.NUM_AUX).filter(
-            pl.col(C.SHAPES).list.len() > 1
-        )
-        hidden = ctx.expect.hidden_size
-        if hidden is None and debug.height:
-            hidden = (
-                debug.get_column(C.SHAPES).list.eval(pl.element().list.last()).explode().mode().sort().item(0)
-            )
+        digest = ctx.digest_of(row[C.SOURCE], row[C.RUN]).groups
+        lists = _widths(digest).filter(pl.col(C.SHAPES).list.len() > 1)
+        hidden = ctx.expect.hidden_size or _usual_width(lists)
         if not hidden or given == takes or given % hidden or takes % hidden:
             continue
-        counts = set(debug.get_column(C.SHAPES).list.len().to_list())
-        counts |= set(
-            ctx.debug_of(row[C.SOURCE], row[C.RUN], C.NUM_AUX).get_column(C.NUM_AUX).drop_nulls().to_list()
-        )
+        counts = set(lists.get_column(C.SHAPES).list.len().to_list())
+        counts |= set(digest.get_column(C.NUM_AUX).drop_nulls().to_list())
         if given // hidden not in counts:
             continue  # the multiplied width is not the captured one: another layer's shape error
-        lines = [row[C.FIRST_LINE], *debug.get_column(C.LINE_NO).to_list()[:1]]
+        lines = [row[C.FIRST_LINE], *first_lines(lists)[:1]]
         out.append(
             ctx.finding(
                 Severity.ERROR,
@@ -189,60 +200,47 @@ def norms(ctx: Context) -> list[Finding]:
     """Norms that are NaN, infinite or zero; norms far outside the run's own distribution."""
     out = []
     # One run at a time, in the order runs first appear among the debug lines with a norm.
-    keys = norm_runs(ctx)
-    for (source, run), rows in ctx.tables.per_run(T.DEBUG, keys, NORM_COLUMNS, HAS_NORM):
-        out.extend(norms_of(ctx, source, run, rows))
+    for source, run in norm_runs(ctx):
+        out.extend(norms_of(ctx, source, run, ctx.digest_of(source, run)))
     return out
-
-
-HAS_NORM = pl.col(C.NORM).is_not_null()
-NORM_COLUMNS = (*RUN_KEY, C.LINE_NO, C.TS, C.SITE, C.EVENT, C.LAYER_ID, C.NORM)
 
 
 def norm_runs(ctx: Context) -> list[tuple[str, int]]:
     """The runs with a norm, in the order they first appear among the debug lines that have one."""
-    keys = collect(ctx.tables.scan(T.DEBUG).filter(HAS_NORM).select(RUN_KEY).unique(maintain_order=True))
+    has_norm = pl.col(C.NORM).is_not_null()
+    keys = collect(ctx.tables.scan(T.DEBUG).filter(has_norm).select(RUN_KEY).unique(maintain_order=True))
     return [(source, run) for source, run in keys.iter_rows()]
 
 
-def norms_of(ctx: Context, source: str, run: int, rows: pl.DataFrame) -> list[Finding]:
-    """`norms` of one run: ``rows`` are its debug lines with a norm, `NORM_COLUMNS`."""
+def norms_of(ctx: Context, source: str, run: int, debug: RunDebug) -> list[Finding]:
+    """`norms` of one run."""
     out = []
-    bad = rows.filter(~pl.col(C.NORM).is_finite() | (pl.col(C.NORM) == 0))
+    bad = debug.groups.filter(pl.col(W.BAD_NORM).is_not_null())
     if bad.height:
-        values = ", ".join(sorted({str(v) for v in bad.get_column(C.NORM).to_list()}))
+        values = ", ".join(sorted({str(v) for v in bad.get_column(W.BAD_NORM).to_list()}))
         out.append(
             ctx.finding(
                 Severity.ERROR,
                 "norm-invalid",
                 source,
                 run,
-                bad.item(0, C.TS),
-                f"{bad.height} debug line(s) report norm {values}",
-                bad.get_column(C.LINE_NO).to_list(),
+                bad.item(0, W.FIRST_SEEN_TS),
+                f"{bad.get_column(W.N).sum()} debug line(s) report norm {values}",
+                first_lines(bad),
             )
         )
-    good = rows.filter(pl.col(C.NORM).is_finite() & (pl.col(C.NORM) != 0))
-    group = [C.SITE, C.EVENT, C.LAYER_ID]
-    median = pl.col(C.NORM).median().over(group)
-    mad = (pl.col(C.NORM) - median).abs().median().over(group)
-    scored = good.with_columns(
-        ((pl.col(C.NORM) - median).abs() / (1.4826 * mad + 1e-9 * median.abs() + 1e-12)).alias(W.NORM_Z),
-        pl.len().over(group).alias(W.N),
-    )
-    outliers = scored.filter((pl.col(W.N) >= 20) & (pl.col(W.NORM_Z) > NORM_OUTLIER_Z))
-    if outliers.height:
-        first = outliers.row(0, named=True)
+    far = debug.outliers
+    if far is not None:
         out.append(
             ctx.finding(
                 Severity.WARNING,
                 "norm-outlier",
                 source,
                 run,
-                first[C.TS],
-                f"{outliers.height} norm(s) far from the run's usual value at {first[C.SITE]}/{first[C.EVENT]} "
-                f"(e.g. {first[C.NORM]:.4g})",
-                outliers.get_column(C.LINE_NO).to_list(),
+                far.ts,
+                f"{far.count} norm(s) far from the run's usual value at {far.site}/{far.event} "
+                f"(e.g. {far.norm:.4g})",
+                far.lines,
             )
         )
     return out

@@ -27,7 +27,7 @@ from tracelens.analysis.expectations import capture_indices, default_layer_ids, 
 from tracelens.analysis.findings import Finding, Severity
 from tracelens.analysis.training import DraftFacts, Training
 from tracelens.sources.model_files import VOCAB_MAP_NAMES, weight_names
-from tracelens.tables.schema import A, C, T
+from tracelens.tables.schema import A, C, T, W
 
 KEY = "eagle_config.eagle_aux_hidden_state_layer_ids"
 # A served accept length under this share of the training's prediction is worth a warning: the
@@ -164,8 +164,8 @@ def _configs_read(r: _Run) -> None:
 
 def _first_embed_line(r: _Run) -> int | None:
     """The run's first debug line that shows an embedding capture (read only when a finding cites it)."""
-    rows = r.ctx.debug_of(r.run[C.SOURCE], int(r.run[C.RUN]), C.LAYER_ID, C.EVENT, where=is_embed())
-    return cast(int | None, rows.get_column(C.LINE_NO).min()) if rows.height else None
+    embeds = r.ctx.digest_of(r.run[C.SOURCE], int(r.run[C.RUN])).groups.filter(is_embed())
+    return cast(int | None, embeds.get_column(W.FIRST_SEEN).min()) if embeds.height else None
 
 
 def _capture(r: _Run, printed: tuple[tuple[int, ...], int] | None) -> None:
