@@ -1,7 +1,7 @@
-"""The soak of a live ssh source, shared by tests/test_soak.py (60 s in `make test`) and
+"""The soak of a live source, shared by tests/test_soak.py (60 s in `make test`) and
 bench/soak_follow.py (30 minutes): a writer at a steady rate, rotation every few seconds (rename, then
-copytruncate, in turn), connections dropped on the client and the server side; then every line
-written must have been received exactly once, in order.
+copytruncate, in turn; or copytruncate only), for an ssh source connections dropped on the client and
+the server side; then every line written must have been received exactly once, in order.
 
 Lines are counted as the session indexes them (`Tally`, a listener), not read back at the end: the log
 index keeps only each source's newest lines (its scroll-back limit), and the count must not depend on it."""
@@ -100,11 +100,21 @@ def _children(pid: int) -> list[int]:
     return [p.pid for p in psutil.Process(pid).children()]
 
 
+RENAME, COPYTRUNCATE = "rename", "copytruncate"
+
+
 def _writer(
-    log: Path, rate: int, seconds: float, rotate_every: float, stop: threading.Event, out: dict
+    log: Path,
+    rate: int,
+    seconds: float,
+    rotate_every: float,
+    stop: threading.Event,
+    out: dict,
+    rotations_by: tuple[str, ...],
 ) -> None:
     """Write ``rate`` lines a second in 100 slices a second; rotate between writes (so that the writer
-    itself loses nothing): rename to `.N` and start a new file, or copy and truncate, in turn."""
+    itself loses nothing) by each of ``rotations_by`` in turn: rename to `.N` and start a new file, or
+    copy to `.N` and truncate (logrotate's `copytruncate`)."""
     n = 0
     rotations = 0
     started = time.monotonic()
@@ -120,14 +130,14 @@ def _writer(
             fh.flush()
             n = due
         if now >= next_rotation:
-            rotations += 1
             fh.close()
-            if rotations % 2:
+            if rotations_by[rotations % len(rotations_by)] == RENAME:
                 os.rename(log, log.with_name(f"{log.name}.{rotations}"))
             else:
                 shutil.copy(log, log.with_name(f"{log.name}.{rotations}"))
                 with log.open("r+") as trunc:
                     trunc.truncate(0)
+            rotations += 1
             fh = log.open("a")
             next_rotation += rotate_every
         time.sleep(0.01)
@@ -136,12 +146,30 @@ def _writer(
     out["rotations"] = rotations
 
 
-def soak(
+def ssh_soak(
     sshd: dict, folder: Path, seconds: float, rate: int, rotate_every: float, drops: int, scrollback: int
 ) -> dict:
+    """The soak of an ssh source over the test's real sshd: renames and copytruncates in turn, ``drops``
+    connections dropped (the client's and the server's side in turn)."""
     log = folder / "soak.log"
     log.write_text("")
     session = ssh_session(sshd, log, 1.0, Backoff(first=0.1, limit=0.5), scrollback=scrollback)
+    return soak(session, log, seconds, rate, rotate_every, scrollback, (RENAME, COPYTRUNCATE), drops, sshd)
+
+
+def soak(
+    session: LiveSession,
+    log: Path,
+    seconds: float,
+    rate: int,
+    rotate_every: float,
+    scrollback: int,
+    rotations_by: tuple[str, ...],
+    drops: int = 0,
+    sshd: dict | None = None,
+) -> dict:
+    """Write ``log`` (empty, followed by ``session``, not started) for ``seconds`` and count what the
+    session indexes; ``sshd`` for the server side of the drops."""
     tally = Tally(session, int(seconds * rate * 1.2) + 10_000)
     session.subscribe(tally)
     session.start()
@@ -150,7 +178,9 @@ def soak(
     memory: list[tuple[float, float, float, float]] = []
     try:
         assert wait_for(lambda: session.sources[0].state == src.CONNECTED, timeout=30)
-        writer = threading.Thread(target=_writer, args=(log, rate, seconds, rotate_every, stop, result))
+        writer = threading.Thread(
+            target=_writer, args=(log, rate, seconds, rotate_every, stop, result, rotations_by)
+        )
         started = time.monotonic()
         writer.start()
         follower = session.followers[0]
@@ -163,11 +193,11 @@ def soak(
             if dropped < drops and elapsed >= seconds * (dropped + 1) / (drops + 1):
                 # A process may end between being found and being killed (a connection the
                 # follower is already replacing): the drop has happened either way.
-                if dropped % 2:
+                if dropped % 2 and sshd is not None:
                     for pid in _children(sshd["pid"]):  # the server side drops
                         with contextlib.suppress(ProcessLookupError):
                             os.kill(pid, signal.SIGKILL)
-                elif follower.process is not None:
+                elif getattr(follower, "process", None) is not None:
                     with contextlib.suppress(ProcessLookupError):
                         os.kill(follower.process.pid, signal.SIGKILL)  # the client side drops
                 dropped += 1

@@ -173,7 +173,17 @@ def test_sample_logs_in_small_ranges_on_two_workers(tmp_path: Path) -> None:
     # The manifest's records give back the JSON they were read from, in the layout datasets always had.
     data = json.loads((tmp_path / "out" / mf.MANIFEST).read_text())
     assert mf.to_json(mf.load_manifest(data)) == data
-    assert set(data) == {"version", "tracelens", "inputs", "tasks", "faults", "sources", "rows", "sizes"}
+    assert set(data) == {
+        "version",
+        "tracelens",
+        "inputs",
+        "tasks",
+        "faults",
+        "sources",
+        "rows",
+        "sizes",
+        "digests",
+    }
     assert len(data["tasks"]) > len(paths) and data["faults"]  # ranges of one file, and crash groups
     task = next(iter(data["tasks"].values()))
     assert set(task) == {"units", "sources", "files", "rows"}

@@ -152,12 +152,13 @@ def parse(
     date: DateOpt = None,
     quiet: QuietOpt = False,
     lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT,
+    verify: cli_parse.VerifyOpt = False,
 ) -> None:
     """Parse logs into a Parquet dataset (a folder per table in OUTPUT), on all cores or a Dask cluster,
     reading again only what changed. Exit code 1 when an input could not be read to its end. One writer
     at a time: a second one waits for the first (see --lock-timeout)."""
     options = cli_parse.engine_options(
-        jobs, executor, scheduler, block_size, range_size, date_option(date), lock_timeout, max_memory
+        jobs, executor, scheduler, block_size, range_size, date_option(date), lock_timeout, max_memory, verify
     )
     raise typer.Exit(cli_parse.run_parse(paths, output, options, quiet, out, err))
 

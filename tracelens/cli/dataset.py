@@ -29,6 +29,7 @@ from tracelens.engine.cache import (
     evict,
     mark_used,
     resolve_args,
+    verify,
 )
 from tracelens.engine.lock import DEFAULT_LOCK_TIMEOUT
 from tracelens.engine.logs import opened_logs
@@ -163,13 +164,31 @@ def cache(
             "--older-than", min=0, help="With --clear: only the datasets unused for this many days."
         ),
     ] = None,
+    check: Annotated[
+        bool,
+        typer.Option(
+            "--verify",
+            help="Read every part file of every cached dataset whole and check it against the content hash its commit recorded; a dataset with a bad part is deleted (made again when next used) and named. Exit 2 when one was found.",
+        ),
+    ] = False,
 ) -> None:
-    """Where the cache of parsed logs lives, what it holds and how big it is; --clear empties it."""
+    """Where the cache of parsed logs lives, what it holds and how big it is; --clear empties it,
+    --verify checks its part files' contents."""
     from tracelens.engine.cache import cache_root
 
     out = Console(highlight=False, soft_wrap=True)
     if older_than is not None and not clear_all:
         raise InputError("--older-than goes with --clear")
+    if check:
+        if clear_all:
+            raise InputError("--verify and --clear exclude each other")
+        checked, bad = verify()
+        out.print(f"verified {checked} cached dataset(s): {len(bad)} with a bad part file", markup=False)
+        for line in bad:
+            sys.stderr.write(f"tracelens: cache: {line}\n")
+        if bad:
+            raise typer.Exit(2)
+        return
     if clear_all:
         deleted, freed, left = clear(older_than)
         out.print(f"deleted {deleted} cached dataset(s), {megabytes(freed)} freed", markup=False)

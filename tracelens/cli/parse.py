@@ -69,6 +69,13 @@ RangeOpt = Annotated[
         help="Bytes of one task: big plain files are split into ranges of about this size, small files grouped up to it (each counted as at least 3 MiB; more per task when there are many).",
     ),
 ]
+VerifyOpt = Annotated[
+    bool,
+    typer.Option(
+        "--verify",
+        help="First read every part file of the dataset whole and check it against the content hash its commit recorded; the logs of a part that does not match (or is missing or cut) are read again.",
+    ),
+]
 
 
 def run_parse(
@@ -88,6 +95,8 @@ def run_parse(
     with engine_progress(quiet) as progress:
         report = parse_to_dataset(paths, output, options, progress, notify)
     render_dataset_written(out, report, output)
+    for problem in report.mended:
+        err.print(f"tracelens: {output}: {problem}; its logs were read again", markup=False)
     report_problems(err, report)
     return 1 if report.problems or report.unread else 0
 
@@ -118,6 +127,7 @@ def engine_options(
     base_date,
     lock_timeout: float,
     max_memory: str = "",
+    verify: bool = False,
 ) -> EngineOptions:
     if executor not in EXECUTORS:
         raise InputError(f"--executor must be one of {', '.join(EXECUTORS)}, got {executor!r}")
@@ -135,6 +145,7 @@ def engine_options(
         base_date=base_date,
         lock_timeout=lock_timeout,
         max_memory=memory,
+        verify=verify,
     )
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tracelens.engine import manifest as mf
-from tracelens.engine.lock import writing
+from tracelens.engine.lock import reading, writing
 from tracelens.engine.store import META
 from tracelens.errors import InputError
 from tracelens.sizes import parse_size
@@ -153,6 +153,36 @@ def clear(older_than_days: float | None = None) -> tuple[int, int, list[str]]:
         deleted += 1
         freed += entry.bytes
     return deleted, freed, left
+
+
+def verify() -> tuple[int, list[str]]:
+    """Read every part file of every cached dataset whole and check it against its manifest (its
+    bytes, its content hash: `integrity`). A dataset with a bad part is deleted (the next command
+    that reads its logs makes it again), unless a running command holds it. Returns (datasets
+    checked, one line per bad dataset)."""
+    from tracelens.engine import integrity
+    from tracelens.engine.store import Store
+
+    found = entries()
+    bad: list[str] = []
+    for entry in found:
+        try:
+            with reading(entry.folder / META, str(entry.folder), timeout=0):
+                manifest = mf.load_manifest(json.loads((entry.folder / mf.MANIFEST).read_text()))
+                problem = next(integrity.problems(Store(str(entry.folder)), manifest, verify=True), None)
+        except (OSError, ValueError, mf.RecordError):  # no manifest, half a one, another format
+            continue  # the next command that reads it parses into it again
+        except InputError:  # a command is writing it: it is checked when next read
+            continue
+        if problem is None:
+            continue
+        try:
+            _remove(entry)
+            done = "deleted (the next command that reads its logs makes it again)"
+        except InputError:
+            done = "left: a running command holds it"
+        bad.append(f"{entry.folder}: {problem}; {done}")
+    return len(found), bad
 
 
 def evict(limit: int, keep: Path) -> tuple[int, int]:

@@ -211,7 +211,16 @@ def commit_run(
         rel: store.size(new[rel]) if rel in new else old.sizes.get(rel) or store.size(rel)
         for rel in mf.part_files(manifest)
     }
-    manifest = dataclasses.replace(manifest, sizes=sizes)
+    # Content hashes: a task's files were hashed by its worker as it closed them, the faults and runs
+    # files written here are hashed here, a kept file keeps its hash (none when its manifest had none).
+    staged_digests = {d: digest for _, result in new_tasks.values() for d, digest in result.digests.items()}
+    digests: dict[str, str] = {}
+    for rel in mf.part_files(manifest):
+        if rel in new:
+            digests[rel] = staged_digests.get(new[rel]) or store.digest(new[rel])
+        elif rel in old.digests:
+            digests[rel] = old.digests[rel]
+    manifest = dataclasses.replace(manifest, sizes=sizes, digests=digests)
     staged_rest, placeholders = _stage_the_rest(store, staging, manifest)
     journal = Journal(moves + staged_rest, deletes + placeholders, manifest)
     store.write_json(mf.JOURNAL, mf.to_json(journal))

@@ -25,6 +25,7 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from tracelens.engine import integrity
 from tracelens.engine import manifest as mf
 from tracelens.engine.commit import STAGING, commit_run, load_table_libraries, recover
 from tracelens.engine.executors import LOCAL, Executor, TaskFailed, make_executor
@@ -59,6 +60,9 @@ class EngineOptions:
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT  # seconds to wait for a dataset another process writes
     # Bytes the process tree may hold (the local executor): bounds the workers, blocks and tasks (`sizing`)
     max_memory: int = DEFAULT_MAX_MEMORY
+    # Read every part file of the dataset whole and check it against its content hash first; the
+    # inputs of a bad one are read again (`integrity.damaged_inputs`)
+    verify: bool = False
 
 
 @dataclass
@@ -73,6 +77,7 @@ class Report:
     rows: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)  # sources read only up to a break
     unread: list[str] = field(default_factory=list)  # files and folders found but not readable at all
+    mended: list[str] = field(default_factory=list)  # bad part files found, whose inputs were read again
     seconds: float = 0.0
 
 
@@ -401,41 +406,14 @@ def reading_dataset(
             recover(store)
     with _locked(store, path, "read", timeout, notify):
         current = read_manifest(store, path) if store.exists(mf.MANIFEST) else manifest
-        check_parts(store, current, path)
-        yield current
-
-
-def _damaged_inputs(store: Store, manifest: Manifest) -> frozenset[str]:
-    """Inputs of tasks whose part files are missing or not of their committed size (one stat each):
-    a parse reads them again, and the dataset mends."""
-    damaged: set[str] = set()
-    for task in manifest.tasks.values():
-        for rel in (f for files in task.files.values() for f in files):
-            try:
-                bad = manifest.sizes.get(rel, -1) not in (-1, store.size(rel))
-            except FileNotFoundError:
-                bad = True
-            if bad:
-                damaged.update(u.input for u in task.units)
-                break
-    return frozenset(damaged)
-
-
-def check_parts(store: Store, manifest: Manifest, path: str) -> None:
-    """Every part file the manifest names is there, of the size it was committed with: one stat each
-    (a file deleted or cut short would otherwise be read as rows that never were). An `InputError`
-    naming the first that is not."""
-    for rel in mf.part_files(manifest):
+        integrity.check_parts(store, current, path)
         try:
-            size = store.size(rel)
-        except FileNotFoundError:
-            raise InputError(f"{path}: its part file {rel} is missing; parse its logs again") from None
-        expected = manifest.sizes.get(rel)
-        if expected is not None and size != expected:
-            raise InputError(
-                f"{path}: its part file {rel} is damaged ({size:,} bytes, committed with {expected:,}); "
-                "parse its logs again"
-            )
+            yield current
+        except Exception as exc:  # a part file damaged in place (same size) fails where it is read
+            named = integrity.damaged_read(store, current, path, exc)
+            if named is None:
+                raise
+            raise named from exc
 
 
 def _parse_locked(
@@ -448,7 +426,8 @@ def _parse_locked(
 ) -> Report:
     recover(store)
     old = read_manifest(store, out)
-    kept, work, redo = _plan_inputs(inputs, old, report, _damaged_inputs(store, old))
+    damaged, report.mended = integrity.damaged_inputs(store, old, options.verify)
+    kept, work, redo = _plan_inputs(inputs, old, report, damaged)
     if not work and not redo and set(old.inputs) == {i.path for i in inputs} and old.tasks:
         report.rows = old.rows
         report.problems = [e for s in old.sources.values() for e in s.errors]

@@ -103,6 +103,9 @@ class Manifest:
     # part file -> its bytes when committed: a read checks each with one stat (`engine.check_parts`);
     # manifests written before it was recorded lack it, and their files are checked for being there
     sizes: dict[str, int] = field(default_factory=dict)
+    # part file -> its content hash when committed (`store.Store.digest`): checked only on request
+    # (`parse --verify`, `cache --verify`: `engine.integrity`); manifests written before it lack it
+    digests: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

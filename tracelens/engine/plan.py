@@ -85,3 +85,4 @@ class TaskResult:
     files: dict[str, list[str]]  # table (or `_faults_pre`) -> files written, relative to the root
     rows: dict[str, int]  # table (or `_faults_pre`) -> rows written
     bytes_read: int
+    digests: dict[str, str] = field(default_factory=dict)  # file written -> its content hash

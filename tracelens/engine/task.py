@@ -60,6 +60,11 @@ class PartWriter:
     def files(self) -> dict[str, list[str]]:
         return {table: list(part.rels) for table, part in self.parts.items()}
 
+    @property
+    def digests(self) -> dict[str, str]:
+        """Each file written -> its content hash (`Store.digest`)."""
+        return {rel: digest for part in self.parts.values() for rel, digest in part.digests.items()}
+
     def add(self, table: str, frame: pl.DataFrame) -> None:
         if frame.height:
             self.buffers.setdefault(table, []).append(frame)
@@ -413,4 +418,11 @@ def run_task(spec: TaskSpec) -> TaskResult:
         if failure is None or failure is exc:
             raise
         raise failure from exc
-    return TaskResult(spec.task_id, sources, writer.files, writer.rows, sum(s.end - s.start for s in sources))
+    return TaskResult(
+        spec.task_id,
+        sources,
+        writer.files,
+        writer.rows,
+        sum(s.end - s.start for s in sources),
+        writer.digests,
+    )

@@ -14,14 +14,20 @@ windows hold of it.
 from __future__ import annotations
 
 import hashlib
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import replace
+
+import polars as pl
 
 from tracelens.analysis import Finding
 from tracelens.analysis.findings import sort_findings
 from tracelens.analysis.folding import signature
 from tracelens.analysis.verdicts import causal_rank
 from tracelens.live.status import ENDED_POINTS, RunKey, RunStatus, Snapshot, thin
+
+KEPT_PER_CODE = 20  # findings of one run and code kept once their rows left the window (the newest)
+ENDED_SERIES = 50  # ended runs whose plots' series are kept (the newest)
 
 
 def finding_id(finding: Finding) -> str:
@@ -60,14 +66,24 @@ class KeptFindings:
         """The findings to show after an update that found ``found``; ``ended`` are the runs a later
         start has ended (frozen after this update)."""
         fresh = {signature(f): f for f in found if (f.source, f.run) not in self._frozen}
+        held: dict[tuple[str, int, str], list[tuple[tuple[str, int, str, str], Finding]]] = {}
         for key, old in self._kept.items():
             if key in fresh:
                 continue
             if (old.source, old.run) in self._frozen or _left_window(old, window_start):
+                held.setdefault((old.source, old.run, old.code), []).append((key, old))
+        for kept in held.values():
+            # the newest few of a run's code: a log whose every error has words of its own (an id, a
+            # path) would otherwise add one kept finding per window cut for as long as it is followed
+            for key, old in sorted(kept, key=_newest_line)[-KEPT_PER_CODE:]:
                 fresh[key] = old
         self._kept = fresh
         self._frozen |= ended
         return sort_findings(list(fresh.values()), causal_rank)
+
+
+def _newest_line(item: tuple[object, Finding]) -> int:
+    return max((e.line_no for e in item[1].evidence), default=0)
 
 
 def _left_window(finding: Finding, window_start: Callable[[str], int]) -> bool:
@@ -76,10 +92,13 @@ def _left_window(finding: Finding, window_start: Callable[[str], int]) -> bool:
 
 
 class KeptRuns:
-    """The status of every run that has ended, as the first update after its end made it."""
+    """The status of every run that has ended, as the first update after its end made it; the plots'
+    series only of the newest `ENDED_SERIES` ended runs (a server restarting for hours would otherwise
+    add a series per start to every snapshot)."""
 
     def __init__(self) -> None:
         self._kept: dict[RunKey, RunStatus] = {}
+        self._with_series: deque[RunKey] = deque()
 
     @property
     def kept(self) -> Mapping[RunKey, RunStatus]:
@@ -91,6 +110,10 @@ class KeptRuns:
             if run.key is not None and run.key in ended and run.key not in self._kept:
                 # it is sent with every snapshot from now on: its plots' series thinned further
                 self._kept[run.key] = replace(run, ended=True, series=thin(run.series, ENDED_POINTS))
+                self._with_series.append(run.key)
+        while len(self._with_series) > ENDED_SERIES:
+            key = self._with_series.popleft()
+            self._kept[key] = replace(self._kept[key], series=pl.DataFrame())
         return replace(
             snap, every_run=tuple(self._kept.get(r.key, r) if r.key else r for r in snap.every_run)
         )

@@ -34,7 +34,7 @@ says so (`RunStatus.window_figures`).
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Container
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -125,6 +125,16 @@ class _RunDecode:
     steady: _Sums = field(default_factory=_Sums)  # steady by the ready time, folded after it was known
     broken: str | None = None  # why the sums cannot give the batch figures (the window's are shown)
     tail: pl.DataFrame | None = None  # the last `ROLLING_WINDOW` rounds folded: the newest values
+    # an ended run's figures and newest values, once its frames are dropped (`close`)
+    final: tuple[tuple[_Sums, _Sums], dict[str, float | None]] | None = None
+
+    def close(self) -> None:
+        """The run has ended (a later start of its source): its figures are final. They are kept (an
+        ended run can be another's baseline) and the frames they came from are dropped: a session of
+        many short runs would otherwise hold two frames per run it ever saw."""
+        if self.final is None:
+            self.final = (self.figures(), self.newest())
+            self.pending = self.tail = None
 
     def rounds(self) -> int:
         """Decode rounds as `per_run.decode_rounds` counts them: the longest rank's lines with DP
@@ -144,6 +154,9 @@ class _RunDecode:
 
     def add(self, rows: pl.DataFrame) -> None:
         """New decode lines of the run (in line order)."""
+        if self.final is not None:  # a line of an ended run parsed late: its figures are not kept
+            self.broken = self.broken or "lines of the run were parsed after it ended"
+            return
         if (
             not self.broken
             and self.settled
@@ -242,6 +255,8 @@ class _RunDecode:
     def newest(self) -> dict[str, float | None]:
         """The last round's accept len and tok/s (the last non-null ones) and their rolling medians, as
         the run's series ends (`status.run_status`)."""
+        if self.final is not None:
+            return self.final[1]
         parts = [] if self.tail is None else [self.tail]
         waiting = self._waiting()
         if waiting.height:
@@ -261,6 +276,8 @@ class _RunDecode:
         """(every round, the steady rounds `steady_rows` keeps) as the batch series has them now: the
         folded rounds, and the waiting ones the batch keeps (only while none is folded: a folded round
         has every rank, so the last complete round is folded and every waiting one comes after it)."""
+        if self.final is not None:
+            return self.final[0]
         extra = self._waiting()
         every = self.all.plus(extra)
         if self.ready is None:
@@ -337,6 +354,13 @@ class RunningFigures:
                 held = self._vllm.setdefault((source, run), [0.0, 0])
                 held[0] += total
                 held[1] += count
+
+    def end(self, runs: Iterable[RunKey]) -> None:
+        """The ``runs`` have ended: their decode figures are final (`_RunDecode.close`)."""
+        for key in runs:
+            decode = self._decode.get(key)
+            if decode is not None:
+                decode.close()
 
     def _run(self, source: str, run: int) -> _RunDecode:
         return self._decode.setdefault((source, run), _RunDecode())

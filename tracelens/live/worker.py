@@ -313,6 +313,8 @@ class _Worker:
         with self._lock:  # a run longer than the window shows its whole-run figures (`live/running.py`)
             snap = self._tables.running.apply(snap, analysis, self._tables.is_cut, self.config.baseline, kept)
         snap = self._runs.update(with_finding_counts(snap, findings), ended)
+        with self._lock:  # an ended run's status is kept as it is now: its running figures are final
+            self._tables.running.end(ended)
         for key in ended:
             self._whole.pop(key, None)
         with self._lock:

@@ -121,8 +121,8 @@ class FileFollower:
         while not stop.is_set():
             data = os.pread(fd, self.block_bytes, cursor)
             if data and idle and anchor and os.pread(fd, len(anchor), cursor - len(anchor)) != anchor:
-                self._read_rotated_rest(cursor, anchor, cutter, emit)
-                generation = self._truncated(fd, generation, cutter, emit)
+                copy = self._read_rotated_rest(cursor, anchor, cutter, emit)
+                generation = self._truncated(fd, generation, cutter, emit, copy)
                 cursor, anchor = 0, b""
                 continue
             idle = not data
@@ -143,8 +143,8 @@ class FileFollower:
                 backfill = 0
             fst = os.fstat(fd)
             if fst.st_size < cursor:  # copytruncate
-                self._read_rotated_rest(cursor, anchor, cutter, emit)
-                generation = self._truncated(fd, generation, cutter, emit)
+                copy = self._read_rotated_rest(cursor, anchor, cutter, emit)
+                generation = self._truncated(fd, generation, cutter, emit, copy)
                 cursor, anchor = 0, b""
                 continue
             try:
@@ -171,39 +171,54 @@ class FileFollower:
                 continue
             stop.wait(self.poll)
 
-    def _read_rotated_rest(self, cursor: int, anchor: bytes, cutter: LineCutter, emit: Emit) -> None:
+    def _read_rotated_rest(self, cursor: int, anchor: bytes, cutter: LineCutter, emit: Emit) -> int | None:
         """A copytruncate copies the file, then truncates it: what the writer added after our last read
         and before the copy is only in the copy. Find the copy as the ssh follower does (among `PATH.*`
         and `PATH-*`, the plain file whose bytes before ``cursor`` are the last ones read) and pass on
-        its rest, before the truncated file is read from its start."""
+        its rest, before the truncated file is read from its start. Returns the copy, open (its bytes
+        before ``cursor`` are those read from the file: `_truncated` reads them back from it), or None."""
         if not anchor:
-            return
+            return None
         for candidate in sorted(
             glob.glob(glob.escape(self.path) + ".*") + glob.glob(glob.escape(self.path) + "-*")
         ):
             try:
-                with open(candidate, "rb") as copy:
-                    size = os.fstat(copy.fileno()).st_size
-                    if not size >= cursor or size - cursor > ROTATED_REST_BYTES:
-                        continue
-                    if os.pread(copy.fileno(), len(anchor), cursor - len(anchor)) != anchor:
-                        continue
-                    rest = os.pread(copy.fileno(), size - cursor, cursor)
-            except OSError:  # gone meanwhile, unreadable, a folder
+                copy = os.open(candidate, os.O_RDONLY)
+            except OSError:  # gone meanwhile, unreadable
+                continue
+            try:
+                size = os.fstat(copy).st_size
+                if not size >= cursor or size - cursor > ROTATED_REST_BYTES:
+                    os.close(copy)
+                    continue
+                if os.pread(copy, len(anchor), cursor - len(anchor)) != anchor:
+                    os.close(copy)
+                    continue
+                rest = os.pread(copy, size - cursor, cursor)
+            except OSError:  # a folder
+                os.close(copy)
                 continue
             complete = cutter.feed(rest)
             if complete:
                 emit(LinesAppended(self.label, complete))  # not read back from the copy: spooled
-            return
+            return copy
+        return None
 
     def _truncated(
-        self, fd: int, generation: FileGeneration, cutter: LineCutter, emit: Emit
+        self, fd: int, generation: FileGeneration, cutter: LineCutter, emit: Emit, copy: int | None = None
     ) -> FileGeneration:
-        """The file was truncated under the cursor: the partial last line goes out as it is, the bytes
-        read so far are no longer in the file, and reading starts again from its start."""
+        """The file was truncated under the cursor: the partial last line goes out as it is, and reading
+        starts again from its start. The bytes read so far are no longer in the file: with the ``copy``
+        a copytruncate made, the generation's descriptor becomes the copy's (the same bytes at the same
+        offsets: the log view reads those lines' text back from it), else they are gone."""
         tail = cutter.flush()
         if tail:
             emit(LinesAppended(self.label, tail))
-        generation.gone = True
+        if copy is not None:
+            if generation.fd >= 0:
+                os.dup2(copy, generation.fd)  # in one step: a reader's pread never sees a closed fd
+            os.close(copy)
+        else:
+            generation.gone = True
         emit(FileTruncated(self.label, os.fstat(fd).st_size))
         return FileGeneration.of(self.path, fd)

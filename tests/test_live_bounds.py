@@ -1,0 +1,81 @@
+"""What the live worker keeps does not grow with the session (issue 35, row 4): a server that restarts
+for hours, or whose every error has words of its own, is followed in bounded memory. The worker's own
+parse and analysis (`live.worker._Worker`, in this process so that its structures can be measured)
+is fed such a log in batches, as the session feeds it, with an update after each batch."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+
+from tracelens.live.kept import ENDED_SERIES, KEPT_PER_CODE
+from tracelens.live.messages import ParseRequested, WorkerConfig
+from tracelens.live.worker import _Worker
+from tracelens.parsers import ParseOptions
+
+START = "[2026-11-20 {t}] server_args=ServerArgs(model_path='/m', speculative_algorithm='EAGLE3', speculative_num_steps=3, tp_size=1)"
+READY = "[2026-11-20 {t}] The server is fired up and ready to roll!"
+DECODE = "[2026-11-20 {t} TP0] Decode batch, #running-req: {n}, #token: 1538, token usage: 0.20, accept len: 2.{a:02d}, gen throughput (token/s): 5{a:02d}.00, #queue-req: 0, "
+ERROR = "[2026-11-20 {t} TP0] Scheduler hit an exception: ValueError: token id {word} out of range"
+
+
+def _clock(i: int) -> str:
+    s = 9 * 3600 + i // 50
+    return f"{s // 3600:02d}:{s // 60 % 60:02d}:{s % 60:02d}"
+
+
+def _letters(n: int) -> str:
+    """A word of its own for ``n``, without digits (a finding's signature leaves numbers out)."""
+    word = ""
+    while True:
+        n, digit = divmod(n, 26)
+        word += "abcdefghijklmnopqrstuvwxyz"[digit]
+        if not n:
+            return word + "q"
+
+
+def _feed(worker: _Worker, lines: list[str], batch: int) -> None:
+    first, offset = 1, 0
+    for seq, at in enumerate(range(0, len(lines), batch), start=1):
+        data = "".join(line + "\n" for line in lines[at : at + batch]).encode()
+        worker._parse_batch([ParseRequested(seq, 0, first, offset, data, False)])
+        worker._analyse_once(seq, 0.0)
+        first, offset = first + len(lines[at : at + batch]), offset + len(data)
+
+
+def _worker(window: int) -> _Worker:
+    config = WorkerConfig(["server.log"], [ParseOptions()], None, None, 900.0, 1.0, window)
+    return _Worker(config, open(os.devnull, "wb"))  # closed with the test process
+
+
+def test_a_server_restarting_all_along_keeps_no_frames_or_series_of_its_old_runs() -> None:
+    lines: list[str] = []
+    for run in range(120):  # a start every 60 lines: 120 runs
+        at = run * 60
+        lines += [START.format(t=_clock(at)), READY.format(t=_clock(at))]
+        lines += [DECODE.format(t=_clock(at + i), n=1 + i % 8, a=i % 100) for i in range(58)]
+    worker = _worker(window=20_000)
+    _feed(worker, lines, batch=600)
+    decode = worker._tables.running._decode
+    ended = [key for key in decode if worker._kept.is_frozen(key)]
+    assert len(ended) >= 100
+    held = [key for key in ended if decode[key].pending is not None or decode[key].tail is not None]
+    assert held == [], f"{len(held)} ended runs still hold their decode frames"
+    statuses = worker._runs.kept
+    with_series = [key for key, status in statuses.items() if status.series.height]
+    assert len(statuses) >= 100 and len(with_series) <= ENDED_SERIES, len(with_series)
+    # the figures stay: an ended run's means are still there for a baseline
+    assert all(worker._tables.running.means(key, 3) is not None for key in ended)
+
+
+def test_errors_with_words_of_their_own_keep_a_bounded_number_of_findings() -> None:
+    lines: list[str] = [START.format(t=_clock(0)), READY.format(t=_clock(0))]
+    for i in range(40_000):
+        if i % 50 == 0:
+            lines.append(ERROR.format(t=_clock(i), word=_letters(i)))
+        else:
+            lines.append(DECODE.format(t=_clock(i), n=1 + i % 8, a=i % 100))
+    worker = _worker(window=500)  # the window is cut every 500 lines: findings leave it often
+    _feed(worker, lines, batch=500)
+    per_code = Counter((f.source, f.run, f.code) for f in worker._kept._kept.values())
+    assert per_code and max(per_code.values()) <= KEPT_PER_CODE + 10, per_code
