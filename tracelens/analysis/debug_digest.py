@@ -80,10 +80,6 @@ class RunDebug:
     embed_norm: float | None  # the median norm of the embedding captures
     outliers: Outliers | None
 
-    @property
-    def lines(self) -> int:
-        return int(self.groups.get_column(W.N).sum())
-
 
 @functools.cache
 def empty_digest() -> pl.DataFrame:
@@ -118,12 +114,13 @@ def digests(tables: Tables, keys: Iterable[tuple[str, int]]) -> Iterator[tuple[t
         ).iter_rows()
     }
     short = [k for k in wanted if extent.get(k, (0, 0, 0))[0] <= PIECE_ROWS]
+    whole = set(short)
     made: dict[tuple[str, int], RunDebug] = {}
     batch: list[pl.DataFrame] = []
     held = 0
     read = tables.per_run(T.DEBUG, short, READ)
     for key in wanted:
-        if key not in made and extent.get(key, (0, 0, 0))[0] <= PIECE_ROWS:
+        if key in whole and key not in made:
             # read ahead to the end of a batch: every short run in it is digested at once
             for found, rows in read:
                 batch.append(rows)
@@ -133,7 +130,7 @@ def digests(tables: Tables, keys: Iterable[tuple[str, int]]) -> Iterator[tuple[t
                     break
             made.update(_whole(pl.concat(batch)))
             batch, held = [], 0
-        yield key, made.pop(key) if key in made else _long(tables, key, *extent[key])
+        yield key, made.pop(key) if key in whole else _long(tables, key, *extent[key])
 
 
 def _whole(rows: pl.DataFrame) -> dict[tuple[str, int], RunDebug]:
