@@ -15,6 +15,7 @@ from live_support import Recorder, source_texts, view_texts, wait_for
 from tracelens.engine.ingest import parse_paths
 from tracelens.live import LiveSession, parse_spec
 from tracelens.live import events as ev
+from tracelens.live.store import RECENT_BYTES
 from tracelens.tables.frames import Tables
 from tracelens.tables.schema import C, T
 
@@ -105,21 +106,24 @@ def test_copytruncate_resumes_from_the_start(tmp_path: Path) -> None:
     path.write_text("")
     session = _session(path)
     try:
+        # more than the store keeps in memory, so that the first lines are read back from the file
+        before = 2 * RECENT_BYTES // len("before 0000000\n")
         with path.open("a") as fh:  # O_APPEND, as loggers open their files
-            for i in range(30):
-                fh.write(f"before {i}\n")
+            for i in range(before):
+                fh.write(f"before {i:07d}\n")
             fh.flush()
-            assert wait_for(lambda: session.index.count() == 30)
+            assert wait_for(lambda: session.index.count() == before)
             os.truncate(path, 0)
             assert wait_for(lambda: session.sources[0].truncations == 1)
             for i in range(20):
                 fh.write(f"after {i}\n")
             fh.flush()
-        assert wait_for(lambda: session.index.count() == 50)
+        assert wait_for(lambda: session.index.count() == before + 20)
         texts = source_texts(session)
-        assert texts[30:] == [f"after {i}" for i in range(20)]
+        assert texts[before:] == [f"after {i}" for i in range(20)]
         # the first lines' text went with the truncation; the view says so instead of showing wrong text
         assert "truncated" in texts[0]
+        assert texts[before - 1] == f"before {before - 1:07d}"  # the newest are still in memory
     finally:
         session.stop()
 

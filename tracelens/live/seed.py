@@ -179,7 +179,7 @@ def index_lines(index: LogIndex, source: int, cut: Cut, generation: FileGenerati
         # the store needs only the bytes' length to map them to the file (`TextStore.append`): a map
         # of the file gives it without reading them
         with mmap.mmap(generation.fd, cut.offset, access=mmap.ACCESS_READ) as mapped:
-            index.store(source).append(cast(bytes, memoryview(mapped)), generation, 0)
+            index.store(source).append(cast(bytes, memoryview(mapped)), generation, 0, keep=False)
         # in slices of line numbers (row groups are pruned by them): the index's columns are what
         # stays, about 30 bytes a line
         for first in range(1, cut.first_line, _INDEX_SLICE):

@@ -15,6 +15,7 @@ file's pages go back when it is closed).
 from __future__ import annotations
 
 import bisect
+import collections
 import os
 import tempfile
 import threading
@@ -28,6 +29,11 @@ GONE = "[text no longer available: the file was truncated]"
 # needs numpy and polars: the live commands' options show it, and every command defines them.
 SCROLLBACK_LINES = 1_000_000
 SPOOL_SEGMENT = 64 << 20  # a new spool file after this many bytes, so that old ones can be closed
+# The newest bytes appended are also kept in memory and read from there: a copytruncate may empty the
+# file (and the writer fill it again) before the follower sees it and hands over the copy, and in that
+# window the file holds other bytes at the offsets of the lines just read, the ones the views and the
+# session's subscribers read at once. The newest append is kept whole even when it is larger.
+RECENT_BYTES = 1 << 20
 
 
 @dataclass
@@ -63,13 +69,19 @@ class TextStore:
     _released: int = 0  # logical offset below which the text was released
     _generations: list[FileGeneration] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    # (logical offset, bytes) of the newest appends, contiguous up to `_size` (`RECENT_BYTES`)
+    _recent: collections.deque[tuple[int, bytes]] = field(default_factory=collections.deque)
+    _recent_bytes: int = 0
 
     @property
     def size(self) -> int:
         return self._size
 
-    def append(self, data: bytes, generation: FileGeneration | None = None, at: int = 0) -> int:
-        """Add bytes at the end of the stream; returns their logical offset."""
+    def append(
+        self, data: bytes, generation: FileGeneration | None = None, at: int = 0, *, keep: bool = True
+    ) -> int:
+        """Add bytes at the end of the stream; returns their logical offset. ``keep=False``: ``data``
+        only gives the length (a map of the file that is closed next), nothing is kept in memory."""
         start = self._size
         if not data:
             return start
@@ -96,6 +108,14 @@ class TextStore:
                 self._extents.append(_Extent(start, len(data), generation, at, segment))
                 self._starts.append(start)
             self._size += len(data)
+            if not keep:  # what is kept must run to the end of the stream
+                self._recent.clear()
+                self._recent_bytes = 0
+                return start
+            self._recent.append((start, data))
+            self._recent_bytes += len(data)
+            while self._recent_bytes - len(self._recent[0][1]) >= RECENT_BYTES:
+                self._recent_bytes -= len(self._recent.popleft()[1])
         return start
 
     def read(self, offset: int, length: int) -> bytes:
@@ -103,6 +123,8 @@ class TextStore:
         out = []
         end = offset + length
         with self._lock:
+            if self._recent and self._recent[0][0] <= offset:
+                return self._read_recent(offset, end)
             i = max(bisect.bisect_right(self._starts, offset) - 1, 0)
             pieces = []
             while i < len(self._extents) and offset < end:
@@ -119,6 +141,15 @@ class TextStore:
                 out.append(GONE.encode())
             else:
                 out.append(os.pread(ext.generation.fd, hi - lo, ext.at + lo - ext.start))
+        return b"".join(out)
+
+    def _read_recent(self, offset: int, end: int) -> bytes:
+        """Bytes [offset, end) from the newest appends (the caller holds the lock)."""
+        out = []
+        for start, data in self._recent:
+            lo, hi = max(offset, start), min(end, start + len(data))
+            if lo < hi:
+                out.append(data[lo - start : hi - start])
         return b"".join(out)
 
     def line(self, offset: int, length: int) -> str:
@@ -155,6 +186,11 @@ class TextStore:
                     generation.close()
             self._generations = keep
 
+    def held_in_memory(self) -> int:
+        """Bytes of the newest appends kept in memory, for tests and benches."""
+        with self._lock:
+            return self._recent_bytes
+
     def open_files(self) -> int:
         """Descriptors held (spool segments and files), for tests and benches."""
         with self._lock:
@@ -168,6 +204,8 @@ class TextStore:
             for segment in self._spools:
                 segment.close()
             self._spools.clear()
+            self._recent.clear()
+            self._recent_bytes = 0
 
 
 def _spool() -> int:
