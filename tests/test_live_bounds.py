@@ -79,3 +79,33 @@ def test_errors_with_words_of_their_own_keep_a_bounded_number_of_findings() -> N
     _feed(worker, lines, batch=500)
     per_code = Counter((f.source, f.run, f.code) for f in worker._kept._kept.values())
     assert per_code and max(per_code.values()) <= KEPT_PER_CODE + 10, per_code
+
+
+def test_a_session_catching_up_hands_its_worker_a_parse_block_at_a_time(tmp_path) -> None:
+    """What a session's pump takes from its followers at once (up to 16 MiB of reads when it catches
+    up on a log) goes to the worker in messages of at most a parse block, each ending at a line end: one
+    message of 16 MiB held about 200 MiB in the worker. A read that stops inside a line stays with the
+    read that ends it."""
+    from tracelens.live import LiveSession, parse_spec
+    from tracelens.sizes import DEFAULT_BLOCK_BYTES, FOLLOW_READ_BYTES
+
+    path = tmp_path / "server.log"
+    path.write_text("")
+    session = LiveSession([parse_spec(str(path))], interval=0.5)
+    sent: list[bytes] = []
+    session._send_parse = lambda source, first, offset, data, final: sent.append(data)  # type: ignore[method-assign]
+    line = (DECODE.format(t=_clock(0), n=4, a=50) + "\n").encode()
+    read = line * (FOLLOW_READ_BYTES // len(line))
+    cut = len(line) // 2
+    # four whole reads, then a line split over two reads
+    parts = [read] * 4 + [read + line[:cut], line[cut:] + read]
+    at, chunks = 0, []
+    for part in parts:
+        chunks.append((at, part))
+        at += len(part)
+    session._ingest(0, chunks)
+    assert b"".join(sent) == b"".join(parts)
+    assert len(sent) >= 5 and all(d.endswith(b"\n") for d in sent), [len(d) for d in sent]
+    assert max(len(d) for d in sent) <= DEFAULT_BLOCK_BYTES + FOLLOW_READ_BYTES + len(line)
+    assert sum(len(d) > DEFAULT_BLOCK_BYTES for d in sent) == 1  # only the read that ends a split line
+    assert session.index.count() == b"".join(parts).count(b"\n")

@@ -48,7 +48,7 @@ from tracelens.live.store import SCROLLBACK_LINES, TextStore
 from tracelens.live.window import WINDOW_LINES
 from tracelens.live.worker import WorkerClient, WorkerGone
 from tracelens.parsers import ParseOptions, ParseState, parse_lines
-from tracelens.sizes import LIVE_BATCH_BYTES
+from tracelens.sizes import DEFAULT_BLOCK_BYTES, LIVE_BATCH_BYTES
 from tracelens.sources import events as src
 from tracelens.sources.files import block_lines, line_spans
 from tracelens.sources.generation import FileGeneration
@@ -345,6 +345,21 @@ class LiveSession:
             self._ingest(source, parts)
 
     def _ingest(self, source: int, parts: list[tuple[int, bytes]]) -> None:
+        # A message to the worker is about a parse block (or one follower's read): a parse holds about
+        # fourteen times its block, and a session catching up on a log had sent 16 MiB at once. A group
+        # ends only where a line does: a follower's read may stop inside one.
+        group: list[tuple[int, bytes]] = []
+        held = 0
+        for part in parts:
+            if group and held + len(part[1]) > DEFAULT_BLOCK_BYTES and group[-1][1].endswith(b"\n"):
+                self._ingest_group(source, group)
+                group, held = [], 0
+            group.append(part)
+            held += len(part[1])
+        if group:
+            self._ingest_group(source, group)
+
+    def _ingest_group(self, source: int, parts: list[tuple[int, bytes]]) -> None:
         state = self.sources[source]
         data = b"".join(p[1] for p in parts)
         first_line = self._next_line[source]

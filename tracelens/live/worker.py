@@ -68,6 +68,7 @@ from tracelens.live.seed import read_seed, seed_findings
 from tracelens.live.status import RunKey, newest_decode, snapshot, with_finding_counts, with_verdicts
 from tracelens.live.window import LiveTables
 from tracelens.parsers import ParseState
+from tracelens.sizes import DEFAULT_BLOCK_BYTES
 from tracelens.sources.files import block_lines
 from tracelens.sources.naming import short_names
 from tracelens.sources.protocol import Block
@@ -244,18 +245,23 @@ class _Worker:
         self._done.set()
 
     def _parse_batch(self, items: list[ParseRequested]) -> None:
-        """Consecutive messages of one source become one block (the parser's cost is mostly per call)."""
-        runs: list[tuple[int, int, list[pl.DataFrame], bool]] = []  # source, last seq, frames, final
+        """Consecutive messages of one source become one block (the parser's cost is mostly per call),
+        up to the batch engine's block size: a parse holds about fourteen times its block, and a
+        session catching up on a log (the engine's last range, 32 MiB) sent it all at once."""
+        # source, last seq, frames, final, bytes
+        runs: list[tuple[int, int, list[pl.DataFrame], bool, int]] = []
         for item in items:
             frame = block_lines(
                 Block(self.config.labels[item.source], item.first_line, item.offset, item.data)
             )
-            if runs and runs[-1][0] == item.source and not runs[-1][3]:
-                runs[-1][2].append(frame)
-                runs[-1] = (item.source, item.seq, runs[-1][2], item.final)
+            size = len(item.data)
+            last = runs[-1] if runs else None
+            if last and last[0] == item.source and not last[3] and last[4] + size <= DEFAULT_BLOCK_BYTES:
+                last[2].append(frame)
+                runs[-1] = (item.source, item.seq, last[2], item.final, last[4] + size)
             else:
-                runs.append((item.source, item.seq, [frame], item.final))
-        for source, seq, frames, final in runs:
+                runs.append((item.source, item.seq, [frame], item.final, size))
+        for source, seq, frames, final, _size in runs:
             self._parse(seq, source, pl.concat(frames) if len(frames) > 1 else frames[0], final)
 
     def _parse(self, seq: int, source: int, frame: pl.DataFrame, final: bool) -> None:
