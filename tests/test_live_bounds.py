@@ -5,12 +5,13 @@ is fed such a log in batches, as the session feeds it, with an update after each
 
 from __future__ import annotations
 
+import io
 import os
 from collections import Counter
 
 from tracelens.live.kept import ENDED_SERIES, KEPT_PER_CODE
-from tracelens.live.messages import ParseRequested, WorkerConfig
-from tracelens.live.worker import _Worker
+from tracelens.live.messages import ParseRequested, RowsParsed, WorkerConfig
+from tracelens.live.worker import _Worker, receive
 from tracelens.parsers import ParseOptions
 
 START = "[2026-11-20 {t}] server_args=ServerArgs(model_path='/m', speculative_algorithm='EAGLE3', speculative_num_steps=3, tp_size=1)"
@@ -109,3 +110,20 @@ def test_a_session_catching_up_hands_its_worker_a_parse_block_at_a_time(tmp_path
     assert max(len(d) for d in sent) <= DEFAULT_BLOCK_BYTES + FOLLOW_READ_BYTES + len(line)
     assert sum(len(d) > DEFAULT_BLOCK_BYTES for d in sent) == 1  # only the read that ends a split line
     assert session.index.count() == b"".join(parts).count(b"\n")
+
+
+def test_the_worker_answers_a_parse_with_the_index_columns_not_the_rows() -> None:
+    """The screen's process stores only each line's kind, ranks and time: the parsed rows stay in the
+    worker. A 6 MiB block of decode lines pickled to 17 MiB with its tables (unpickled in the screen's
+    process as it caught up on a log), to about 1 MiB without."""
+    lines = [DECODE.format(t=_clock(i), n=4, a=50 + i % 30) for i in range(20_000)]
+    data = ("\n".join(lines) + "\n").encode()
+    out = io.BytesIO()
+    config = WorkerConfig(["server.log"], [ParseOptions()], None, None, 60.0, 1.0)
+    worker = _Worker(config, out)
+    worker._parse_batch([ParseRequested(1, 0, 1, 0, data, True)])
+    out.seek(0)
+    reply = receive(out)
+    assert isinstance(reply, RowsParsed) and (reply.first_line, reply.count) == (1, len(lines))
+    assert reply.columns is not None and len(reply.columns["kind"]) == len(lines)
+    assert len(out.getvalue()) < len(data) / 2, (len(out.getvalue()), len(data))

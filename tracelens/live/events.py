@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from tracelens.analysis import Finding
     from tracelens.live.status import Snapshot
-    from tracelens.tables.frames import Tables
 
 
 @dataclass(frozen=True)
@@ -23,13 +22,13 @@ class LinesIndexed:
 
 @dataclass(frozen=True)
 class LinesParsed:
-    """New lines were parsed: ``tables`` holds their rows (not finalized); ``newest_decode`` the
-    (accept len, gen throughput) of the newest decode line among them (`status.newest_decode`)."""
+    """New lines were parsed (their rows are the worker's: `LiveSession.analysis` has them);
+    ``newest_decode`` the (accept len, gen throughput) of the newest decode line among them
+    (`status.newest_decode`)."""
 
     source: str
     first_line: int
     count: int
-    tables: Tables
     newest_decode: tuple[float | None, float | None] | None = None
 
 

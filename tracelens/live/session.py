@@ -407,9 +407,9 @@ class LiveSession:
             self._parsed_seq = max(self._parsed_seq, parsed.seq)
             if parsed.count:
                 self._rows_seq = max(self._rows_seq, parsed.seq)
-        if parsed.tables is not None and parsed.count:
+        if parsed.count:
             label = self.sources[parsed.source].label
-            self._notify(ev.LinesParsed(label, parsed.first_line, parsed.count, parsed.tables, parsed.decode))
+            self._notify(ev.LinesParsed(label, parsed.first_line, parsed.count, parsed.decode))
 
     def _on_analysed(self, analysed: Analysed) -> None:
         findings, snap = analysed.findings, analysed.snapshot

@@ -277,7 +277,7 @@ class _Worker:
             return
         # the index's columns are computed here too: the screen's process only stores them
         columns = parsed_columns(tables[T.LINES])
-        self.reply(RowsParsed(seq, source, first, parsed, tables, columns, newest_decode(tables)))
+        self.reply(RowsParsed(seq, source, first, parsed, columns, newest_decode(tables)))
         with self._lock:
             self._tables.add(tables)
             self._pending_seq = seq
