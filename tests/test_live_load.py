@@ -138,6 +138,39 @@ def test_a_session_starts_from_the_engine_dataset_and_shows_what_reading_the_fil
     assert any(int(where.rsplit(":", 1)[1]) < cut.first_line for f in loaded["findings"] for where in f[5])
 
 
+def test_a_scroll_back_below_the_cut_holds_the_lines_reading_the_file_holds(tmp_path: Path) -> None:
+    """With a scroll-back smaller than the lines before the cut, only the newest of them are read from
+    the dataset (the older ones would be dropped at once): the view holds the same lines, with the
+    same numbers, text, kinds and times, as a session that read the file itself."""
+    log = tmp_path / "server.log"
+    shutil.copy(SAMPLE_LOGS / "sweep_and_crash.log", log)
+    _, cuts = load_files({str(log): str(log)}, str(tmp_path / "dataset"), OPTIONS)
+    scrollback = 1000
+    assert cuts[str(log)].first_line > 2 * scrollback
+    total = len(log.read_bytes().splitlines())
+    seen = []
+    for given in (cuts, {}):
+        session = LiveSession([parse_spec(str(log))], interval=0.1, cuts=given, scrollback=scrollback)
+        session.start()
+        try:
+            _settled(session, total)
+            lines = session.index.lines[0]
+            seen.append(
+                (
+                    lines.base,
+                    source_texts(session)[-scrollback:],
+                    lines.kind.view().tolist()[-scrollback:],
+                    lines.ts.view().tolist()[-scrollback:],
+                )
+            )
+            assert scrollback <= lines.held <= scrollback + scrollback // 16
+            assert lines.count == total  # numbered as the file's lines: dropped and held add up
+        finally:
+            session.stop()
+    (_, *loaded), (_, *read) = seen
+    assert loaded == read
+
+
 def test_a_second_session_reads_nothing_the_engine_already_parsed(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     shutil.copy(SAMPLE_LOGS / "sweep_and_crash.log", log)

@@ -236,6 +236,16 @@ class LogIndex:
                         cache[source] = cache[source][dropped:].copy()
             self.version += 1
 
+    def skip(self, source: int, count: int) -> None:
+        """Count ``count`` lines as seen and dropped before any is held (the scroll-back would drop
+        them at once: a dataset's lines before the newest ``limit`` are not read at all)."""
+        with self._lock:
+            lines = self.lines[source]
+            if lines.held:
+                raise ValueError("lines are skipped only before any is held")
+            lines.base += count
+            self.version += 1
+
     def fill_parsed(self, source: int, columns: dict[str, np.ndarray]) -> None:
         """Kinds, ranks and times of parsed lines (`parsed_columns`); only array stores under the lock,
         which the pump and the view wait on."""

@@ -53,7 +53,9 @@ from tracelens.tables.schema import C, T
 LOAD_BYTES = DEFAULT_RANGE_BYTES  # a plain file larger than this is read through the engine first
 SMALL = (T.LIFECYCLE, T.SERVER_ARGS, T.BENCHMARKS)  # kept whole by the window: seeded in memory
 _FINGERPRINT = 64 << 10  # bytes hashed at each end of a file, as the manifest does (`manifest.input_record`)
-_INDEX_SLICE = 250_000  # lines read from the dataset at a time for the log index (about 30 MiB of columns)
+# lines read from the dataset at a time for the log index: polars keeps what a read took (1M lines in
+# slices of 250,000 left the process 48 MiB larger than in slices of 50,000, for 0.08 s less)
+_INDEX_SLICE = 50_000
 
 
 @dataclass(frozen=True)
@@ -180,9 +182,12 @@ def index_lines(index: LogIndex, source: int, cut: Cut, generation: FileGenerati
         # of the file gives it without reading them
         with mmap.mmap(generation.fd, cut.offset, access=mmap.ACCESS_READ) as mapped:
             index.store(source).append(cast(bytes, memoryview(mapped)), generation, 0, keep=False)
+        # only the lines the scroll-back holds: the older ones would be dropped at once
+        skip = max(0, n - index.limit) if index.limit is not None else 0
+        index.skip(source, skip)
         # in slices of line numbers (row groups are pruned by them): the index's columns are what
         # stays, about 30 bytes a line
-        for first in range(1, cut.first_line, _INDEX_SLICE):
+        for first in range(skip + 1, cut.first_line, _INDEX_SLICE):
             last = min(first + _INDEX_SLICE, cut.first_line)
             part = pl.col(C.LINE_NO).is_between(first, last, closed="left")
             lines = (
