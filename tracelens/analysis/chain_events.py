@@ -27,6 +27,20 @@ CLIENT_FRAMES = (
     r"/aiohttp/|/unittest/|/_pytest/|/locust/)"
 )
 SERVER_FRAMES = r'File "[^"]*(?:/sglang/srt/|/vllm/(?:v1|engine|worker|model_executor|distributed|executor)/)'
+# Frames of an engine's client: the API server or HTTP front end (vLLM's entrypoints, SGLang's
+# entrypoints and tokenizer manager) and the engine client that waits on the engine's processes (vLLM
+# V1's AsyncLLM / LLMEngine / core client and the start-up wait in its utils, V0's multiprocessing client).
+FRONT_FRAMES = (
+    r'File "[^"]*(?:/vllm/entrypoints/|/vllm/v1/engine/(?:core_client|async_llm|llm_engine|output_processor|'
+    r"processor|utils)\.py|/vllm/v1/utils\.py|/vllm/engine/multiprocessing/client\.py|/sglang/srt/entrypoints/|"
+    r"/sglang/srt/managers/tokenizer_manager\.py|/sglang/launch_server\.py)"
+)
+# The outermost frame of a process Python started for an engine (`multiprocessing`'s bootstrap, a
+# thread's run, `runpy`): Python's own library, not a program of its own.
+_STDLIB_FRAME = r'File "(?:<frozen [\w.]+>|[^"]*/lib/python3[\d.]*/[\w/]+\.py)"'
+FRONT = "_front"  # a traceback of the engine's client (`_front_end`)
+FRONT_CUT = "frontend-cut"  # the code of a cut traceback of the engine's client (a consequence)
+FRONT_CUT_TEXT = "the engine client's traceback (no exception line in the log)"
 
 NOISE = [f.code for f in FAILURES if f.weight == Weight.NOISE]
 
@@ -53,6 +67,22 @@ _SPAN = (
     pl.col(C.LINE_NO).max().alias("_last"),
     pl.col(TEXT).str.contains(_FRAME).any().alias("_frames"),
 )
+
+
+def _front_end() -> pl.Expr:
+    """Whether a traceback's frames (TEXT, one line each) are those of an engine's client, not of the
+    engine: no frame of the engine's own processes, and a frame of its client (the API server, the
+    engine client) or an outermost frame of a program of its own (a script, an RL framework driving
+    the engine) rather than Python's bootstrap of an engine process."""
+    text = pl.col(TEXT)
+    frame = text.str.contains(_FRAME)
+    front = frame & text.str.contains(FRONT_FRAMES)
+    engine = frame & text.str.contains(SERVER_FRAMES) & ~front  # the engine's own processes
+    # the first frame is the outermost only when the traceback's head is there (not an excerpt's middle)
+    headed = text.str.contains(TRACEBACK_HEAD, literal=True).any()
+    outermost = text.filter(frame).first()
+    own = headed & outermost.is_not_null() & ~outermost.str.contains(_STDLIB_FRAME).fill_null(True)
+    return ~engine.any() & (front.any() | own)
 
 
 def _cut_tracebacks(rows: pl.DataFrame, coded: pl.DataFrame) -> pl.DataFrame:
@@ -86,7 +116,7 @@ def _cut_error_frames(foreign: pl.DataFrame, coded: pl.DataFrame) -> pl.DataFram
     spans = (
         errors.with_columns(apart.fill_null(True).cum_sum().alias("_stretch"))
         .group_by("_stretch", maintain_order=True)
-        .agg(*_SPAN, _frames_stage().alias(STAGE))
+        .agg(*_SPAN, _frames_stage().alias(STAGE), _front_end().alias(FRONT))
         .filter(pl.col("_frames"))
         .drop("_stretch")
         # the process is vLLM's (its engine core or a worker: the wrapper naming it is peeled)
@@ -97,7 +127,8 @@ def _cut_error_frames(foreign: pl.DataFrame, coded: pl.DataFrame) -> pl.DataFram
 
 def _uncoded(spans: pl.DataFrame, coded: pl.DataFrame) -> pl.DataFrame:
     """Of ``spans`` (a first row with RECORD, `_last` its last line), those with no event of ``coded``
-    among their lines, each as a cut traceback's event."""
+    among their lines, each as a cut traceback's event: an engine client's (FRONT) as FRONT_CUT."""
+    front = pl.col(FRONT).fill_null(False) if FRONT in spans.columns else pl.lit(False)
     within = (
         spans.select(C.SOURCE, C.RECORD, "_last")
         .join(coded.select(C.SOURCE, pl.col(C.LINE_NO).alias("_at")), on=C.SOURCE)
@@ -109,8 +140,8 @@ def _uncoded(spans: pl.DataFrame, coded: pl.DataFrame) -> pl.DataFrame:
         spans.join(within, on=[C.SOURCE, C.RECORD], how="anti")
         .drop("_last", "_frames")
         .with_columns(
-            pl.lit(CUT_TRACEBACK).alias(TEXT),
-            pl.lit(GENERIC).alias(CODE),
+            pl.when(front).then(pl.lit(FRONT_CUT_TEXT)).otherwise(pl.lit(CUT_TRACEBACK)).alias(TEXT),
+            pl.when(front).then(pl.lit(FRONT_CUT)).otherwise(pl.lit(GENERIC)).alias(CODE),
             pl.lit(True).alias(CUT),
         )
     )
@@ -144,7 +175,9 @@ def _traceback_rows(tables: Tables) -> pl.DataFrame:
         frames & pl.col(TEXT).str.contains(SERVER_FRAMES)
     ).any()
     rows = rows.with_columns(
-        client.over(C.SOURCE, C.RECORD).alias(CLIENT), _frames_stage().over(C.SOURCE, C.RECORD).alias(STAGE)
+        client.over(C.SOURCE, C.RECORD).alias(CLIENT),
+        _frames_stage().over(C.SOURCE, C.RECORD).alias(STAGE),
+        _front_end().over(C.SOURCE, C.RECORD).alias(FRONT),
     )
     return rows.select(
         CLIENT,
@@ -158,6 +191,7 @@ def _traceback_rows(tables: Tables) -> pl.DataFrame:
         C.COMPONENT,
         C.RECORD,
         STAGE,
+        FRONT,
     )
 
 
