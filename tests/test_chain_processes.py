@@ -86,3 +86,67 @@ def test_the_engines_own_cut_traceback_after_its_clients_report_stays_the_cause(
         '  File "/sglang/srt/managers/scheduler.py", line 2013, in run_scheduler_process',
     ]
     assert broken(sglang).causes == ["exception"]
+
+
+SCHED_FRAME = '  File "/sglang/srt/managers/scheduler.py", line 2704, in run_scheduler_process'
+ASSERTION = "AssertionError: Committed KV cache already freed (self.kv_committed_len=1)"
+
+
+def head(rank: int) -> str:
+    return f"{stamp(70, f' TP{rank}')} Scheduler hit an exception: Traceback (most recent call last):"
+
+
+def serving_run() -> list[str]:
+    return [
+        server_args(0, spec=False),
+        f"{stamp(5, '')} The server is fired up and ready to roll!",
+        *(
+            f"{stamp(10 + i)} Decode batch, #running-req: 1, #token: 100, token usage: 0.01, gen throughput "
+            "(token/s): 90.00, #queue-req: 0, "
+            for i in range(5)
+        ),
+    ]
+
+
+def test_an_exception_line_above_another_ranks_head_is_the_cause() -> None:
+    # one rank's last line (its traceback's head before the excerpt), then the next rank's traceback,
+    # cut: the named exception is the cause, not "a traceback with no exception line"
+    lines = [*serving_run(), ASSERTION, head(7), SCHED_FRAME, "    scheduler.event_loop_overlap()"]
+    verdict = broken(lines)
+    assert verdict.causes == ["exception"], verdict.headline
+    assert verdict.headline.startswith(f"crashed while serving: {ASSERTION}"), verdict.headline
+    assert "rank 7" not in verdict.headline, verdict.headline  # not the traceback below it
+    assert verdict.evidence[0].line_no == 8
+
+
+def test_interleaved_tracebacks_pair_each_exception_line_with_its_own_by_order() -> None:
+    # rank 3's traceback is open when rank 7's head is printed; rank 3's exception line comes next
+    inside = [
+        *serving_run(),
+        head(3),
+        SCHED_FRAME,
+        "    scheduler.event_loop_overlap()",
+        head(7),
+        ASSERTION,
+        SCHED_FRAME,
+        "    scheduler.event_loop_overlap()",
+    ]
+    verdict = broken(inside)
+    assert verdict.headline.startswith(f"crashed while serving: {ASSERTION} (Scheduler, rank 3)"), (
+        verdict.headline
+    )
+    # the same with another rank's line between: the exception line stands alone above rank 7's head
+    between = [
+        *serving_run(),
+        head(3),
+        SCHED_FRAME,
+        f"{stamp(70, ' TP5')} Decode batch, #running-req: 1, #token: 100, token usage: 0.01, gen throughput "
+        "(token/s): 90.00, #queue-req: 0, ",
+        ASSERTION,
+        head(7),
+        SCHED_FRAME,
+    ]
+    verdict = broken(between)
+    assert verdict.headline.startswith(f"crashed while serving: {ASSERTION} (Scheduler, rank 3)"), (
+        verdict.headline
+    )
