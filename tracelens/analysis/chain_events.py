@@ -43,7 +43,7 @@ _STDLIB_FRAME = r'File "(?:<frozen [\w.]+>|[^"]*/lib/python3[\d.]*/[\w/]+\.py)"'
 FRONT = "_front"  # a traceback of the engine's client (`_front_end`)
 MISPLACED = "_misplaced"  # an exception line printed away from its own traceback (`_pair_exceptions`)
 FRONT_CUT = "frontend-cut"  # the code of a cut traceback of the engine's client (a consequence)
-FRONT_CUT_TEXT = "the engine client's traceback (no exception line in the log)"
+FRONT_CUT_TEXT = "the engine's client failed with no exception line in the log"
 
 NOISE = [f.code for f in FAILURES if f.weight == Weight.NOISE]
 
