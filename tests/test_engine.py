@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from tracelens.engine import EngineOptions, parse_to_dataset
 from tracelens.engine import manifest as mf
 from tracelens.engine.ingest import parse_paths
-from tracelens.engine.ranges import scan_range
+from tracelens.engine.ranges import scan_range, server_args_heads
 from tracelens.engine.store import META
 from tracelens.engine.task import EVIDENCE_KINDS
 from tracelens.parsers import ParseOptions
@@ -512,3 +512,37 @@ def test_a_task_that_raises_is_an_error_of_the_run(executor: str, jobs: int) -> 
     finally:
         pool.close()
     assert str(failed.value) == "a worker task failed (ValueError: math domain error)"
+
+
+def test_a_vllm_start_with_its_logo_off_is_a_run_boundary_every_reader_counts(tmp_path: Path) -> None:
+    """vLLM with its logo off (`VLLM_DISABLE_LOG_LOGO`, a logging config of its own) starts with `vLLM
+    server version X, serving model M`: each restart in the same log is a run of its own, in a whole-file
+    parse and in a dataset read in byte ranges (the planner counts the starts before each range)."""
+
+    def start(pid: int, minute: int) -> list[str]:
+        lead = f"(APIServer pid={pid}) INFO 11-20 10:{minute:02d}:00"
+        return [
+            f"{lead} [api_server.py:1805] vLLM server version 0.12.0, serving model Qwen/Qwen3-8B",
+            f"{lead} [api_utils.py:273] non-default args: {{'model': 'Qwen/Qwen3-8B', 'port': 8000}}",
+        ]
+
+    # SGLang's lines between the starts (a router's or a neighbour's) are where a range may begin
+    sglang = [
+        f"[2026-11-20 10:{i // 60:02d}:{i % 60:02d}] INFO: filler line {i:06d} " + "x" * 60
+        for i in range(1500)
+    ]
+    lines = [*start(1000, 0), *sglang[:700], *start(2000, 30), *sglang[700:]]
+    path = tmp_path / "vllm.log"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    whole = parse_paths([path], ParseOptions(base_date=BASE_DATE))
+    assert whole[T.RUNS].get_column(C.START_LINE).to_list() == [1, 703]
+    assert scan_range(str(path), 0, path.stat().st_size).candidates == [
+        lines[0].encode(),
+        lines[702].encode(),
+    ]
+    assert server_args_heads([[lines[0].encode()], [lines[702].encode()]]) == [1, 1]
+    out = tmp_path / "out"
+    options = EngineOptions(jobs=1, block_bytes=8 << 10, range_bytes=16 << 10, base_date=BASE_DATE)
+    report = parse_to_dataset([str(path)], str(out), options)
+    assert not report.problems
+    assert_same_tables(read_dataset(out), whole)

@@ -793,12 +793,15 @@ def test_runs_partition_the_lines_at_server_args_records(corpus_path: Path) -> N
     runs = tables[T.RUNS]
     assert sum(runs.get_column(C.LINE_COUNT).to_list()) == len(raw)
     # Each run after run 0 starts at a server start, and only there: SGLang's `server_args=` line, or
-    # vLLM's `vLLM API server version` line, or its banner's `version X.Y.Z`.
+    # vLLM's `vLLM API server version` line, its banner's `version X.Y.Z`, or its logo-off form.
     starts = [i for i, t in enumerate(raw, 1) if re.match(r"^(?:\[[\d\- :.,]+\] )?server_args=", t)]
     vllm = [
         i
         for i, t in enumerate(raw, 1)
-        if re.search(r"\] vLLM API server version \S+$|\u2588  version \S+$", t)
+        if re.search(
+            r"\] vLLM API server version \S+$|\u2588  version \S+$|\] vLLM server version \S+, serving model ",
+            t,
+        )
     ]
     later = runs.filter(pl.col(C.RUN) > 0)
     assert later.get_column(C.START_LINE).to_list() == sorted(starts + vllm)

@@ -61,6 +61,54 @@ def test_a_bootstrap_queue_that_drains_or_waits_behind_prefill_work_is_no_hang()
     assert "pd-bootstrap-stuck" not in busy.causes, busy.headline
 
 
+def decode_node_batches(
+    queues: list[int], running: list[int] | None = None, transfer: int = 0, usage: float = 0.05
+) -> list[str]:
+    """A decode node's batch lines in SGLang's decode-mode form (`log_decode_stats`): its pre-allocation
+    queue as #prealloc-req, the requests getting their KV as #transfer-req."""
+    running = running or [2] * len(queues)
+    return [
+        f"{stamp(60 + i)} Decode batch, #running-req: {r}, #token: 2765, token usage: {usage:.2f}, "
+        f"pre-allocated usage: 0.00, #prealloc-req: {q}, #transfer-req: {transfer}, #retracted-req: 0, "
+        "cuda graph: True, gen throughput (token/s): 15.02, #queue-req: 0, "
+        for i, (q, r) in enumerate(zip(queues, running, strict=True))
+    ]
+
+
+def decode_node_args() -> str:
+    return (
+        f"{stamp(0, '')} server_args=ServerArgs(model_path='/m', tp_size=1, dp_size=1, "
+        "disaggregation_mode='decode', speculative_algorithm=None)"
+    )
+
+
+def test_a_decode_node_whose_prealloc_queue_only_grows_is_stuck() -> None:
+    # no request gets its KV from the prefill side: they pile up in the decode node's pre-allocation
+    # queue while its running batch takes none of them
+    lines = [decode_node_args(), *decode_node_batches([18, 22, 27, 28, 35])]
+    verdict = only(run(lines))
+    assert verdict.status == "broken", verdict.headline
+    assert verdict.causes == ["pd-decode-stuck"], verdict.causes
+    assert verdict.headline == "decode node stuck: 35 requests wait for KV from the prefill side (18 -> 35)"
+    assert verdict.fix is not None and "--disaggregation-bootstrap-port" in verdict.fix
+    # an excerpt of the same lines alone (no start line) is the same node
+    assert only(run(decode_node_batches([18, 22, 27, 28, 35]))).causes == ["pd-decode-stuck"]
+
+
+def test_a_decode_nodes_queue_that_drains_moves_or_waits_for_memory_is_no_hang() -> None:
+    healthy = [
+        decode_node_batches([18, 22, 27, 28, 35, 3, 0]),  # handed off in the end
+        decode_node_batches([18, 22, 27, 28, 35], transfer=12),  # their KV is on its way
+        decode_node_batches([18, 22, 27, 28, 35], running=[2, 8, 14, 20, 26]),  # decoding takes them in
+    ]
+    for lines in healthy:
+        verdict = only(run([decode_node_args(), *lines]))
+        assert "pd-decode-stuck" not in verdict.causes, verdict.headline
+    # a full KV pool holds the queue for memory: load, not a stopped hand-off
+    full = only(run([decode_node_args(), *decode_node_batches([18, 22, 27, 28, 35], usage=0.97)]))
+    assert "pd-decode-stuck" not in full.causes, full.headline
+
+
 def test_a_log_without_a_start_line_is_one_run_with_a_verdict() -> None:
     verdict = only(run([decode(3, accept=None)]))
     assert verdict.status == "healthy"

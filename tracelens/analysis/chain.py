@@ -23,6 +23,7 @@ from tracelens.analysis.chain_events import (
     CLIENT,
     CODE,
     CUT,
+    FRONT_CUT,
     GENERIC,
     NEXT,
     NOISE,
@@ -316,6 +317,8 @@ def _failure(code: str) -> Failure | None:
 
 
 def _weight(code: str) -> Weight:
+    if code == FRONT_CUT:  # an engine client's cut traceback: what the engine's failure set off
+        return Weight.CONSEQUENCE
     entry = _failure(code)
     return entry.weight if entry else Weight.FATAL
 
@@ -428,7 +431,8 @@ def _chain(
     ]
     seen: dict[str, int] = {}
     for r in [*earlier, *live[at + 1 :]]:
-        if r[CODE] == code or r.get(CUT):  # a cut traceback is the cause's own, or another's unnamed
+        # a cut traceback is the cause's own, or another's unnamed; an engine client's is what followed
+        if r[CODE] == code or (r.get(CUT) and r[CODE] != FRONT_CUT):
             continue
         other = _failure(r[CODE])
         name = other.name if other else _short(str(r[TEXT]).strip(), 60)

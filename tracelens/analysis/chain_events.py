@@ -5,6 +5,8 @@ its exception line as one too, and the graceful stops."""
 
 from __future__ import annotations
 
+from collections import deque
+
 import polars as pl
 
 from tracelens.analysis.catalog import FAILURES, Weight
@@ -27,6 +29,21 @@ CLIENT_FRAMES = (
     r"/aiohttp/|/unittest/|/_pytest/|/locust/)"
 )
 SERVER_FRAMES = r'File "[^"]*(?:/sglang/srt/|/vllm/(?:v1|engine|worker|model_executor|distributed|executor)/)'
+# Frames of an engine's client: the API server or HTTP front end (vLLM's entrypoints, SGLang's
+# entrypoints and tokenizer manager) and the engine client that waits on the engine's processes (vLLM
+# V1's AsyncLLM / LLMEngine / core client and the start-up wait in its utils, V0's multiprocessing client).
+FRONT_FRAMES = (
+    r'File "[^"]*(?:/vllm/entrypoints/|/vllm/v1/engine/(?:core_client|async_llm|llm_engine|output_processor|'
+    r"processor|utils)\.py|/vllm/v1/utils\.py|/vllm/engine/multiprocessing/client\.py|/sglang/srt/entrypoints/|"
+    r"/sglang/srt/managers/tokenizer_manager\.py|/sglang/launch_server\.py)"
+)
+# The outermost frame of a process Python started for an engine (`multiprocessing`'s bootstrap, a
+# thread's run, `runpy`): Python's own library, not a program of its own.
+_STDLIB_FRAME = r'File "(?:<frozen [\w.]+>|[^"]*/lib/python3[\d.]*/[\w/]+\.py)"'
+FRONT = "_front"  # a traceback of the engine's client (`_front_end`)
+MISPLACED = "_misplaced"  # an exception line printed away from its own traceback (`_pair_exceptions`)
+FRONT_CUT = "frontend-cut"  # the code of a cut traceback of the engine's client (a consequence)
+FRONT_CUT_TEXT = "the engine's client failed with no exception line in the log"
 
 NOISE = [f.code for f in FAILURES if f.weight == Weight.NOISE]
 
@@ -53,6 +70,22 @@ _SPAN = (
     pl.col(C.LINE_NO).max().alias("_last"),
     pl.col(TEXT).str.contains(_FRAME).any().alias("_frames"),
 )
+
+
+def _front_end() -> pl.Expr:
+    """Whether a traceback's frames (TEXT, one line each) are those of an engine's client, not of the
+    engine: no frame of the engine's own processes, and a frame of its client (the API server, the
+    engine client) or an outermost frame of a program of its own (a script, an RL framework driving
+    the engine) rather than Python's bootstrap of an engine process."""
+    text = pl.col(TEXT)
+    frame = text.str.contains(_FRAME)
+    front = frame & text.str.contains(FRONT_FRAMES)
+    engine = frame & text.str.contains(SERVER_FRAMES) & ~front  # the engine's own processes
+    # the first frame is the outermost only when the traceback's head is there (not an excerpt's middle)
+    headed = text.str.contains(TRACEBACK_HEAD, literal=True).any()
+    outermost = text.filter(frame).first()
+    own = headed & outermost.is_not_null() & ~outermost.str.contains(_STDLIB_FRAME).fill_null(True)
+    return ~engine.any() & (front.any() | own)
 
 
 def _cut_tracebacks(rows: pl.DataFrame, coded: pl.DataFrame) -> pl.DataFrame:
@@ -86,7 +119,7 @@ def _cut_error_frames(foreign: pl.DataFrame, coded: pl.DataFrame) -> pl.DataFram
     spans = (
         errors.with_columns(apart.fill_null(True).cum_sum().alias("_stretch"))
         .group_by("_stretch", maintain_order=True)
-        .agg(*_SPAN, _frames_stage().alias(STAGE))
+        .agg(*_SPAN, _frames_stage().alias(STAGE), _front_end().alias(FRONT))
         .filter(pl.col("_frames"))
         .drop("_stretch")
         # the process is vLLM's (its engine core or a worker: the wrapper naming it is peeled)
@@ -97,7 +130,8 @@ def _cut_error_frames(foreign: pl.DataFrame, coded: pl.DataFrame) -> pl.DataFram
 
 def _uncoded(spans: pl.DataFrame, coded: pl.DataFrame) -> pl.DataFrame:
     """Of ``spans`` (a first row with RECORD, `_last` its last line), those with no event of ``coded``
-    among their lines, each as a cut traceback's event."""
+    among their lines, each as a cut traceback's event: an engine client's (FRONT) as FRONT_CUT."""
+    front = pl.col(FRONT).fill_null(False) if FRONT in spans.columns else pl.lit(False)
     within = (
         spans.select(C.SOURCE, C.RECORD, "_last")
         .join(coded.select(C.SOURCE, pl.col(C.LINE_NO).alias("_at")), on=C.SOURCE)
@@ -109,8 +143,8 @@ def _uncoded(spans: pl.DataFrame, coded: pl.DataFrame) -> pl.DataFrame:
         spans.join(within, on=[C.SOURCE, C.RECORD], how="anti")
         .drop("_last", "_frames")
         .with_columns(
-            pl.lit(CUT_TRACEBACK).alias(TEXT),
-            pl.lit(GENERIC).alias(CODE),
+            pl.when(front).then(pl.lit(FRONT_CUT_TEXT)).otherwise(pl.lit(CUT_TRACEBACK)).alias(TEXT),
+            pl.when(front).then(pl.lit(FRONT_CUT)).otherwise(pl.lit(GENERIC)).alias(CODE),
             pl.lit(True).alias(CUT),
         )
     )
@@ -143,8 +177,15 @@ def _traceback_rows(tables: Tables) -> pl.DataFrame:
     client = (frames & pl.col(TEXT).str.contains(CLIENT_FRAMES)).any() & ~(
         frames & pl.col(TEXT).str.contains(SERVER_FRAMES)
     ).any()
+    # An exception line between a traceback's head and its first frame is another traceback's end,
+    # printed by another process as this one began (`_pair_exceptions` finds whose).
+    first_frame = pl.when(frames).then(pl.col("_i")).min().over(C.SOURCE, C.RECORD)
+    early = (pl.col("_i") > 0) & (pl.col("_i") < first_frame) & _exception_line(pl.col(TEXT))
     rows = rows.with_columns(
-        client.over(C.SOURCE, C.RECORD).alias(CLIENT), _frames_stage().over(C.SOURCE, C.RECORD).alias(STAGE)
+        client.over(C.SOURCE, C.RECORD).alias(CLIENT),
+        _frames_stage().over(C.SOURCE, C.RECORD).alias(STAGE),
+        _front_end().over(C.SOURCE, C.RECORD).alias(FRONT),
+        early.fill_null(False).alias(MISPLACED),
     )
     return rows.select(
         CLIENT,
@@ -158,7 +199,15 @@ def _traceback_rows(tables: Tables) -> pl.DataFrame:
         C.COMPONENT,
         C.RECORD,
         STAGE,
+        FRONT,
+        MISPLACED,
     )
+
+
+def _exception_line(text: pl.Expr) -> pl.Expr:
+    """A Python exception line (`AssertionError: ...`), not a warning's."""
+    stripped = text.str.strip_chars()
+    return stripped.str.contains(EXCEPTION_LINE_PATTERN) & ~stripped.str.contains(r"^\S*Warning\b")
 
 
 def _frames_stage() -> pl.Expr:
@@ -186,6 +235,13 @@ def _unparsed_rows(tables: Tables) -> pl.DataFrame:
         return pl.DataFrame()
     above = pl.col(C.LINE_NO).shift(1).over(C.SOURCE) == pl.col(C.LINE_NO) - 1
     under_frame = (above & pl.col(TEXT).shift(1).over(C.SOURCE).str.contains(r"^\s+\S")).fill_null(False)
+    # an exception line right above another traceback's head is the end of a traceback (its own head
+    # earlier, or before the excerpt began): one process's last line, the next one's first
+    heads = tables[T.FAULTS].select(
+        C.SOURCE, (pl.col(C.LINE_NO) - 1).alias(C.LINE_NO), pl.lit(True).alias("_head")
+    )
+    lines = lines.join(heads.unique(), on=[C.SOURCE, C.LINE_NO], how="left")
+    over_head = pl.col("_head").fill_null(False) & _exception_line(pl.col(TEXT)) & ~under_frame
     return (
         lines.sort(C.LINE_NO)
         .join_asof(
@@ -206,9 +262,10 @@ def _unparsed_rows(tables: Tables) -> pl.DataFrame:
             TEXT,
             # a traceback pasted without its `Traceback (most recent call last):` header: an exception
             # line right under an indented frame or source line is its exception line
-            under_frame.alias(IN_TRACEBACK),
+            (under_frame | over_head).alias(IN_TRACEBACK),
             pl.lit(None, pl.String).alias(C.COMPONENT),
             pl.col(C.LINE_NO).alias(C.RECORD),
+            over_head.alias(MISPLACED),
         )
     )
 
@@ -229,6 +286,49 @@ def _message_rows(tables: Tables, table: str) -> pl.DataFrame:
             pl.col(C.LINE_NO).alias(C.RECORD),
         )
     )
+
+
+def _pair_exceptions(coded: pl.DataFrame, cut: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Each misplaced exception line (MISPLACED: printed above another traceback's head, or between a
+    head and its first frame) paired with its own traceback, by order: the earliest traceback of its run
+    before it that is still cut (no exception line of its own). The line takes that traceback's record,
+    rank, process and stage, and the traceback is no longer cut. A line with no such traceback is one
+    whose head is not in the log: its own event, of no rank. (Such a line carries no rank of its own:
+    SGLang prints a traceback's lines without its prefix, and vLLM's `(VllmWorker rank=N pid=M)` wrapper
+    is peeled.) Returns the events and the tracebacks still cut."""
+    misplaced = coded.filter(pl.col(MISPLACED))
+    if not misplaced.height:
+        return coded, cut
+    for name, dtype in _TAKEN.items():
+        if name not in coded.columns:
+            coded = coded.with_columns(pl.lit(None, dtype).alias(name))
+    heads = cut.select(C.SOURCE, C.RUN, C.RECORD, RANK, C.COMPONENT, STAGE).to_dicts() if cut.height else []
+    marks = [{**h, "_head": True, C.LINE_NO: h[C.RECORD]} for h in heads]
+    lines = misplaced.select(C.SOURCE, C.RUN, C.LINE_NO).to_dicts()
+    stream = sorted([*marks, *lines], key=lambda r: (r[C.SOURCE], r[C.LINE_NO], not r.get("_head")))
+    waiting: dict[tuple[object, object], deque[dict[str, object]]] = {}  # open tracebacks per run
+    paired: list[tuple[object, object]] = []
+    fixes = []
+    for row in stream:
+        queue = waiting.setdefault((row[C.SOURCE], row[C.RUN]), deque())
+        if row.get("_head"):
+            queue.append(row)
+            continue
+        head = queue.popleft() if queue else None
+        if head is not None:
+            paired.append((head[C.SOURCE], head[C.RECORD]))
+        got = head or {C.RECORD: row[C.LINE_NO], RANK: None, C.COMPONENT: None, STAGE: None}
+        fixes.append({C.SOURCE: row[C.SOURCE], C.LINE_NO: row[C.LINE_NO], **{k: got[k] for k in _TAKEN}})
+    fixed = pl.DataFrame(fixes, schema={C.SOURCE: pl.String, C.LINE_NO: pl.Int64, **_TAKEN})
+    coded = coded.update(fixed, on=[C.SOURCE, C.LINE_NO], include_nulls=True)
+    if paired:
+        done = pl.DataFrame(paired, schema={C.SOURCE: pl.String, C.RECORD: pl.Int64}, orient="row")
+        cut = cut.join(done, on=[C.SOURCE, C.RECORD], how="anti")
+    return coded, cut
+
+
+# What a paired exception line takes of its traceback.
+_TAKEN = {C.RECORD: pl.Int64, RANK: pl.Int32, C.COMPONENT: pl.String, STAGE: pl.String}
 
 
 def events(tables: Tables) -> pl.DataFrame:
@@ -254,11 +354,12 @@ def events(tables: Tables) -> pl.DataFrame:
     coded = rows.with_columns(_classify(text, pl.col(IN_TRACEBACK)).alias(CODE)).filter(
         pl.col(CODE).is_not_null()
     )
-    cut = [
-        _cut_tracebacks(rows, coded),
-        _cut_error_frames(foreign, coded),
-    ]
-    coded = pl.concat([coded, *cut], how="diagonal_relaxed")
+    if MISPLACED not in coded.columns:
+        coded = coded.with_columns(pl.lit(False).alias(MISPLACED))
+    coded = coded.with_columns(pl.col(MISPLACED).fill_null(False))
+    own = coded.filter(~pl.col(MISPLACED))  # what ends each traceback in its own lines
+    coded, cut = _pair_exceptions(coded, _cut_tracebacks(rows, own))
+    coded = pl.concat([coded, cut, _cut_error_frames(foreign, own)], how="diagonal_relaxed")
     # a message that ends in a colon goes on on the next line (`2 errors happen:`)
     following = rows.select(C.SOURCE, (pl.col(C.LINE_NO) - 1).alias(C.LINE_NO), text.alias(NEXT))
     coded = coded.join(following, on=[C.SOURCE, C.LINE_NO], how="left").sort(C.SOURCE, C.LINE_NO)

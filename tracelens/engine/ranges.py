@@ -22,7 +22,7 @@ import pyarrow as pa
 from tracelens.engine.plan import ScanResult
 from tracelens.parsers.pipeline import add_kinds, run_start_expr
 from tracelens.parsers.prefix import add_prefix_columns
-from tracelens.parsers.spec_metrics import VLLM_BANNER_VERSION, VLLM_SERVER_START
+from tracelens.parsers.spec_metrics import VLLM_STARTS
 from tracelens.sizes import SCAN_CHUNK_BYTES
 from tracelens.sources.files import block_lines
 from tracelens.sources.inputs import Input
@@ -32,8 +32,7 @@ from tracelens.tables.schema import C, W
 _WINDOW = 16 << 10  # most lines carry the prefix: the first few usually hold one
 _MAX_WINDOW = 8 << 20
 _ARGS = b"server_args="
-_VLLM_START = VLLM_SERVER_START.encode()
-_NEEDLES = (_ARGS, _VLLM_START, VLLM_BANNER_VERSION.encode())
+_NEEDLES = (_ARGS, *(start.encode() for start in VLLM_STARTS))
 # The scan looks for the needles in windows of this size first (polars' SIMD substring search over an
 # Arrow view of the chunk: no copy); `bytes.find` runs only on a chunk that holds one.
 _SEARCH_WINDOW = 1 << 20

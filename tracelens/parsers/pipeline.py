@@ -30,8 +30,7 @@ from tracelens.parsers.prefix import add_prefix_columns
 from tracelens.parsers.requests import parse_requests
 from tracelens.parsers.restarts import Counters, is_comment, restart_rows
 from tracelens.parsers.spec_metrics import (
-    VLLM_BANNER_VERSION,
-    VLLM_SERVER_START,
+    VLLM_STARTS,
     parse_spec_metrics,
     vllm_timestamps,
 )
@@ -437,12 +436,13 @@ def _join_wrapped_args(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFram
 
 def run_start_expr() -> pl.Expr:
     """A line that starts a run: SGLang's `server_args=` line, or vLLM's `vLLM API server version` (its
-    banner's `version X.Y.Z` in newer releases)."""
+    banner's `version X.Y.Z` in newer releases, `vLLM server version X.Y.Z, serving model M` with the logo
+    off)."""
     sglang = (pl.col(C.KIND) == Kind.LIFECYCLE) & pl.col(W.BODY).str.starts_with(SERVER_ARGS_HEAD)
     vllm = (
         (pl.col(C.KIND) == Kind.FOREIGN)
         & (pl.col(C.FORMAT) == "vllm")
-        & has_literal(pl.col(W.BODY), VLLM_SERVER_START, VLLM_BANNER_VERSION)
+        & has_literal(pl.col(W.BODY), *VLLM_STARTS)
     )
     return sglang | vllm
 

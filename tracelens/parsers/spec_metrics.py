@@ -15,6 +15,11 @@ from tracelens.tables.schema import COMMON_COLUMNS, C, T, W, conform
 VLLM_SERVER_START = "vLLM API server version"
 # Newer vLLM prints an ASCII-art banner instead; its version sits right of the logo's last block.
 VLLM_BANNER_VERSION = "\u2588  version "
+# The banner's plain form, when the logo is off (`VLLM_DISABLE_LOG_LOGO`, or a logging config without
+# vLLM's formatter): `vLLM server version 0.12.0, serving model Qwen/Qwen3-8B`.
+VLLM_PLAIN_START = "vLLM server version "
+# Each of these, once per server start, starts a run (the planner of byte ranges counts the same).
+VLLM_STARTS = (VLLM_SERVER_START, VLLM_BANNER_VERSION, VLLM_PLAIN_START)
 # vLLM's prefix, `INFO 08-21 10:29:59 [metrics.py:120] ` (older: without the brackets): no year.
 _STAMP_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 _VLLM_STAMP = (

@@ -8,8 +8,9 @@ from collections.abc import Callable
 from tracelens.analysis.detectors.capture_sites import embed_capture, layer_ids, missing_sites, truncated
 from tracelens.analysis.detectors.context import Context
 from tracelens.analysis.detectors.debug_pass import DebugPass, debug_pass
-from tracelens.analysis.detectors.health import failures, faults, pd_bootstrap_stuck, startup
+from tracelens.analysis.detectors.health import failures, faults, startup
 from tracelens.analysis.detectors.hidden_states import aux_counts, fc_width, norms, shapes
+from tracelens.analysis.detectors.pd_queues import pd_bootstrap_stuck, pd_decode_stuck
 from tracelens.analysis.detectors.performance import (
     acceptance,
     change_points,
@@ -40,6 +41,7 @@ DETECTORS: tuple[Callable[[Context], list[Finding]], ...] = (
     faults,
     failures,
     pd_bootstrap_stuck,
+    pd_decode_stuck,
     spec_curves,
     spec_depth_wasted,
     position_regressed,

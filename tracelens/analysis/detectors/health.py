@@ -11,7 +11,6 @@ from tracelens.analysis.chain import ranks_text
 from tracelens.analysis.detectors.context import Context
 from tracelens.analysis.findings import Finding, Severity
 from tracelens.analysis.runs import RUN_KEY
-from tracelens.tables.frames import collect
 from tracelens.tables.schema import A, C, T
 
 SLOW_START_FACTOR = 1.5
@@ -213,71 +212,4 @@ def failures(ctx: Context) -> list[Finding]:
                 [linked.line, *linked.explained_lines[:2]],
             )
         )
-    return out
-
-
-# A prefill node of PD disaggregation prints its bootstrap queue as `#prealloc-req` on its prefill batch
-# lines (SGLang's `log_prefill_stats`, prefill mode; a decode node prints its own on decode lines): the
-# requests that wait for the decode side to take their KV, which a working pair does in milliseconds. A
-# queue that never falls over the rank's last batch lines and ends higher, while none waits to be
-# prefilled: requests go in and none is handed off.
-PD_STUCK_LINES = 5  # batch lines: a trend, not two samples
-PD_STUCK_MIN = 16  # requests held at the end: more than a handshake in progress
-_PD_RANK = [*RUN_KEY, C.DP, C.TP]
-PD_STUCK_FIX = (
-    "the decode side takes no request: check that the decode node is up and reaches this one on the "
-    "bootstrap port (--disaggregation-bootstrap-port), that the router pairs the two, and the decode "
-    "node's log (its pre-allocation queue, a full KV pool, transfer errors)"
-)
-
-
-def pd_bootstrap_stuck(ctx: Context) -> list[Finding]:
-    """A prefill node whose bootstrap queue grows to the log's end with nothing left to prefill."""
-    rows = collect(
-        ctx.tables.scan(T.BATCHES)
-        .filter((pl.col(C.PHASE) == "prefill") & pl.col(C.PREALLOC_REQ).is_not_null())
-        .select(*_PD_RANK, C.LINE_NO, C.TS, C.PREALLOC_REQ, pl.col(C.QUEUE_REQ).fill_null(0))
-    )
-    if not rows.height:
-        return []
-    ranked = rows.with_columns(pl.col(C.DP, C.TP).fill_null(-1)).sort(C.LINE_NO)
-    # the stretch after each rank's last drop of the queue: its tail, where the queue only grew
-    drop = pl.col(C.PREALLOC_REQ).diff().over(_PD_RANK) < 0
-    since = pl.when(drop).then(pl.col(C.LINE_NO)).otherwise(0).cum_max().over(_PD_RANK)
-    tails = (
-        ranked.with_columns(since.alias("since"))
-        .filter(pl.col(C.LINE_NO) >= pl.col("since"))
-        .group_by(_PD_RANK, maintain_order=True)
-        .agg(
-            pl.len().alias("n"),
-            pl.col(C.PREALLOC_REQ).first().alias("first"),
-            pl.col(C.PREALLOC_REQ).last().alias("last"),
-            pl.col(C.QUEUE_REQ).last().alias("queued"),
-            pl.col(C.LINE_NO).first().alias("from_line"),
-            pl.col(C.LINE_NO).last().alias("to_line"),
-            pl.col(C.TS).first().alias("since_ts"),
-        )
-        .filter(
-            (pl.col("n") >= PD_STUCK_LINES)
-            & (pl.col("last") >= PD_STUCK_MIN)
-            & (pl.col("last") > pl.col("first"))
-            & (pl.col("queued") == 0)
-        )
-        .unique(RUN_KEY, keep="first", maintain_order=True)  # one finding per run: its first such rank
-    )
-    out = []
-    for row in tails.to_dicts():
-        found = ctx.finding(
-            Severity.ERROR,
-            "pd-bootstrap-stuck",
-            row[C.SOURCE],
-            row[C.RUN],
-            row["since_ts"],
-            f"prefill node stuck: {row['last']} requests wait for the decode side ({row['first']} -> "
-            f"{row['last']}). Its bootstrap queue (#prealloc-req) grew over {row['n']} batch lines and "
-            "handed none off",
-            [row["from_line"], row["to_line"]],
-        )
-        found.fix = PD_STUCK_FIX
-        out.append(found)
     return out
