@@ -42,6 +42,9 @@ WRAPPER_PATTERN = (
     r"(?:\d+ )?(?:(?:stdout|stderr)(?: [FP])?:? )?"
     # a CI runner's bracketed stamp (Buildkite: `[2025-12-15T20:35:11Z] `)
     r"|\[\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)\] "
+    # torch's per-rank prefix on each line of a rank's uncaught exception (`[rank0]: Traceback ...`);
+    # its glog lines (`[rank4]:[W208 ...`, no space) are the c10d format's and keep it
+    r"|\[rank\d+\]: "
     r")+"
 )
 # Another process's output spliced in front of an SGLang record (`ml-h2[2025-06-03 20:04:36] INFO: ...`,
