@@ -93,6 +93,28 @@ FAILURES: tuple[Failure, ...] = (
         "one request failed inside the server: the traceback below it names the handler",
     ),
     Failure(
+        # NIXL moves the KV cache over UCX: UCX's own error lines, and the blocks a prefill node
+        # released because no decode worker read them (SGLang's and vLLM's NIXL connectors alike)
+        "nixl-transfer",
+        "KV cache transfer failed over NIXL / UCX (PD disaggregation)",
+        "NIXL",
+        _E,
+        r"\bUCX\s+ERROR\b|Releasing expired KV blocks for request",
+        (
+            "[1784621081.896649] [kimi-k2-7-disagg-on-sp-v1-prefill-92c6hc-07210529-x04q3qgn-pod:537  :1]       "
+            "srd_iface.c:221  UCX  ERROR send completion[0] with error on rdmap132s0/0x55cf4425cfb0: Work Request "
+            "Flushed Error, vendor_err 0x1 wr_id 0x7f8b20022480",
+            "[1749803291.555759] [vllm-lmcache-zxy-977866c79-jxjnw:7053 :0]          tcp_ep.c:1260 UCX  ERROR "
+            "tcp_ep 0x3c502370 (state=CONNECTED): send(110) failed: Input/output error",
+            "(APIServer pid=32) (EngineCore_0 pid=296) (VllmWorker TP0 pid=302) WARNING 09-07 11:25:27 "
+            "[nixl_connector.py:1049] Releasing expired KV blocks for request cmpl-9258f785-7c6f-4b9b-bf83-"
+            "9170fd2a0081-0 which were retrieved by 0 decode worker(s) within 120 seconds.",
+        ),
+        "the KV transfer between prefill and decode fails: check that the decode side is up and reaches this "
+        "node, the UCX transport (UCX_TLS, UCX_NET_DEVICES: the RDMA devices both nodes use), and that both "
+        "sides run the same NIXL version",
+    ),
+    Failure(
         "router-log",
         "a router's log",
         "router",
