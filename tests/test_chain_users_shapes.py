@@ -59,3 +59,77 @@ def test_kv_blocks_no_decode_worker_fetched_are_a_failed_transfer() -> None:
     verdict = only(run(lines))
     assert verdict.status == "degraded", verdict.headline
     assert verdict.causes == ["nixl-transfer"], verdict.causes
+
+
+def test_a_rank_that_reports_another_ranks_failure_gives_way_to_that_failure() -> None:
+    # gloo's monitoredBarrier on rank 3 says rank 0 failed: rank 0's own error, when in the log, is the cause
+    barrier = (
+        "[rank3]:[E421 04:13:43.426633564 ProcessGroupGloo.cpp:143] Rank 3 successfully reached "
+        "monitoredBarrier, but received errors while waiting for send/recv from rank 0. Please check rank 0 "
+        "logs for faulty rank."
+    )
+    oom = [
+        "[2025-04-21 04:13:40 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/sglang/srt/managers/scheduler.py", line 2056, in run_scheduler_process',
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.",
+    ]
+    assert broken([*oom, barrier]).causes == ["oom"]
+    # alone, the waiting rank's report is the cause, said as another rank's failure
+    verdict = broken(["[2025-04-21 04:13:30 TP3] Load weight begin. avail mem=70.00 GB", barrier])
+    assert verdict.causes == ["peer-failed"], verdict.headline
+    assert "another rank failed" in verdict.headline
+
+
+def test_ranks_that_finished_loading_while_another_did_not_are_waiting_on_it() -> None:
+    head = "Scheduler hit an exception: Traceback (most recent call last):"
+    frame = '  File "/sglang/srt/model_executor/model_runner.py", line 849, in load_model'
+    waited = (
+        "ValueError: TP rank {} could finish the model loading, but there are other ranks that didn't finish "
+        "loading. It is likely due to unexpected failures (e.g., OOM) or a slow node."
+    )
+    lines = [f"[2025-12-04 07:44:24 TP{rank}] {head}\n{frame}\n{waited.format(rank)}" for rank in (1, 2)]
+    verdict = broken("\n".join(lines).split("\n"))
+    assert verdict.causes == ["peer-failed"], verdict.headline
+    assert verdict.fix and "other" in verdict.fix
+
+
+def test_workers_that_miss_the_engines_rpc_deadline_are_a_hang() -> None:
+    lead = "ERROR 09-06 04:14:11 [core.py:640]"
+    lines = [
+        "INFO 09-06 04:10:00 [loggers.py:123] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation "
+        "throughput: 310.2 tokens/s, Running: 12 reqs, Waiting: 0 reqs, GPU KV cache usage: 3.1%",
+        f"{lead} EngineCore encountered a fatal error.",
+        f"{lead} Traceback (most recent call last):",
+        f'{lead}   File "/vllm/v1/executor/multiproc_executor.py", line 243, in collective_rpc',
+        f'{lead}     raise TimeoutError(f"RPC call to {{method}} timed out.") from e',
+        f"{lead} TimeoutError: RPC call to execute_model timed out.",
+    ]
+    verdict = broken(lines)
+    assert verdict.causes == ["worker-rpc-timeout"], verdict.headline
+    assert verdict.headline.startswith("hung"), verdict.headline
+
+
+def test_a_gpu_whose_memory_another_process_holds_says_so() -> None:
+    lead = "(EngineCore_0 pid=1810465) ERROR 09-03 11:03:37 [core.py:712]"
+    lines = [
+        f'{lead}   File "/vllm/v1/worker/gpu_worker.py", line 180, in init_device',
+        f"{lead}     raise ValueError(",
+        f"{lead} ValueError: Free memory on device (7.34/139.72 GiB) on startup is less than desired GPU memory "
+        "utilization (0.9, 125.75 GiB). Decrease GPU memory utilization or reduce GPU memory used by other "
+        "processes.",
+    ]
+    verdict = broken(lines)
+    assert verdict.causes == ["gpu-memory-in-use"], verdict.headline
+    assert verdict.fix and "--gpu-memory-utilization" in verdict.fix
+
+
+def test_a_routers_errors_from_its_workers_degrade_it() -> None:
+    lines = [
+        "2025-09-04 07:15:20 INFO sglang_router_rs::server: src/server.rs:261: Starting router on 0.0.0.0:30000",
+        "2025-09-04 07:15:26 ERROR http_request{method=POST uri=/v1/completions version=HTTP/1.1}: "
+        "sglang_router_rs::routers::pd_router: src/routers/pd_router.rs:565: Decode server returned error "
+        "status decode_url=http://10.160.1.22:50000 status=500 Internal Server Error",
+    ]
+    verdict = only(run(lines))
+    assert verdict.status == "degraded", verdict.headline
+    assert verdict.causes == ["router-upstream-error"], verdict.causes

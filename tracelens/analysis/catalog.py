@@ -115,6 +115,24 @@ FAILURES: tuple[Failure, ...] = (
         "sides run the same NIXL version",
     ),
     Failure(
+        # a router's own errors: the worker it sent a request to answered an error (SGLang's Rust router)
+        "router-upstream-error",
+        "a router's worker answered an error",
+        "router",
+        _E,
+        r"server returned error status|request failed with server error",
+        (
+            "2025-09-04 07:15:26 ERROR http_request{method=POST uri=/v1/completions version=HTTP/1.1}: "
+            "sglang_router_rs::routers::pd_router: src/routers/pd_router.rs:565: Decode server returned error "
+            "status decode_url=http://10.160.1.22:50000 status=500 Internal Server Error",
+            "2025-09-04 07:15:26 ERROR http_request{method=POST uri=/v1/completions version=HTTP/1.1 "
+            "request_id=cmpl-hvNcVSx9FaPb13dmSHtom1fF status=500 Internal Server Error latency=2.041450065s}: "
+            "sglang_router_rs::response: src/middleware.rs:159: request failed with server error",
+        ),
+        "the workers behind the router fail requests: the log of the worker named (a prefill or decode node) "
+        "says why",
+    ),
+    Failure(
         "router-log",
         "a router's log",
         "router",

@@ -423,4 +423,51 @@ FATAL: tuple[Failure, ...] = (
         ("RuntimeError: CUDA error: invalid argument",),
         "rerun with CUDA_LAUNCH_BLOCKING=1 to find the failing call",
     ),
+    Failure(
+        # a rank that reports another rank's failure (gloo's monitoredBarrier, SGLang's load barrier): the
+        # other rank's own error, when the log holds it, is the cause
+        "peer-failed",
+        "another rank failed (this rank waited on it)",
+        "torch.distributed",
+        _F,
+        r"received errors while waiting for send/recv from rank \d+|failed to pass monitoredBarrier|"
+        r"could finish the model loading, but there are other ranks that didn't finish loading",
+        (
+            "[rank3]:[E421 04:13:43.426633564 ProcessGroupGloo.cpp:143] Rank 3 successfully reached "
+            "monitoredBarrier, but received errors while waiting for send/recv from rank 0. Please check rank 0 "
+            "logs for faulty rank.",
+            "[E ProcessGroupGloo.cpp:138] [Rank 0]: Rank 2 failed to pass monitoredBarrier in 30000 ms",
+            "ValueError: TP rank 1 could finish the model loading, but there are other ranks that didn't finish "
+            "loading. It is likely due to unexpected failures (e.g., OOM) or a slow node.",
+        ),
+        "another rank (or node) stopped first: its own log names the cause (an out-of-memory, a crash, a node "
+        "still loading its weights); read the first error of the rank named, on every node",
+        waits=True,
+    ),
+    Failure(
+        # vLLM's engine gives its workers a deadline for each call: a worker that misses it is stuck
+        "worker-rpc-timeout",
+        "vLLM workers did not answer the engine's call in time (RPC timed out)",
+        "vLLM",
+        _F,
+        r"RPC call to \w+ timed out",
+        ("TimeoutError: RPC call to execute_model timed out.",),
+        "a worker is stuck in a call (often a collective or a kernel): py-spy dump the worker processes; the "
+        "lines before the timeout show what the engine last ran",
+        hangs=True,
+    ),
+    Failure(
+        "gpu-memory-in-use",
+        "GPU memory already held by another process",
+        "CUDA",
+        _F,
+        r"Free memory on device .* is less than desired GPU memory utilization",
+        (
+            "ValueError: Free memory on device (7.34/139.72 GiB) on startup is less than desired GPU memory "
+            "utilization (0.9, 125.75 GiB). Decrease GPU memory utilization or reduce GPU memory used by other "
+            "processes.",
+        ),
+        "another process holds this GPU's memory (an earlier server still running?): free the GPU (nvidia-smi "
+        "shows who holds it), or lower --gpu-memory-utilization to the share that is free",
+    ),
 )
