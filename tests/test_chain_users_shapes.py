@@ -133,3 +133,24 @@ def test_a_routers_errors_from_its_workers_degrade_it() -> None:
     verdict = only(run(lines))
     assert verdict.status == "degraded", verdict.headline
     assert verdict.causes == ["router-upstream-error"], verdict.causes
+
+
+def test_one_streamed_requests_failure_in_vllms_api_server_does_not_break_it() -> None:
+    lead = "(APIServer pid=27525) ERROR 08-06 23:25:57 [serving_chat.py:1001]"
+    lines = [
+        "(APIServer pid=27525) INFO 08-06 23:25:50 [loggers.py:123] Engine 000: Avg prompt throughput: 0.0 "
+        "tokens/s, Avg generation throughput: 25.5 tokens/s, Running: 16 reqs, Waiting: 0 reqs, GPU KV cache "
+        "usage: 0.1%, Prefix cache hit rate: 73.8%",
+        f"{lead} Error in chat completion stream generator.",
+        f"{lead} Traceback (most recent call last):",
+        f'{lead}   File "/vllm/entrypoints/openai/serving_chat.py", line 642, in chat_completion_stream_generator',
+        f"{lead}     harmony_parser.process(token_id)",
+        f'{lead} openai_harmony.HarmonyError: unexpected tokens remaining in message header: ["commentary"]',
+        '(APIServer pid=27525) INFO:     127.0.0.1:34650 - "POST /v1/chat/completions HTTP/1.1" 200 OK',
+    ]
+    verdict = only(run(lines))
+    assert verdict.status == "degraded", verdict.headline
+    assert verdict.causes == ["request-error"], verdict.causes
+    # the engine's own death seen from the API server stays what it is
+    dead = [*lines[:3], f"{lead} vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue."]
+    assert only(run(dead)).status == "broken"

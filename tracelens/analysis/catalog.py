@@ -133,6 +133,18 @@ FAILURES: tuple[Failure, ...] = (
         "says why",
     ),
     Failure(
+        # vLLM's API server logs a request that failed in its handler under its own head line: the traceback
+        # below it is that request's (`request_scope`)
+        "request-error",
+        "request failed in the API server",
+        "API server",
+        _E,
+        r"^Error in [\w ]*stream generator\.?$|^Error in preprocessing prompt inputs",
+        ("Error in chat completion stream generator.", "Error in preprocessing prompt inputs"),
+        "one request failed in the API server's handler: the traceback below it names the step (a parser, a "
+        "template, the request's own arguments)",
+    ),
+    Failure(
         "router-log",
         "a router's log",
         "router",

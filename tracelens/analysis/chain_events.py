@@ -9,6 +9,7 @@ import polars as pl
 
 from tracelens.analysis.catalog import FAILURES, Weight
 from tracelens.analysis.crash_text import CUT_TRACEBACK, TRACEBACK_HEAD
+from tracelens.analysis.request_scope import as_requests
 from tracelens.tables.exceptions import EXCEPTION_LINE_PATTERN
 from tracelens.tables.first_match import first_match
 from tracelens.tables.frames import Tables, collect
@@ -266,21 +267,9 @@ def events(tables: Tables) -> pl.DataFrame:
     # other exception lines are that thread's, not the server's.
     noisy = pl.col(CODE).is_in(NOISE).any().over(C.SOURCE, C.RECORD)
     coded = coded.filter(~noisy | pl.col(CODE).is_in(NOISE))
-    # The traceback right after uvicorn's `Exception in ASGI application` is one request's: its
-    # exception failed that request, not the server.
-    asgi = coded.filter(pl.col(CODE) == "asgi-error").select(
-        C.SOURCE, (pl.col(C.LINE_NO) + 1).alias(C.RECORD), pl.lit(True).alias("_asgi")
-    )
-    coded = (
-        coded.join(asgi.unique(), on=[C.SOURCE, C.RECORD], how="left")
-        .with_columns(
-            pl.when(pl.col("_asgi").fill_null(False) & (pl.col(CODE) == GENERIC))
-            .then(pl.lit("asgi-error"))
-            .otherwise(pl.col(CODE))
-            .alias(CODE)
-        )
-        .drop("_asgi")
-    )
+    # The traceback right after a request handler's head line (uvicorn's `Exception in ASGI application`,
+    # vLLM's `Error in chat completion stream generator.`) is one request's: it failed that request.
+    coded = as_requests(rows, coded, CODE, TEXT, IN_TRACEBACK, GENERIC)
     stops = collect(
         tables.scan(T.LIFECYCLE)
         .filter(pl.col(C.EVENT) == "shutdown")
