@@ -154,3 +154,26 @@ def test_one_streamed_requests_failure_in_vllms_api_server_does_not_break_it() -
     # the engine's own death seen from the API server stays what it is
     dead = [*lines[:3], f"{lead} vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue."]
     assert only(run(dead)).status == "broken"
+
+
+def test_a_ray_workers_exception_is_the_cause_not_the_ray_wrapper_that_carries_it() -> None:
+    lead = "[2026-02-24T20:21:58Z] (EngineCore_DP0 pid=6940)"
+    wrapper = [
+        f'{lead}   File "/usr/local/lib/python3.12/dist-packages/ray/_private/worker.py", line 958, in get_objects',
+        f"{lead}     raise value.as_instanceof_cause()",
+        f"{lead} ray.exceptions.RayTaskError(ValueError): ray::RayWorkerWrapper.execute_method() (pid=7106, "
+        "ip=192.168.10.10, actor_id=ad5a2b63ebdb1b232073aa1b03000000)",
+        f'{lead}   File "/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/worker_base.py", line 341, in '
+        "execute_method",
+        f"{lead}     raise e",
+    ]
+    carried = (
+        f"{lead} ValueError: Free memory on device (19.77/22.05 GiB) on startup is less than desired GPU memory "
+        "utilization (0.9, 19.84 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes."
+    )
+    verdict = broken([*wrapper, carried])
+    assert verdict.causes == ["gpu-memory-in-use"], verdict.headline
+    # cut before the worker's own exception line: the wrapper is what is left, said as such
+    alone = broken(wrapper)
+    assert alone.causes == ["ray-task-error"], alone.headline
+    assert "RAY_CGRAPH_get_timeout" not in (alone.fix or "")

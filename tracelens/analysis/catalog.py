@@ -216,6 +216,22 @@ FAILURES: tuple[Failure, ...] = (
             "Child process unexpectedly failed with exitcode=1. pid=4321",
         ),
     ),
+    Failure(
+        # Ray hands the driver a worker's exception wrapped (`RayTaskError(ValueError): ray::...`); the worker's
+        # own traceback follows it, and its exception line is the failure
+        "ray-task-error",
+        "a Ray worker's exception, carried to the engine (RayTaskError)",
+        "Ray",
+        _C,
+        r"RayTaskError\(\w+\)",
+        (
+            "ray.exceptions.RayTaskError(ValueError): ray::RayWorkerWrapper.execute_method() (pid=7106, "
+            "ip=192.168.10.10, actor_id=ad5a2b63ebdb1b232073aa1b03000000, repr=<vllm.v1.executor.ray_utils."
+            "RayWorkerWrapper object at 0x7f9440a4fc80>)",
+        ),
+        "a Ray worker raised it: its own exception line, at the end of the traceback under this line (or in "
+        "that node's log, at the pid and ip named), is the failure",
+    ),
 )
 
 CODES = {f.code: f for f in FAILURES}

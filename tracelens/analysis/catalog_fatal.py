@@ -260,7 +260,8 @@ FATAL: tuple[Failure, ...] = (
         "Ray error",
         "Ray",
         _F,
-        r"RayChannelTimeoutError|RayTaskError|ActorDiedError|RaySystemError|"
+        # `RayTaskError(ValueError)` carries a worker's own exception: `ray-task-error`, a consequence
+        r"RayChannelTimeoutError|RayTaskError(?:$|[^(])|ActorDiedError|RaySystemError|"
         r"The actor died unexpectedly|raylet .*died",
         (
             "ray.exceptions.RayChannelTimeoutError: System error: If the execution is expected to take a long "
