@@ -177,3 +177,24 @@ def test_a_ray_workers_exception_is_the_cause_not_the_ray_wrapper_that_carries_i
     alone = broken(wrapper)
     assert alone.causes == ["ray-task-error"], alone.headline
     assert "RAY_CGRAPH_get_timeout" not in (alone.fix or "")
+
+
+def test_the_kernels_oom_killer_is_host_memory_not_the_gpus() -> None:
+    lines = [
+        "[ 2448.628961] oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=user.slice,mems_allowed=0,"
+        "global_oom,task_memcg=/user.slice/user-1000.slice/session-4.scope,task=cicc,pid=16014,uid=1000",
+        "[ 2448.628970] Out of memory: Killed process 16014 (cicc) total-vm:3069420kB, anon-rss:2111980kB, "
+        "file-rss:2412kB, shmem-rss:0kB, UID:1000 pgtables:5204kB oom_score_adj:0",
+    ]
+    verdict = broken(lines)
+    assert verdict.causes == ["host-oom"], verdict.headline
+    assert "GPU" not in verdict.headline and verdict.fix and "--mem-fraction-static" not in verdict.fix
+
+
+def test_a_deepep_timeout_waits_on_the_rank_that_failed_first() -> None:
+    head = "TpModelWorkerClient hit an exception: Traceback (most recent call last):"
+    frame = '  File "/sgl-workspace/sglang/python/sglang/srt/managers/tp_worker_overlap_thread.py", line 118, in x'
+    timeout = [f"[2025-05-29 02:52:38 TP0] {head}", frame, "RuntimeError: DeepEP error: CPU recv timeout"]
+    assert broken(timeout).causes == ["deepep-timeout"]
+    oom = [f"[2025-05-29 02:52:30 TP3] {head}", frame, "torch.OutOfMemoryError: CUDA out of memory."]
+    assert broken([*timeout, *oom]).causes == ["oom"]

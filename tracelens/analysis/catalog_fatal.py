@@ -40,6 +40,23 @@ FATAL: tuple[Failure, ...] = (
         "loaded, NVSHMEM_HCA_LIST / NVSHMEM_IB_ENABLE_IBGDA set for this NIC; or run without DeepEP",
     ),
     Failure(
+        # the kernel's OOM killer (dmesg): host memory, not the GPU's; before `oom`, whose `out of memory:`
+        # would take its line
+        "host-oom",
+        "host out of memory (the kernel's OOM killer)",
+        "kernel",
+        _F,
+        r"Out of memory: Killed process|invoked oom-killer|oom-kill:constraint=|Memory cgroup out of memory",
+        (
+            "[ 2448.628970] Out of memory: Killed process 16014 (cicc) total-vm:3069420kB, anon-rss:2111980kB, "
+            "file-rss:2412kB, shmem-rss:0kB, UID:1000 pgtables:5204kB oom_score_adj:0",
+            "[ 2457.202332] VLLM::EngineCor invoked oom-killer: gfp_mask=0x140cca(GFP_HIGHUSER_MOVABLE|__GFP_COMP), "
+            "order=0, oom_score_adj=0",
+        ),
+        "the host ran out of RAM and the kernel killed a process: give the host or container more memory, or use "
+        "less of it (fewer parallel compile jobs with MAX_JOBS, less CPU offload or swap space, fewer workers)",
+    ),
+    Failure(
         "oom",
         "GPU out of memory",
         "CUDA",
@@ -470,5 +487,20 @@ FATAL: tuple[Failure, ...] = (
         ),
         "another process holds this GPU's memory (an earlier server still running?): free the GPU (nvidia-smi "
         "shows who holds it), or lower --gpu-memory-utilization to the share that is free",
+    ),
+    Failure(
+        # DeepEP's all-to-all gives up on a rank that does not answer: a wait on that rank
+        "deepep-timeout",
+        "DeepEP all-to-all timed out waiting on other ranks",
+        "DeepEP",
+        _F,
+        r"DeepEP error: (?:CPU recv )?timeout",
+        (
+            "RuntimeError: DeepEP error: CPU recv timeout",
+            "RuntimeError: DeepEP error: timeout (dispatch CPU)",
+        ),
+        "a rank stopped answering DeepEP's dispatch/combine: the other ranks' or nodes' first error is the "
+        "cause; at start-up one rank still compiling kernels (DeepGEMM's JIT) does it: precompile them",
+        waits=True,
     ),
 )
