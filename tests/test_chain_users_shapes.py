@@ -198,3 +198,17 @@ def test_a_deepep_timeout_waits_on_the_rank_that_failed_first() -> None:
     assert broken(timeout).causes == ["deepep-timeout"]
     oom = [f"[2025-05-29 02:52:30 TP3] {head}", frame, "torch.OutOfMemoryError: CUDA out of memory."]
     assert broken([*timeout, *oom]).causes == ["oom"]
+
+
+def test_log_lines_quoted_as_markdown_list_items_are_read() -> None:
+    # an issue's log quoted as a list: `> - <ISO stamp> <vLLM line>`, or a bare `- <ISO stamp> ...`
+    lead = "2024-06-22T20:16:34.700+00:00 ERROR 06-22 20:16:34 async_llm_engine.py:52]"
+    body = [
+        f'{lead}   File "/usr/local/lib/python3.10/dist-packages/vllm/engine/async_llm_engine.py", line 532, in '
+        "run_engine_loop",
+        f"{lead}     has_requests_in_progress = await asyncio.wait_for(",
+        f"{lead} asyncio.exceptions.TimeoutError",
+    ]
+    for marker in ("> - ", "- ", "> * "):
+        verdict = broken([marker + line for line in body])
+        assert "TimeoutError" in verdict.headline, (marker, verdict.headline)
