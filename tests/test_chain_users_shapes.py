@@ -212,3 +212,16 @@ def test_log_lines_quoted_as_markdown_list_items_are_read() -> None:
     for marker in ("> - ", "- ", "> * "):
         verdict = broken([marker + line for line in body])
         assert "TimeoutError" in verdict.headline, (marker, verdict.headline)
+
+
+def test_a_rocm_gpu_fault_is_the_cause_and_the_abort_its_consequence() -> None:
+    lines = [
+        "[2026-04-13 10:02:11 TP0] Decode batch, #running-req: 3, #token: 5312, token usage: 0.01, cuda graph: "
+        "True, gen throughput (token/s): 88.41, #queue-req: 0,",
+        ":0:rocdevice.cpp            :3586: 1183357978 us:  Callback: Queue 0x7f35e8100000 aborting with error : "
+        "HSA_STATUS_ERROR_EXCEPTION: An HSAIL operation resulted in a hardware exception. code: 0x1016",
+        "Fatal Python error: Aborted",
+    ]
+    verdict = broken(lines)
+    assert verdict.causes == ["hsa-exception"], verdict.headline
+    assert "process aborted (core dumped)" in verdict.explains

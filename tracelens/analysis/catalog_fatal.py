@@ -503,4 +503,23 @@ FATAL: tuple[Failure, ...] = (
         "cause; at start-up one rank still compiling kernels (DeepGEMM's JIT) does it: precompile them",
         waits=True,
     ),
+    Failure(
+        # ROCm's runtime reports a GPU kernel fault as an HSA status (its memory-aperture form is an illegal
+        # memory access, above); torch sees it later as `unspecified launch failure`, the process aborts
+        "hsa-exception",
+        "GPU kernel fault on ROCm (HSA exception)",
+        "HIP",
+        _F,
+        r"HSA_STATUS_ERROR_\w+",
+        (
+            ":0:rocdevice.cpp            :3586: 1183357978 us:  Callback: Queue 0x7f35e8100000 aborting with error "
+            ": HSA_STATUS_ERROR_EXCEPTION: An HSAIL operation resulted in a hardware exception. code: 0x1016",
+            "HSA_STATUS_ERROR_EXCEPTION:",
+        ),
+        "a kernel faulted on the GPU: rerun with AMD_SERIALIZE_KERNEL=3 to find it; try --disable-cuda-graph or "
+        "another --attention-backend to narrow it down, and a newer ROCm / AITER (graph-capture faults of ROCm "
+        "runtimes up to 7.2.0 are known)",
+        vllm_fix="a kernel faulted on the GPU: rerun with AMD_SERIALIZE_KERNEL=3 to find it; try --enforce-eager "
+        "(no graphs) or " + VLLM_ATTN + ", and a newer ROCm / AITER",
+    ),
 )
