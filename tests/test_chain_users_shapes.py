@@ -225,3 +225,23 @@ def test_a_rocm_gpu_fault_is_the_cause_and_the_abort_its_consequence() -> None:
     verdict = broken(lines)
     assert verdict.causes == ["hsa-exception"], verdict.headline
     assert "process aborted (core dumped)" in verdict.explains
+
+
+def test_a_bare_timeout_waiting_on_the_workers_broadcast_is_a_hang() -> None:
+    # older vLLM raises a bare TimeoutError when its workers' shared-memory queue gives no answer
+    lead = "ERROR 08-07 07:04:32 [core.py:588]"
+    lines = [
+        "INFO 08-07 07:00:00 [loggers.py:116] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation "
+        "throughput: 55.2 tokens/s, Running: 4 reqs, Waiting: 0 reqs, GPU KV cache usage: 1.1%",
+        f"{lead} EngineCore encountered a fatal error.",
+        f"{lead} Traceback (most recent call last):",
+        f'{lead}   File "/vllm-workspace/vllm/vllm/distributed/device_communicators/shm_broadcast.py", line 469, '
+        "in acquire_read",
+        f"{lead}     raise TimeoutError",
+        f"{lead} TimeoutError",
+    ]
+    verdict = broken(lines)
+    assert verdict.causes == ["worker-rpc-timeout"], verdict.headline
+    # a TimeoutError of other frames stays what it is
+    other = [*lines[:3], f'{lead}   File "/x/vllm/v1/engine/core.py", line 9, in step', f"{lead} TimeoutError"]
+    assert broken(other).causes != ["worker-rpc-timeout"]

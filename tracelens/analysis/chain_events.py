@@ -9,6 +9,7 @@ import polars as pl
 
 from tracelens.analysis.catalog import FAILURES, Weight
 from tracelens.analysis.crash_text import CUT_TRACEBACK, TRACEBACK_HEAD
+from tracelens.analysis.frame_rules import by_frames
 from tracelens.analysis.request_scope import as_requests
 from tracelens.tables.exceptions import EXCEPTION_LINE_PATTERN
 from tracelens.tables.first_match import first_match
@@ -270,6 +271,8 @@ def events(tables: Tables) -> pl.DataFrame:
     # The traceback right after a request handler's head line (uvicorn's `Exception in ASGI application`,
     # vLLM's `Error in chat completion stream generator.`) is one request's: it failed that request.
     coded = as_requests(rows, coded, CODE, TEXT, IN_TRACEBACK, GENERIC)
+    # an unknown exception some of whose frames name the failure (a bare TimeoutError of vLLM's worker queue)
+    coded = by_frames(rows, coded, CODE, TEXT, IN_TRACEBACK, GENERIC)
     stops = collect(
         tables.scan(T.LIFECYCLE)
         .filter(pl.col(C.EVENT) == "shutdown")

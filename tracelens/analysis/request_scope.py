@@ -33,29 +33,7 @@ def as_requests(
     if not heads.height:
         return coded
     heads = heads.unique([C.SOURCE, "_at"], keep="first")
-    lines = (
-        rows.filter(pl.col(in_traceback))
-        .select(C.SOURCE, C.LINE_NO, C.RECORD, text)
-        .unique([C.SOURCE, C.LINE_NO], keep="first")
-        .sort(C.SOURCE, C.LINE_NO)
-        .join(
-            heads.rename({"_at": C.LINE_NO}).select(C.SOURCE, C.LINE_NO, pl.lit(True).alias("_is_head")),
-            on=[C.SOURCE, C.LINE_NO],
-            how="left",
-        )
-    )
-    chained = pl.any_horizontal(
-        pl.col(text).shift(k).over(C.SOURCE).str.contains(_CHAINED, literal=True).fill_null(False)
-        for k in (1, 2, 3)
-    )
-    anew = pl.col(text).str.contains(TRACEBACK_HEAD, literal=True) & ~chained
-    apart = (
-        (pl.col(C.LINE_NO).diff() != 1)
-        | (pl.col(C.SOURCE) != pl.col(C.SOURCE).shift())
-        | pl.col("_is_head").fill_null(False)
-        | (anew & ~pl.col("_is_head").shift(1).fill_null(False))
-    )
-    lines = lines.with_columns(apart.fill_null(True).cum_sum().alias("_stretch"))
+    lines = stretches(rows, text, in_traceback, heads.select(C.SOURCE, pl.col("_at").alias(C.LINE_NO)))
     starts = lines.group_by("_stretch").agg(pl.col(C.SOURCE).first(), pl.col(C.LINE_NO).min().alias("_at"))
     # a stretch owned by the head it starts on, or by the head on the line before it
     owners = pl.concat(
@@ -88,3 +66,37 @@ def as_requests(
         .unique()
     )
     return coded.join(told, on=[C.SOURCE, C.LINE_NO], how="anti").drop("_head", "_owner")
+
+
+def stretches(
+    rows: pl.DataFrame, text: str, in_traceback: str, breaks: pl.DataFrame | None = None
+) -> pl.DataFrame:
+    """The traceback lines of ``rows`` (source, line_no, record, ``text``), each with its `_stretch`: a run
+    of consecutive traceback lines of one source. A stretch also ends before a line of ``breaks`` (source,
+    line_no) and at a traceback that starts anew, not as the next link of one exception chain (two
+    processes' tracebacks printed one after the other are two stretches)."""
+    lines = (
+        rows.filter(pl.col(in_traceback))
+        .select(C.SOURCE, C.LINE_NO, C.RECORD, text)
+        .unique([C.SOURCE, C.LINE_NO], keep="first")
+        .sort(C.SOURCE, C.LINE_NO)
+    )
+    marked = breaks.select(C.SOURCE, C.LINE_NO, pl.lit(True).alias("_break")) if breaks is not None else None
+    lines = (
+        lines.join(marked, on=[C.SOURCE, C.LINE_NO], how="left")
+        if marked is not None
+        else lines.with_columns(pl.lit(None, pl.Boolean).alias("_break"))
+    )
+    chained = pl.any_horizontal(
+        pl.col(text).shift(k).over(C.SOURCE).str.contains(_CHAINED, literal=True).fill_null(False)
+        for k in (1, 2, 3)
+    )
+    anew = pl.col(text).str.contains(TRACEBACK_HEAD, literal=True) & ~chained
+    broken = pl.col("_break").fill_null(False)
+    apart = (
+        (pl.col(C.LINE_NO).diff() != 1)
+        | (pl.col(C.SOURCE) != pl.col(C.SOURCE).shift())
+        | broken
+        | (anew & ~broken.shift(1).fill_null(False))
+    )
+    return lines.with_columns(apart.fill_null(True).cum_sum().alias("_stretch")).drop("_break")
