@@ -245,3 +245,16 @@ def test_a_bare_timeout_waiting_on_the_workers_broadcast_is_a_hang() -> None:
     # a TimeoutError of other frames stays what it is
     other = [*lines[:3], f'{lead}   File "/x/vllm/v1/engine/core.py", line 9, in step', f"{lead} TimeoutError"]
     assert broken(other).causes != ["worker-rpc-timeout"]
+
+
+def test_a_ranks_exception_line_under_torchs_prefix_is_a_crash_of_that_rank() -> None:
+    # an excerpt with only the rank's last line (`[rank0]: AssertionError: ...`), no frames above it
+    lines = [
+        "INFO 07-13 02:56:20 llm_engine.py:100] Initializing an LLM engine (v0.5.1) with config: model='m'",
+        "[rank0]: AssertionError: 32768 is not divisible by 3",
+        "ERROR 07-13 02:56:30 multiproc_worker_utils.py:120] Worker VllmWorkerProcess pid 382811 died, exit "
+        "code: -15",
+    ]
+    verdict = broken(lines)
+    assert "AssertionError: 32768 is not divisible by 3" in verdict.headline, verdict.headline
+    assert "rank 0" in verdict.headline, verdict.headline

@@ -180,6 +180,9 @@ def _frames_stage() -> pl.Expr:
     return stage.drop_nulls().first()
 
 
+_RANK_OUTPUT = r"^\[rank(\d+)\]: "
+
+
 def _unparsed_rows(tables: Tables) -> pl.DataFrame:
     """Unparsed lines, each given the run whose start precedes it."""
     starts = tables[T.RUNS].select(C.SOURCE, C.RUN, pl.col(C.START_LINE).cast(pl.Int64)).sort(C.START_LINE)
@@ -188,6 +191,9 @@ def _unparsed_rows(tables: Tables) -> pl.DataFrame:
         return pl.DataFrame()
     above = pl.col(C.LINE_NO).shift(1).over(C.SOURCE) == pl.col(C.LINE_NO) - 1
     under_frame = (above & pl.col(TEXT).shift(1).over(C.SOURCE).str.contains(r"^\s+\S")).fill_null(False)
+    # torch's `[rankN]: ` prefix marks a rank's uncaught-exception output: its exception line is one even
+    # when the excerpt kept no frame above it
+    rank_output = pl.col(TEXT).str.extract(_RANK_OUTPUT, 1)
     return (
         lines.sort(C.LINE_NO)
         .join_asof(
@@ -204,11 +210,11 @@ def _unparsed_rows(tables: Tables) -> pl.DataFrame:
             C.RUN,
             C.LINE_NO,
             pl.lit(None, pl.Datetime("us")).alias(C.TS),
-            pl.lit(None, pl.Int32).alias(RANK),
-            TEXT,
+            rank_output.cast(pl.Int32, strict=False).alias(RANK),
+            pl.col(TEXT).str.replace(_RANK_OUTPUT, ""),
             # a traceback pasted without its `Traceback (most recent call last):` header: an exception
             # line right under an indented frame or source line is its exception line
-            under_frame.alias(IN_TRACEBACK),
+            (under_frame | rank_output.is_not_null()).alias(IN_TRACEBACK),
             pl.lit(None, pl.String).alias(C.COMPONENT),
             pl.col(C.LINE_NO).alias(C.RECORD),
         )
