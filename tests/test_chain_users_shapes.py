@@ -243,7 +243,11 @@ def test_a_bare_timeout_waiting_on_the_workers_broadcast_is_a_hang() -> None:
     verdict = broken(lines)
     assert verdict.causes == ["worker-rpc-timeout"], verdict.headline
     # a TimeoutError of other frames stays what it is
-    other = [*lines[:3], f'{lead}   File "/x/vllm/v1/engine/core.py", line 9, in step', f"{lead} TimeoutError"]
+    other = [
+        *lines[:3],
+        f'{lead}   File "/x/vllm/v1/engine/core.py", line 9, in step',
+        f"{lead} TimeoutError",
+    ]
     assert broken(other).causes != ["worker-rpc-timeout"]
 
 
