@@ -174,6 +174,8 @@ OTHER = st.sampled_from(
         "(VllmWorker rank=0 pid=1068781) ERROR 11-20 09:00:00 multiproc_executor.py:401] WorkerProc hit",
         "(EngineCore_0 pid=6) (VllmWorker TP0 pid=7) ERROR 11-20 09:00:00 [multiproc_executor.py:596] hit",
         "Nov 20 09:00:00 gpu-1 vllm[8052]: (APIServer pid=8052) INFO 11-20 09:00:00 [api_server.py:1880] up",
+        "> - 2026-11-20T09:00:00.700+00:00 ERROR 11-20 09:00:00 async_llm_engine.py:52] a quoted list item",
+        "[rank0]: Traceback (most recent call last):",
         "",
     ]
 )

@@ -93,6 +93,58 @@ FAILURES: tuple[Failure, ...] = (
         "one request failed inside the server: the traceback below it names the handler",
     ),
     Failure(
+        # NIXL moves the KV cache over UCX: UCX's own error lines, and the blocks a prefill node
+        # released because no decode worker read them (SGLang's and vLLM's NIXL connectors alike)
+        "nixl-transfer",
+        "KV cache transfer failed over NIXL / UCX (PD disaggregation)",
+        "NIXL",
+        _E,
+        r"\bUCX\s+ERROR\b|Releasing expired KV blocks for request",
+        (
+            "[1784621081.896649] [kimi-k2-7-disagg-on-sp-v1-prefill-92c6hc-07210529-x04q3qgn-pod:537  :1]       "
+            "srd_iface.c:221  UCX  ERROR send completion[0] with error on rdmap132s0/0x55cf4425cfb0: Work Request "
+            "Flushed Error, vendor_err 0x1 wr_id 0x7f8b20022480",
+            "[1749803291.555759] [vllm-lmcache-zxy-977866c79-jxjnw:7053 :0]          tcp_ep.c:1260 UCX  ERROR "
+            "tcp_ep 0x3c502370 (state=CONNECTED): send(110) failed: Input/output error",
+            "(APIServer pid=32) (EngineCore_0 pid=296) (VllmWorker TP0 pid=302) WARNING 09-07 11:25:27 "
+            "[nixl_connector.py:1049] Releasing expired KV blocks for request cmpl-9258f785-7c6f-4b9b-bf83-"
+            "9170fd2a0081-0 which were retrieved by 0 decode worker(s) within 120 seconds.",
+        ),
+        "the KV transfer between prefill and decode fails: check that the decode side is up and reaches this "
+        "node, the UCX transport (UCX_TLS, UCX_NET_DEVICES: the RDMA devices both nodes use), and that both "
+        "sides run the same NIXL version",
+    ),
+    Failure(
+        # a router's own errors: the worker it sent a request to answered an error (SGLang's Rust router)
+        "router-upstream-error",
+        "a router's worker answered an error",
+        "router",
+        _E,
+        r"server returned error status|request failed with server error",
+        (
+            "2025-09-04 07:15:26 ERROR http_request{method=POST uri=/v1/completions version=HTTP/1.1}: "
+            "sglang_router_rs::routers::pd_router: src/routers/pd_router.rs:565: Decode server returned error "
+            "status decode_url=http://10.160.1.22:50000 status=500 Internal Server Error",
+            "2025-09-04 07:15:26 ERROR http_request{method=POST uri=/v1/completions version=HTTP/1.1 "
+            "request_id=cmpl-hvNcVSx9FaPb13dmSHtom1fF status=500 Internal Server Error latency=2.041450065s}: "
+            "sglang_router_rs::response: src/middleware.rs:159: request failed with server error",
+        ),
+        "the workers behind the router fail requests: the log of the worker named (a prefill or decode node) "
+        "says why",
+    ),
+    Failure(
+        # vLLM's API server logs a request that failed in its handler under its own head line: the traceback
+        # below it is that request's (`request_scope`)
+        "request-error",
+        "request failed in the API server",
+        "API server",
+        _E,
+        r"^Error in [\w ]*stream generator\.?$|^Error in preprocessing prompt inputs",
+        ("Error in chat completion stream generator.", "Error in preprocessing prompt inputs"),
+        "one request failed in the API server's handler: the traceback below it names the step (a parser, a "
+        "template, the request's own arguments)",
+    ),
+    Failure(
         "router-log",
         "a router's log",
         "router",
@@ -163,6 +215,22 @@ FAILURES: tuple[Failure, ...] = (
             "terminate called after throwing an instance of 'c10::DistBackendError'",
             "Child process unexpectedly failed with exitcode=1. pid=4321",
         ),
+    ),
+    Failure(
+        # Ray hands the driver a worker's exception wrapped (`RayTaskError(ValueError): ray::...`); the worker's
+        # own traceback follows it, and its exception line is the failure
+        "ray-task-error",
+        "a Ray worker's exception, carried to the engine (RayTaskError)",
+        "Ray",
+        _C,
+        r"RayTaskError\(\w+\)",
+        (
+            "ray.exceptions.RayTaskError(ValueError): ray::RayWorkerWrapper.execute_method() (pid=7106, "
+            "ip=192.168.10.10, actor_id=ad5a2b63ebdb1b232073aa1b03000000, repr=<vllm.v1.executor.ray_utils."
+            "RayWorkerWrapper object at 0x7f9440a4fc80>)",
+        ),
+        "a Ray worker raised it: its own exception line, at the end of the traceback under this line (or in "
+        "that node's log, at the pid and ip named), is the failure",
     ),
 )
 

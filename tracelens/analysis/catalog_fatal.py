@@ -40,6 +40,23 @@ FATAL: tuple[Failure, ...] = (
         "loaded, NVSHMEM_HCA_LIST / NVSHMEM_IB_ENABLE_IBGDA set for this NIC; or run without DeepEP",
     ),
     Failure(
+        # the kernel's OOM killer (dmesg): host memory, not the GPU's; before `oom`, whose `out of memory:`
+        # would take its line
+        "host-oom",
+        "host out of memory (the kernel's OOM killer)",
+        "kernel",
+        _F,
+        r"Out of memory: Killed process|invoked oom-killer|oom-kill:constraint=|Memory cgroup out of memory",
+        (
+            "[ 2448.628970] Out of memory: Killed process 16014 (cicc) total-vm:3069420kB, anon-rss:2111980kB, "
+            "file-rss:2412kB, shmem-rss:0kB, UID:1000 pgtables:5204kB oom_score_adj:0",
+            "[ 2457.202332] VLLM::EngineCor invoked oom-killer: gfp_mask=0x140cca(GFP_HIGHUSER_MOVABLE|__GFP_COMP), "
+            "order=0, oom_score_adj=0",
+        ),
+        "the host ran out of RAM and the kernel killed a process: give the host or container more memory, or use "
+        "less of it (fewer parallel compile jobs with MAX_JOBS, less CPU offload or swap space, fewer workers)",
+    ),
+    Failure(
         "oom",
         "GPU out of memory",
         "CUDA",
@@ -260,7 +277,8 @@ FATAL: tuple[Failure, ...] = (
         "Ray error",
         "Ray",
         _F,
-        r"RayChannelTimeoutError|RayTaskError|ActorDiedError|RaySystemError|"
+        # `RayTaskError(ValueError)` carries a worker's own exception: `ray-task-error`, a consequence
+        r"RayChannelTimeoutError|RayTaskError(?:$|[^(])|ActorDiedError|RaySystemError|"
         r"The actor died unexpectedly|raylet .*died",
         (
             "ray.exceptions.RayChannelTimeoutError: System error: If the execution is expected to take a long "
@@ -422,5 +440,86 @@ FATAL: tuple[Failure, ...] = (
         r"CUDA error|CUDA driver error|cudaError\w+|no CUDA-capable device",
         ("RuntimeError: CUDA error: invalid argument",),
         "rerun with CUDA_LAUNCH_BLOCKING=1 to find the failing call",
+    ),
+    Failure(
+        # a rank that reports another rank's failure (gloo's monitoredBarrier, SGLang's load barrier): the
+        # other rank's own error, when the log holds it, is the cause
+        "peer-failed",
+        "another rank failed (this rank waited on it)",
+        "torch.distributed",
+        _F,
+        r"received errors while waiting for send/recv from rank \d+|failed to pass monitoredBarrier|"
+        r"could finish the model loading, but there are other ranks that didn't finish loading",
+        (
+            "[rank3]:[E421 04:13:43.426633564 ProcessGroupGloo.cpp:143] Rank 3 successfully reached "
+            "monitoredBarrier, but received errors while waiting for send/recv from rank 0. Please check rank 0 "
+            "logs for faulty rank.",
+            "[E ProcessGroupGloo.cpp:138] [Rank 0]: Rank 2 failed to pass monitoredBarrier in 30000 ms",
+            "ValueError: TP rank 1 could finish the model loading, but there are other ranks that didn't finish "
+            "loading. It is likely due to unexpected failures (e.g., OOM) or a slow node.",
+        ),
+        "another rank (or node) stopped first: its own log names the cause (an out-of-memory, a crash, a node "
+        "still loading its weights); read the first error of the rank named, on every node",
+        waits=True,
+    ),
+    Failure(
+        # vLLM's engine gives its workers a deadline for each call: a worker that misses it is stuck
+        "worker-rpc-timeout",
+        "vLLM workers did not answer the engine's call in time (RPC timed out)",
+        "vLLM",
+        _F,
+        r"RPC call to \w+ timed out",
+        ("TimeoutError: RPC call to execute_model timed out.",),
+        "a worker is stuck in a call (often a collective or a kernel): py-spy dump the worker processes; the "
+        "lines before the timeout show what the engine last ran",
+        hangs=True,
+    ),
+    Failure(
+        "gpu-memory-in-use",
+        "GPU memory already held by another process",
+        "CUDA",
+        _F,
+        r"Free memory on device .* is less than desired GPU memory utilization",
+        (
+            "ValueError: Free memory on device (7.34/139.72 GiB) on startup is less than desired GPU memory "
+            "utilization (0.9, 125.75 GiB). Decrease GPU memory utilization or reduce GPU memory used by other "
+            "processes.",
+        ),
+        "another process holds this GPU's memory (an earlier server still running?): free the GPU (nvidia-smi "
+        "shows who holds it), or lower --gpu-memory-utilization to the share that is free",
+    ),
+    Failure(
+        # DeepEP's all-to-all gives up on a rank that does not answer: a wait on that rank
+        "deepep-timeout",
+        "DeepEP all-to-all timed out waiting on other ranks",
+        "DeepEP",
+        _F,
+        r"DeepEP error: (?:CPU recv )?timeout",
+        (
+            "RuntimeError: DeepEP error: CPU recv timeout",
+            "RuntimeError: DeepEP error: timeout (dispatch CPU)",
+        ),
+        "a rank stopped answering DeepEP's dispatch/combine: the other ranks' or nodes' first error is the "
+        "cause; at start-up one rank still compiling kernels (DeepGEMM's JIT) does it: precompile them",
+        waits=True,
+    ),
+    Failure(
+        # ROCm's runtime reports a GPU kernel fault as an HSA status (its memory-aperture form is an illegal
+        # memory access, above); torch sees it later as `unspecified launch failure`, the process aborts
+        "hsa-exception",
+        "GPU kernel fault on ROCm (HSA exception)",
+        "HIP",
+        _F,
+        r"HSA_STATUS_ERROR_\w+",
+        (
+            ":0:rocdevice.cpp            :3586: 1183357978 us:  Callback: Queue 0x7f35e8100000 aborting with error "
+            ": HSA_STATUS_ERROR_EXCEPTION: An HSAIL operation resulted in a hardware exception. code: 0x1016",
+            "HSA_STATUS_ERROR_EXCEPTION:",
+        ),
+        "a kernel faulted on the GPU: rerun with AMD_SERIALIZE_KERNEL=3 to find it; try --disable-cuda-graph or "
+        "another --attention-backend to narrow it down, and a newer ROCm / AITER (graph-capture faults of ROCm "
+        "runtimes up to 7.2.0 are known)",
+        vllm_fix="a kernel faulted on the GPU: rerun with AMD_SERIALIZE_KERNEL=3 to find it; try --enforce-eager "
+        "(no graphs) or " + VLLM_ATTN + ", and a newer ROCm / AITER",
     ),
 )

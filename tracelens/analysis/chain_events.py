@@ -11,6 +11,8 @@ import polars as pl
 
 from tracelens.analysis.catalog import FAILURES, Weight
 from tracelens.analysis.crash_text import CUT_TRACEBACK, TRACEBACK_HEAD
+from tracelens.analysis.frame_rules import by_frames
+from tracelens.analysis.request_scope import as_requests
 from tracelens.tables.exceptions import EXCEPTION_LINE_PATTERN
 from tracelens.tables.first_match import first_match
 from tracelens.tables.frames import Tables, collect
@@ -227,6 +229,9 @@ def _frames_stage() -> pl.Expr:
     return stage.drop_nulls().first()
 
 
+_RANK_OUTPUT = r"^\[rank(\d+)\]: "
+
+
 def _unparsed_rows(tables: Tables) -> pl.DataFrame:
     """Unparsed lines, each given the run whose start precedes it."""
     starts = tables[T.RUNS].select(C.SOURCE, C.RUN, pl.col(C.START_LINE).cast(pl.Int64)).sort(C.START_LINE)
@@ -242,6 +247,9 @@ def _unparsed_rows(tables: Tables) -> pl.DataFrame:
     )
     lines = lines.join(heads.unique(), on=[C.SOURCE, C.LINE_NO], how="left")
     over_head = pl.col("_head").fill_null(False) & _exception_line(pl.col(TEXT)) & ~under_frame
+    # torch's `[rankN]: ` prefix marks a rank's uncaught-exception output: its exception line is one even
+    # when the excerpt kept no frame above it
+    rank_output = pl.col(TEXT).str.extract(_RANK_OUTPUT, 1)
     return (
         lines.sort(C.LINE_NO)
         .join_asof(
@@ -258,11 +266,11 @@ def _unparsed_rows(tables: Tables) -> pl.DataFrame:
             C.RUN,
             C.LINE_NO,
             pl.lit(None, pl.Datetime("us")).alias(C.TS),
-            pl.lit(None, pl.Int32).alias(RANK),
-            TEXT,
+            rank_output.cast(pl.Int32, strict=False).alias(RANK),
+            pl.col(TEXT).str.replace(_RANK_OUTPUT, ""),
             # a traceback pasted without its `Traceback (most recent call last):` header: an exception
             # line right under an indented frame or source line is its exception line
-            (under_frame | over_head).alias(IN_TRACEBACK),
+            (under_frame | over_head | rank_output.is_not_null()).alias(IN_TRACEBACK),
             pl.lit(None, pl.String).alias(C.COMPONENT),
             pl.col(C.LINE_NO).alias(C.RECORD),
             over_head.alias(MISPLACED),
@@ -367,21 +375,11 @@ def events(tables: Tables) -> pl.DataFrame:
     # other exception lines are that thread's, not the server's.
     noisy = pl.col(CODE).is_in(NOISE).any().over(C.SOURCE, C.RECORD)
     coded = coded.filter(~noisy | pl.col(CODE).is_in(NOISE))
-    # The traceback right after uvicorn's `Exception in ASGI application` is one request's: its
-    # exception failed that request, not the server.
-    asgi = coded.filter(pl.col(CODE) == "asgi-error").select(
-        C.SOURCE, (pl.col(C.LINE_NO) + 1).alias(C.RECORD), pl.lit(True).alias("_asgi")
-    )
-    coded = (
-        coded.join(asgi.unique(), on=[C.SOURCE, C.RECORD], how="left")
-        .with_columns(
-            pl.when(pl.col("_asgi").fill_null(False) & (pl.col(CODE) == GENERIC))
-            .then(pl.lit("asgi-error"))
-            .otherwise(pl.col(CODE))
-            .alias(CODE)
-        )
-        .drop("_asgi")
-    )
+    # The traceback right after a request handler's head line (uvicorn's `Exception in ASGI application`,
+    # vLLM's `Error in chat completion stream generator.`) is one request's: it failed that request.
+    coded = as_requests(rows, coded, CODE, TEXT, IN_TRACEBACK, GENERIC)
+    # an unknown exception some of whose frames name the failure (a bare TimeoutError of vLLM's worker queue)
+    coded = by_frames(rows, coded, CODE, TEXT, IN_TRACEBACK, GENERIC)
     stops = collect(
         tables.scan(T.LIFECYCLE)
         .filter(pl.col(C.EVENT) == "shutdown")

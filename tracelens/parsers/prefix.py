@@ -29,7 +29,7 @@ _CR_LAST = r"([^\r]*[^\r\s][^\r]*)\r*$"
 # Wrappers added by users' tooling, in any order and number, at the start of a line.
 WRAPPER_PATTERN = (
     r"^(?:"
-    r"> ?"  # markdown quote
+    r"> ?(?:[-*+] )?"  # markdown quote, of a list item too
     r"|[A-Za-z0-9][\w.-]*\s+\| "  # docker-compose `service  | `
     r"|(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL) \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z "  # cloud
     # Ray actor, vLLM `(APIServer pid=N)`, `(VllmWorker rank=0 pid=N)`, `(VllmWorker TP0 pid=N)`
@@ -38,10 +38,14 @@ WRAPPER_PATTERN = (
     r"|[A-Z][a-z]{2} [ 0-3]\d \d\d:\d\d:\d\d [\w.-]+ [\w.@/-]+(?:\[\d+\])?: "
     # a container runtime's or log shipper's stamp: `kubectl logs --timestamps`, the CRI file form
     # `<ISO> stdout F `, a sidecar's `[name id]: <ISO> 1 stdout: `
-    r"|(?:\[[\w .:/-]{1,80}\]:? )?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d) "
+    # (an issue's log pasted as a markdown list puts `- ` before the stamp)
+    r"|(?:[-*+] )?(?:\[[\w .:/-]{1,80}\]:? )?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d) "
     r"(?:\d+ )?(?:(?:stdout|stderr)(?: [FP])?:? )?"
     # a CI runner's bracketed stamp (Buildkite: `[2025-12-15T20:35:11Z] `)
     r"|\[\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)\] "
+    # torch's per-rank prefix on each line of a rank's uncaught exception (`[rank0]: Traceback ...`);
+    # its glog lines (`[rank4]:[W208 ...`, no space) are the c10d format's and keep it
+    r"|\[rank\d+\]: "
     r")+"
 )
 # Another process's output spliced in front of an SGLang record (`ml-h2[2025-06-03 20:04:36] INFO: ...`,
