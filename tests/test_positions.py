@@ -229,6 +229,33 @@ def test_the_depth_in_force_from_server_info_snapshots(tmp_path: Path) -> None:
     assert depth.get_column(A.ACCEPTANCE_RATE).to_list() == pytest.approx([2.4 / 5, 1.6 / 2])
 
 
+def test_a_snapshot_joins_a_run_up_to_ten_minutes_after_its_last_line(tmp_path: Path) -> None:
+    """The server log's last line is at 10:01:11; a poller's `/server_info` at 10:09 belongs to that
+    server (idle, it writes nothing), one a day later, or a request finished then, keeps a run of its own."""
+    log = _server_log(tmp_path / "server.log", [])
+    info = tmp_path / "server_info.log"
+    state = {"internal_states": [{"avg_spec_accept_length": 2.5, "speculative_num_steps": 3}]}
+    info.write_text(
+        "".join(
+            f"[{stamp}] " + json.dumps(state) + "\n"
+            for stamp in ("2026-03-02 10:09:00", "2026-03-03 10:09:00")
+        ),
+        encoding="utf-8",
+    )
+    late = tmp_path / "requests.log"
+    late.write_text(
+        _finished("q0", "2026-03-02T10:05:00", [0, 4, 0, 4])
+        + "\n"
+        + _finished("q1", "2026-03-03T09:00:00", [4, 4])
+        + "\n",
+        encoding="utf-8",
+    )
+    analysis = analyze([log, info, late])
+    assert analysis.depth.sort(C.TS).get_column(A.LABEL).to_list() == ["server.log#1", "server_info.log#0"]
+    counts = dict(analysis.requests.select(A.LABEL, A.REQUESTS).iter_rows())
+    assert counts == {"server.log#1": 1, "requests.log#0": 1}
+
+
 def _check(*args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "TRACELENS_DEBUG"}
     return subprocess.run(

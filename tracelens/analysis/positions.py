@@ -16,10 +16,13 @@
   against that depth, not the launch-time one.
 
 A request log or snapshot in a source of its own (a folder of per-rank request logs beside the server
-log) has no server start: its rows join the run of another source whose time span holds them.
+log) has no server start: its rows join the run of another source whose time span holds them (up to
+`LATE_ROW` after its last line).
 """
 
 from __future__ import annotations
+
+import datetime as dt
 
 import polars as pl
 
@@ -40,6 +43,10 @@ BASES = (BASIS_COUNTERS, BASIS_HISTOGRAMS, BASIS_LINES)
 NOT_PAID_ACCEPT_LEN = 1.5
 PERCENTILES = (0.1, 0.5, 0.9)
 LENGTH_BIN = 0.5  # the width of a bin of the per-request acceptance-length histogram, in tokens
+# How long after a run's last line a request log's or snapshot's row of another source still joins it: a
+# serving server logs every few seconds and a poller asks every few; ten minutes of silence is an idle
+# server at most, and a row later than that may be another server's (docs/acceptance.md).
+LATE_ROW = dt.timedelta(minutes=10)
 
 # vLLM's rows, which never join an SGLang run (`attach`)
 VLLM_REQUEST = pl.col(C.LAYOUT) == "vllm_response"
@@ -63,9 +70,9 @@ _POSITION_SCHEMA = pl.Schema(
 
 def attach(rows: pl.DataFrame, runs: pl.DataFrame, vllm: pl.Expr) -> pl.DataFrame:
     """``rows`` (source, run, ts, ...) with those of a run without a server start (no model known: a
-    request log or snapshot on its own) moved to the run of another source whose span holds their time
-    (the latest start before it; a source's last run is open-ended). Rows no run holds keep their own, and
-    so do vLLM's (``vllm`` tells them): the runs with a known model are SGLang's (`server_args=`)."""
+    request log or snapshot on its own) moved to the run of another source whose span holds their time:
+    the latest start before it, up to `LATE_ROW` after that run's last line. Rows no run holds keep their
+    own, and so do vLLM's (``vllm`` tells them): the runs with a known model are SGLang's (`server_args=`)."""
     started = runs.filter(pl.col(C.MODEL).is_not_null() & pl.col(C.START_TS).is_not_null())
     own = runs.filter(pl.col(C.MODEL).is_null()).select(RUN_KEY)
     if not rows.height or not started.height or not own.height:
@@ -77,23 +84,19 @@ def attach(rows: pl.DataFrame, runs: pl.DataFrame, vllm: pl.Expr) -> pl.DataFram
     )
     if not loose.height:
         return rows
-    # a source's last run has not ended while its server runs on: a snapshot polled after its last line
-    # still belongs to it
-    last = pl.col(C.RUN) == pl.col(C.RUN).max().over(C.SOURCE)
+    # an idle server writes no line while its poller asks on: a row up to `LATE_ROW` after a run's last
+    # line still belongs to it; a later one cannot be told from another server's and keeps its own run
     spans = started.select(
         pl.col(C.SOURCE).alias(W.TO_SOURCE),
         pl.col(C.RUN).alias(W.TO_RUN),
         C.START_TS,
-        pl.when(~last).then(pl.col(C.END_TS)).alias(C.END_TS),
+        (pl.coalesce(C.END_TS, C.START_TS) + LATE_ROW).alias(C.END_TS),
     ).sort(C.START_TS)
     found = (
         loose.select(W.ROW, C.SOURCE, C.TS)
         .sort(C.TS)
         .join_asof(spans, left_on=C.TS, right_on=C.START_TS, strategy="backward")
-        .filter(
-            (pl.col(W.TO_SOURCE) != pl.col(C.SOURCE))
-            & ((pl.col(C.TS) <= pl.col(C.END_TS)) | pl.col(C.END_TS).is_null())
-        )
+        .filter((pl.col(W.TO_SOURCE) != pl.col(C.SOURCE)) & (pl.col(C.TS) <= pl.col(C.END_TS)))
         .select(W.ROW, W.TO_SOURCE, W.TO_RUN)
     )
     moved = rows.with_row_index(W.ROW).join(found, on=W.ROW, how="left")
