@@ -454,11 +454,84 @@ def test_summary_and_compare_say_whose_lines_each_rate_comes_from(tmp_path: Path
 
     runs = {r["label"]: r for r in json.loads(run("summary", "--json"))["runs"]}
     assert runs["a.log#1"]["acceptance_rate_engine"] == "sglang"
+    assert runs["a.log#1"]["acceptance_from"] == "decode lines"
     engines = {r["acceptance_rate_engine"] for label, r in runs.items() if label.startswith("063_")}
     assert engines == {None, "vllm"}  # its preamble run has no rate
+    assert {r["acceptance_from"] for label, r in runs.items() if label.startswith("063_")} == {
+        None,
+        "metrics lines",
+    }
     compared = run("compare")
     assert "50% sglang" in compared and re.search(r"\d+% vllm", compared)
     from tracelens.report import write_report
 
     page = write_report(analyze([sglang, vllm]), tmp_path / "r.html").path.read_text(encoding="utf-8")
     assert "acceptance (sglang)" in page and "acceptance (vllm)" in page
+
+
+def test_summary_and_compare_take_a_run_without_lines_from_its_other_places(tmp_path: Path) -> None:
+    """A run with no decode or metrics lines: its accept len and rate from vLLM's counters, else its
+    requests, else SGLang's gauges, else `/server_info`, each named where the rate is shown."""
+    requests = tmp_path / "requests.log"  # pooled [3, 3, 2, 4] over 12 steps: 19 of 36 drafts
+    requests.write_text(
+        _finished("r0", "2026-03-02T10:01:20", [1, 2, 1, 2])
+        + "\n"
+        + _finished("r1", "2026-03-02T10:01:21", [2, 1, 1, 2])
+        + "\n",
+        encoding="utf-8",
+    )
+    counters = tmp_path / "vllm.prom"  # +200 drafts, positions 0.6, 0.3, 0.1: 1.0 of 3 per draft
+    counters.write_text(
+        _metrics_page([80, 50, 20], 100) + _metrics_page([200, 110, 40], 300), encoding="utf-8"
+    )
+    gauges = tmp_path / "sglang.prom"  # the gauge with the depth in force of a /server_info after it
+    state = {"internal_states": [{"avg_spec_accept_length": 3.0, "speculative_num_steps": 4}]}
+    gauges.write_text(
+        'sglang:spec_accept_length{engine_type="unified",model_name="m",tp_rank="0"} 2.6\n'
+        + json.dumps(state)
+        + "\n",
+        encoding="utf-8",
+    )
+    info = tmp_path / "info.log"
+    info.write_text(json.dumps(state) + "\n", encoding="utf-8")
+    idle = tmp_path / "plain.prom"  # a server that does not draft exports the gauge as 0
+    idle.write_text('sglang:spec_accept_length{engine_type="unified",model_name="m",tp_rank="0"} 0.0\n')
+    sources = [str(p) for p in (requests, counters, gauges, info, idle)]
+    env = {k: v for k, v in os.environ.items() if k != "TRACELENS_DEBUG"}
+    env["COLUMNS"] = "200"
+
+    def run(*args: str) -> str:
+        done = subprocess.run(
+            [*TRACELENS, *args, "--no-cache", *sources], capture_output=True, text=True, env=env, timeout=300
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    runs = {r["label"]: r for r in json.loads(run("summary", "--json"))["runs"]}
+    got = {
+        label: (
+            r["accept_len"]["mean"],
+            r["acceptance_rate"]["mean"],
+            r["acceptance_rate_engine"],
+            r["acceptance_from"],
+        )
+        for label, r in runs.items()
+    }
+    assert got == {
+        "requests.log#0": (round(1 + 19 / 12, 4), round(19 / 36, 4), "sglang", "requests"),
+        "vllm.prom#0": (2.0, round(1 / 3, 4), "vllm", "/metrics counters"),
+        "sglang.prom#0": (2.6, 0.4, "sglang", "/metrics gauges"),
+        "info.log#0": (3.0, 0.5, "sglang", "/server_info"),
+        "plain.prom#0": (None, None, None, None),
+    }
+    assert runs["requests.log#0"]["speculative"]["seen_in"] == "requests"
+    assert runs["plain.prom#0"]["speculative"] is None
+    compared = run("compare")
+    for words in (
+        "53% sglang requests",
+        "33% vllm /metrics counters",
+        "40% sglang /metrics gauges",
+        "50% sglang /server_info",
+    ):
+        assert words in compared, compared
+    assert "53% sglang requests" in run("summary")

@@ -16,6 +16,7 @@ import polars as pl
 from tracelens.analysis.per_run import stat_column
 from tracelens.analysis.positions import LENGTH_BIN, NOT_PAID_ACCEPT_LEN, PERCENTILES, SGLANG, VLLM
 from tracelens.analysis.runs import RUN_KEY
+from tracelens.analysis.speculation import LINES
 from tracelens.tables.schema import A, C, T
 
 if TYPE_CHECKING:
@@ -126,7 +127,9 @@ def _interval(
     """The run's interval-line figures: SGLang's decode lines (steady mean accept len, the rate recomputed
     against the launch depth) or vLLM's metrics lines (mean acceptance length, accepted / drafted tokens
     over all its intervals)."""
-    length = stats.get(stat_column(C.ACCEPT_LEN, "mean")) or run.get(A.MEAN_ACCEPT_LEN)
+    # a run without lines has its mean from another place (`A.RATE_FROM`), shown as that place's
+    lined = run.get(A.RATE_FROM) in LINES
+    length = stats.get(stat_column(C.ACCEPT_LEN, "mean")) or (run.get(A.MEAN_ACCEPT_LEN) if lined else None)
     if length is None:
         return None
     steps = run.get(C.SPEC_NUM_STEPS) or (vllm or {}).get(A.DEPTH)

@@ -27,6 +27,7 @@ import datetime as dt
 import polars as pl
 
 from tracelens.analysis.runs import RUN_KEY
+from tracelens.analysis.speculation import FROM_COUNTERS, FROM_GAUGES, FROM_REQUESTS, FROM_SERVER_INFO
 from tracelens.tables.names import SERVER_INFO_ACCEPT
 from tracelens.tables.schema import A, C, W
 
@@ -398,4 +399,65 @@ def depth_timeline(metrics: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
     )
     return out.with_columns(((pl.col(C.ACCEPT_LEN) - 1) / pl.col(A.DEPTH)).alias(A.ACCEPTANCE_RATE)).sort(
         *RUN_KEY, C.LINE_NO
+    )
+
+
+def served_figures(
+    requests: pl.DataFrame, curves: pl.DataFrame, gauges: pl.DataFrame, depth: pl.DataFrame
+) -> pl.DataFrame:
+    """Per run: an acceptance length and normalised rate from the first place (`FROM_COUNTERS`, ...) that
+    has one, its engine and the place: what `summary` and `compare` show for a run without decode or
+    metrics lines. ``requests``: `request_figures`; ``curves``: `preferred_curves`; ``gauges``:
+    `gauge_figures`; ``depth``: `depth_timeline`. A length below 1 is no figure (a server that does
+    not draft exports 0)."""
+    counted = curves.filter(pl.col(A.BASIS) == BASIS_COUNTERS)
+    # the accepted tokens per draft are the sum of the positions' rates, over k positions
+    counters = counted.group_by(RUN_KEY).agg(
+        (1 + pl.col(A.RATE).sum()).alias(W.SERVED_LEN),
+        (pl.col(A.RATE).sum() / pl.len()).alias(W.SERVED_RATE),
+        pl.col(A.ENGINE).first().alias(W.SERVED_ENGINE),
+    )
+    asked = requests.select(
+        *RUN_KEY,
+        pl.col(A.POOLED_ACCEPT_LEN).alias(W.SERVED_LEN),
+        pl.col(A.POOLED_RATE).alias(W.SERVED_RATE),
+        pl.col(A.ENGINE).alias(W.SERVED_ENGINE),
+    )
+    gauged = gauges.select(
+        *RUN_KEY,
+        pl.col(C.ACCEPT_LEN).alias(W.SERVED_LEN),
+        pl.col(A.ACCEPTANCE_RATE).alias(W.SERVED_RATE),
+        pl.lit(SGLANG).alias(W.SERVED_ENGINE),
+    )
+    newest = (
+        depth.sort(C.LINE_NO)
+        .group_by(RUN_KEY)
+        .agg(
+            pl.col(C.ACCEPT_LEN).last().alias(W.SERVED_LEN),
+            pl.col(A.ACCEPTANCE_RATE).last().alias(W.SERVED_RATE),
+        )
+        .with_columns(pl.lit(SGLANG).alias(W.SERVED_ENGINE))
+    )
+    places = (FROM_COUNTERS, FROM_REQUESTS, FROM_GAUGES, FROM_SERVER_INFO)  # most exact first
+    schema = pl.Schema(
+        {
+            C.SOURCE: pl.String(),
+            C.RUN: pl.Int32(),
+            W.SERVED_LEN: pl.Float64(),
+            W.SERVED_RATE: pl.Float64(),
+            W.SERVED_ENGINE: pl.String(),
+        }
+    )
+    parts = [
+        frame.select(list(schema))
+        .cast(schema)
+        .with_columns(pl.lit(place).alias(W.SERVED_FROM), pl.lit(rank).alias(W.PLACE_RANK))
+        for rank, (place, frame) in enumerate(zip(places, (counters, asked, gauged, newest), strict=True))
+    ]
+    return (
+        pl.concat(parts)
+        .filter(pl.col(W.SERVED_LEN) >= 1)
+        .sort(*RUN_KEY, W.PLACE_RANK)
+        .unique(RUN_KEY, keep="first", maintain_order=True)
+        .drop(W.PLACE_RANK)
     )
