@@ -256,8 +256,10 @@ def test_a_snapshot_joins_a_run_up_to_ten_minutes_after_its_last_line(tmp_path: 
     assert counts == {"server.log#1": 1, "requests.log#0": 1}
 
 
-def _check(*args: str) -> subprocess.CompletedProcess[str]:
+def _check(*args: str, columns: int | None = None) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "TRACELENS_DEBUG"}
+    if columns is not None:  # a terminal this wide: the table's rows on one line each
+        env["COLUMNS"] = str(columns)
     return subprocess.run(
         [*TRACELENS, "check", "--no-cache", *args], capture_output=True, text=True, env=env, timeout=300
     )
@@ -390,15 +392,7 @@ def test_check_prints_whose_figure_each_rate_is_and_keeps_vllm_rows_off_sglang_r
     responses.write_text(
         json.dumps({"id": "cmpl-x", "created": 1772445661, "metrics": {"speculative_decoding": spec}}) + "\n"
     )
-    env = {k: v for k, v in os.environ.items() if k != "TRACELENS_DEBUG"}
-    env["COLUMNS"] = "160"
-    done = subprocess.run(
-        [*TRACELENS, "check", "--no-cache", str(log), str(responses)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
+    done = _check(str(log), str(responses), columns=160)
     assert done.returncode == 0, done.stderr
     table = done.stdout[done.stdout.index("acceptance (rate: accepted / drafted") :]
     rows = [line for line in table.splitlines() if "│" in line]
@@ -535,3 +529,39 @@ def test_summary_and_compare_take_a_run_without_lines_from_its_other_places(tmp_
     ):
         assert words in compared, compared
     assert "53% sglang requests" in run("summary")
+    # check's table: vLLM's counters are vLLM's figures, though the run has no vLLM line
+    table = {e["label"]: e for e in json.loads(_check("--json", *sources).stdout)["acceptance"]}
+    assert (table["vllm.prom#0"]["engine"], table["vllm.prom#0"]["interval"]) == ("vllm", None)
+
+
+def test_check_prints_the_depth_timeline_of_an_adaptive_run(tmp_path: Path) -> None:
+    """`--speculative-adaptive` moves the depth in force: check's table has a row per stretch at one depth,
+    its first and last snapshot and the rate against that depth (the mean of its snapshots)."""
+    log = _server_log(tmp_path / "server.log", [])  # launched at depth 3
+    info = tmp_path / "server_info.log"
+    polls = [(5, 3.4), (5, 3.2), (2, 2.6), (2, 2.4), (2, 2.5), (4, 3.0)]
+    info.write_text(
+        "".join(
+            f"[2026-03-02 10:01:{30 + i:02d}] "
+            + json.dumps(
+                {"internal_states": [{"avg_spec_accept_length": length, "speculative_num_steps": depth}]}
+            )
+            + "\n"
+            for i, (depth, length) in enumerate(polls)
+        ),
+        encoding="utf-8",
+    )
+    spans = json.loads(_check("--json", str(log), str(info)).stdout)["acceptance"][0]["depth_spans"]
+    assert [(s["depth"], s["from"], s["to"], s["snapshots"]) for s in spans] == [
+        (5, "2026-03-02 10:01:30", "2026-03-02 10:01:31", 2),
+        (2, "2026-03-02 10:01:32", "2026-03-02 10:01:34", 3),
+        (4, "2026-03-02 10:01:35", "2026-03-02 10:01:35", 1),
+    ]
+    assert [s["rate"] for s in spans] == pytest.approx([2.3 / 5, 1.5 / 2, 2.0 / 4], abs=1e-4)
+    done = _check(str(log), str(info), columns=200)
+    rows = [line for line in done.stdout.splitlines() if "/server_info, depth" in line]
+    assert len(rows) == 3, done.stdout
+    assert "depth 5 in force, launched at 3: 2026-03-02 10:01:30 to 10:01:31 (2 snapshots)" in rows[0]
+    assert "3.30" in rows[0] and "46%" in rows[0]
+    assert "depth 2 in force" in rows[1] and "2.50" in rows[1] and "75%" in rows[1]
+    assert "depth 4 in force, launched at 3: 2026-03-02 10:01:35 (1 snapshot)" in rows[2] and "50%" in rows[2]

@@ -461,3 +461,27 @@ def served_figures(
         .unique(RUN_KEY, keep="first", maintain_order=True)
         .drop(W.PLACE_RANK)
     )
+
+
+def depth_spans(depth: pl.DataFrame) -> pl.DataFrame:
+    """Per run, the stretches of its `/server_info` snapshots (`depth_timeline`) at one depth in force, in
+    order: the depth, the first and last snapshot's time and line, how many, and the mean of their accept
+    lengths with its rate against that depth (`check` prints the timeline in brief)."""
+    ordered = depth.sort(*RUN_KEY, C.LINE_NO).with_columns(
+        pl.col(A.DEPTH).rle_id().over(RUN_KEY).alias(W.SPAN)
+    )
+    return (
+        ordered.group_by(*RUN_KEY, W.SPAN, maintain_order=True)
+        .agg(
+            pl.col(A.DEPTH).first(),
+            pl.col(A.LAUNCH_DEPTH).first(),
+            pl.col(C.TS).first().alias(A.FIRST_TS),
+            pl.col(C.TS).last().alias(A.LAST_TS),
+            pl.col(C.LINE_NO).first().alias(C.FIRST_LINE),
+            pl.col(C.LINE_NO).last().alias(C.LAST_LINE),
+            pl.len().cast(pl.Int64).alias(A.SAMPLES),
+            pl.col(C.ACCEPT_LEN).mean(),
+        )
+        .with_columns(((pl.col(C.ACCEPT_LEN) - 1) / pl.col(A.DEPTH)).alias(A.ACCEPTANCE_RATE))
+        .drop(W.SPAN)
+    )

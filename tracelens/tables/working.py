@@ -104,6 +104,7 @@ class W:
     SERVED_ENGINE = "_served_engine"
     SERVED_FROM = "_served_from"
     PLACE_RANK = "_place_rank"  # which of those places is preferred (0 first)
+    SPAN = "_span"  # which stretch of a run's `/server_info` snapshots at one depth a snapshot is in
     PRINTED = "_printed"  # the run printed the layer ids it captures
     BUSY = "_busy"  # the run has batch, fault, debug or vLLM metrics lines
     SEEN = "_seen"  # the run's debug lines show an embedding capture
