@@ -565,3 +565,75 @@ def test_check_prints_the_depth_timeline_of_an_adaptive_run(tmp_path: Path) -> N
     assert "3.30" in rows[0] and "46%" in rows[0]
     assert "depth 2 in force" in rows[1] and "2.50" in rows[1] and "75%" in rows[1]
     assert "depth 4 in force, launched at 3: 2026-03-02 10:01:35 (1 snapshot)" in rows[2] and "50%" in rows[2]
+
+
+def _received(rid: str, stamp: str) -> str:
+    return json.dumps({"timestamp": stamp, "event": "request.received", "rid": rid, "obj": {"rid": rid}})
+
+
+def test_a_source_of_only_requests_or_snapshots_is_judged_by_what_it_shows(tmp_path: Path) -> None:
+    """No server line: a request log, saved snapshots or vLLM responses are not a server that never
+    decoded ("incomplete: no decode yet"); their verdict says what they show."""
+    requests = tmp_path / "requests.log"
+    requests.write_text(
+        _received("r0", "2026-03-05T10:00:00")
+        + "\n"
+        + _finished("r0", "2026-03-05T10:01:20", [1, 2, 1, 2])
+        + "\n"
+    )
+    snapshots = tmp_path / "snapshots.prom"
+    state = {"internal_states": [{"avg_spec_accept_length": 3.0, "speculative_num_steps": 4}]}
+    snapshots.write_text(
+        'sglang:spec_accept_length{engine_type="unified",model_name="m",tp_rank="0"} 2.6\n'
+        + json.dumps(state)
+        + "\n"
+    )
+    waiting = tmp_path / "waiting.log"  # requests received, none finished yet
+    waiting.write_text(
+        _received("w0", "2026-03-05T11:00:00") + "\n" + _received("w1", "2026-03-05T11:00:01") + "\n"
+    )
+    aborted = tmp_path / "aborted.log"
+    row = json.loads(_finished("a0", "2026-03-05T12:00:00", [4, 0, 0, 0]))
+    row["out"]["meta_info"]["finish_reason"] = {"type": "abort"}
+    aborted.write_text(json.dumps(row) + "\n")
+    plain = tmp_path / "plain.prom"  # a server that does not draft
+    plain.write_text('sglang:num_running_reqs{engine_type="unified",model_name="m",tp_rank="0"} 3.0\n')
+    verdicts = {
+        v.label: (v.status, v.headline)
+        for v in analyze([requests, snapshots, waiting, aborted, plain]).verdicts
+    }
+    assert verdicts == {
+        "requests.log#0": (
+            "healthy",
+            "a request log: 1 request(s) finished, accept len 2.67, rate 56% (sglang requests); no server lines",
+        ),
+        "snapshots.prom#0": (
+            "healthy",
+            "snapshots of /metrics or /server_info: accept len 2.60, rate 40% (sglang /metrics gauges), "
+            "depth 4 in force; no server lines",
+        ),
+        "waiting.log#0": (
+            "incomplete",
+            "a request log: 2 request(s) received, none finished in it; no server lines",
+        ),
+        "aborted.log#0": (
+            "degraded",
+            "a request log: all 1 finished request(s) were aborted, accept len 1.00, rate 0% (sglang requests); "
+            "no server lines",
+        ),
+        "plain.prom#0": (
+            "healthy",
+            "snapshots of /metrics or /server_info: no request and no acceptance figure; no server lines",
+        ),
+    }
+    # a request log whose rows joined a server run: said so, and the server run judged by its lines
+    log = _server_log(tmp_path / "server.log", [])
+    folder = tmp_path / "requests"
+    folder.mkdir()
+    (folder / "node1_0.log").write_text(_finished("q0", "2026-03-02T10:01:05", [0, 0, 4, 4]) + "\n")
+    joined = {v.label: (v.status, v.headline) for v in analyze([log, folder]).verdicts}
+    assert joined["node1_0.log#0"] == (
+        "healthy",
+        "a request log: its rows joined server.log#1; no server lines",
+    )
+    assert joined["server.log#1"][1].startswith("runs well: accept len 2.50")

@@ -100,7 +100,8 @@ def attach(rows: pl.DataFrame, runs: pl.DataFrame, vllm: pl.Expr) -> pl.DataFram
         .filter((pl.col(W.TO_SOURCE) != pl.col(C.SOURCE)) & (pl.col(C.TS) <= pl.col(C.END_TS)))
         .select(W.ROW, W.TO_SOURCE, W.TO_RUN)
     )
-    moved = rows.with_row_index(W.ROW).join(found, on=W.ROW, how="left")
+    # in the rows' order: `verdict_inputs.record_facts` reads each row's run before and after side by side
+    moved = rows.with_row_index(W.ROW).join(found, on=W.ROW, how="left", maintain_order="left")
     return moved.with_columns(
         pl.coalesce(W.TO_SOURCE, C.SOURCE).alias(C.SOURCE),
         pl.coalesce(W.TO_RUN, C.RUN).cast(pl.Int32).alias(C.RUN),

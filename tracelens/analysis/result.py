@@ -39,6 +39,7 @@ from tracelens.analysis.runs import (
 )
 from tracelens.analysis.speculation import DECODE_LINES, METRICS_LINES
 from tracelens.analysis.training import TrainingInputs
+from tracelens.analysis.verdict_inputs import record_facts
 from tracelens.analysis.verdicts import Verdict
 from tracelens.sources.naming import run_label, short_names
 from tracelens.tables.frames import Tables, collect
@@ -192,7 +193,9 @@ def analyze_tables(
     runs = _with_served(runs, positions.served_figures(figures, curves, gauges, depth))
     found += gap_findings(passed.context, run_configs, inputs.training)
     findings = sort_findings(folding.fold_repeats(found), verdicts.causal_rank)
-    judged = verdicts.verdicts(runs, findings, tables, expect, linked)
+    labels = {(s, r): label for s, r, label in runs.select(*RUN_KEY, A.LABEL).iter_rows()}
+    facts = record_facts((tables[T.REQUESTS], requests), (tables[T.ENDPOINT_METRICS], endpoint), labels)
+    judged = verdicts.verdicts(runs, findings, tables, expect, linked, facts)
     _fill_evidence([*findings, *judged], tables, typed or {})
     counts = (
         pl.DataFrame(
