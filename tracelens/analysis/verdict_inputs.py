@@ -78,23 +78,25 @@ def record_facts(
         out[key] = replace(out.get(key, Records()), **values)
 
     for (parsed, joined), flag in ((requests, "request_log"), (endpoint, "snapshots")):
+        for key in parsed.select(RUN_KEY).unique().iter_rows():
+            update(key, **{flag: True})
         # `attach` keeps the rows' order: a row's run before and after, side by side
-        moves = parsed.select(RUN_KEY).hstack(
-            joined.select(pl.col(C.SOURCE).alias(W.TO_SOURCE), pl.col(C.RUN).alias(W.TO_RUN))
+        moved = (parsed[C.SOURCE] != joined[C.SOURCE]) | (parsed[C.RUN] != joined[C.RUN])
+        if not moved.any():
+            continue
+        went = (
+            parsed.select(RUN_KEY)
+            .filter(moved)
+            .hstack(
+                joined.filter(moved).select(
+                    pl.col(C.SOURCE).alias(W.TO_SOURCE), pl.col(C.RUN).alias(W.TO_RUN)
+                )
+            )
+            .unique()
         )
-        for source, run, targets in (
-            moves.group_by(RUN_KEY).agg(pl.struct(W.TO_SOURCE, W.TO_RUN).unique()).iter_rows()
-        ):
-            went = sorted(
-                labels.get((t[W.TO_SOURCE], t[W.TO_RUN]), "")
-                for t in targets
-                if (t[W.TO_SOURCE], t[W.TO_RUN]) != (source, run)
-            )
-            update(
-                (source, run),
-                **{flag: True},
-                joined=tuple(dict.fromkeys((*out.get((source, run), Records()).joined, *went))),
-            )
+        for source, run, to_source, to_run in went.sort(pl.all()).iter_rows():
+            known = out[(source, run)].joined
+            update((source, run), joined=tuple(dict.fromkeys((*known, labels.get((to_source, to_run), "")))))
     event = pl.col(C.EVENT)
     asked = (
         requests[1]
@@ -108,11 +110,12 @@ def record_facts(
     for source, run, received, finished, aborted in asked.iter_rows():
         update((source, run), received=int(received), finished=int(finished), aborted=int(aborted))
     info = pl.col(C.METRIC_NAME) == SERVER_INFO_ACCEPT
+    # the runs with snapshots, and the depth of each one's newest `/server_info`
     polled = (
         endpoint[1]
-        .sort(C.LINE_NO)
+        .select(*RUN_KEY, pl.when(info).then(pl.col(C.SPEC_NUM_STEPS)).alias(C.SPEC_NUM_STEPS), C.LINE_NO)
         .group_by(RUN_KEY)
-        .agg(pl.col(C.SPEC_NUM_STEPS).filter(info).drop_nulls().last())
+        .agg(pl.col(C.SPEC_NUM_STEPS).sort_by(C.LINE_NO).drop_nulls().last())
     )
     for source, run, depth in polled.iter_rows():
         update((source, run), depth=depth)
