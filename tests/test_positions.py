@@ -532,6 +532,17 @@ def test_summary_and_compare_take_a_run_without_lines_from_its_other_places(tmp_
     # check's table: vLLM's counters are vLLM's figures, though the run has no vLLM line
     table = {e["label"]: e for e in json.loads(_check("--json", *sources).stdout)["acceptance"]}
     assert (table["vllm.prom#0"]["engine"], table["vllm.prom#0"]["interval"]) == ("vllm", None)
+    from tracelens.report import write_report
+
+    page = write_report(analyze([Path(s) for s in sources]), tmp_path / "r.html").path.read_text(
+        encoding="utf-8"
+    )
+    for words in (
+        "acceptance (sglang requests)",
+        "acceptance (vllm /metrics counters)",
+        "53% sglang requests",
+    ):
+        assert words in page
 
 
 def test_check_prints_the_depth_timeline_of_an_adaptive_run(tmp_path: Path) -> None:
