@@ -648,3 +648,20 @@ def test_a_source_of_only_requests_or_snapshots_is_judged_by_what_it_shows(tmp_p
         "a request log: its rows joined server.log#1; no server lines",
     )
     assert joined["server.log#1"][1].startswith("runs well: accept len 2.50")
+    # a server whose lines show no decode (a log level above INFO) while its request log shows requests
+    # finished: it served, said so (it read "ready, but served no request in the log")
+    quiet = tmp_path / "quiet.log"
+    quiet.write_text(
+        "\n".join(
+            [
+                *log.read_text().splitlines()[:1],
+                "[2026-03-02 10:00:30] The server is fired up and ready to roll!",
+            ]
+        )
+        + "\n"
+    )
+    served = {v.label: (v.status, v.headline) for v in analyze([quiet, folder]).verdicts}
+    assert served["quiet.log#1"] == (
+        "healthy",
+        "its request log: 1 request(s) finished, accept len 3.50, rate 83% (sglang requests); no decode line in the log",
+    )

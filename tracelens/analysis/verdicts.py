@@ -362,6 +362,8 @@ def run_verdict(
     ]
     crashes = [f for f in unexplained if f.code in CRASH_CODES and f.severity == Severity.ERROR]
     cause_findings = [f for c in causes for f in by_code[c]]
+    server_lines = facts.last_phase is not None or bool(run.get(C.MODEL))
+    by_records = None if decoded or not facts.records else record_verdict(facts.records, run, server_lines)
     label = run[A.LABEL]
     fix: str | None = None
     evidence: list[Evidence] = []
@@ -428,11 +430,7 @@ def run_verdict(
     elif not decoded and chain is not None and "router-log" in chain.notes and not facts.served:
         status = Status.HEALTHY
         headline = "a router's log: no failure (a router serves no batches itself)"
-    elif (
-        not decoded
-        and facts.records
-        and (by_records := record_verdict(facts.records, run, facts.last_phase is not None))
-    ):
+    elif by_records is not None:
         status, headline = by_records  # a request log or snapshots, judged by what they show
     elif not decoded and (facts.answered or stop_line is not None):
         # Served requests with no batch line shown (vLLM's stats off, a log level above INFO), or a
