@@ -430,3 +430,28 @@ def test_no_engine_process_outlives_the_load(tmp_path: Path) -> None:
     assert report.read == 1 and cuts
     left = [" ".join(p.cmdline()) for p in psutil.Process().children(recursive=True)]
     assert not [c for c in left if "forkserver" in c or "tracelens.engine" in c], left
+
+
+def test_a_restart_page_after_the_cut_is_told_against_the_pages_before_it(tmp_path: Path) -> None:
+    """Saved `/metrics` pages in the first ranges, then only stamped `/server_info` lines: a page whose
+    counters went back, written while the session runs, is a restart only beside the pages before the
+    engine's last range, so the session reads such a file itself rather than from that range's start."""
+    from test_metric_restarts import info, page
+
+    path = tmp_path / "snapshots.log"
+    pages = "".join(page(5000 + 10 * n, 5000 + 10 * n, [5000 + 6 * n, 5000 + 3 * n]) for n in range(4))
+    stamps = "".join(info(f"2026-12-06 10:{n // 60 % 60:02d}:{n % 60:02d}", 2.0) for n in range(4000))
+    path.write_text(pages + stamps, encoding="utf-8")
+    _, cuts = load_files({str(path): str(path)}, str(tmp_path / "dataset"), OPTIONS)
+    session = _session(path, cuts)
+    try:
+        _settled(session, len(path.read_bytes().splitlines()))
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write(page(100, 100, [60, 30]) + page(200, 200, [120, 60]))  # the server started again
+        _settled(session, len(path.read_bytes().splitlines()))
+        assert wait_for(lambda: 1 in {r.run for r in session.snapshot.runs}, timeout=60)
+        analysis = session.analysis
+        assert analysis is not None
+        assert analysis.tables[T.RUNS].get_column(C.RUN).to_list() == [0, 1]
+    finally:
+        session.stop()

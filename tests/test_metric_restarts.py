@@ -146,3 +146,27 @@ def test_ranges_of_a_big_snapshot_file_give_the_runs_of_the_whole_file(tmp_path:
     dataset = read_dataset(out)
     assert_same_tables(dataset, parse_paths([path]))
     assert dataset[T.RUNS].get_column(C.RUN).to_list() == [0, 1]
+
+
+def test_a_grown_file_whose_new_range_starts_with_a_restart_page(tmp_path: Path) -> None:
+    """A file read before (its pages in the first range, only stamped `/server_info` lines after them)
+    grows by a page whose counters went back: the last range, read again with what grew, starts with
+    that page, and it is a restart only beside the pages of the ranges kept before it."""
+    path = tmp_path / "snapshots.log"
+    pages = "".join(page(5000 + 10 * n, 5000 + 10 * n, [5000 + 6 * n, 5000 + 3 * n]) for n in range(4))
+    stamps = "".join(info(f"2026-12-06 10:{n // 60:02d}:{n % 60:02d}", 2.0) for n in range(400))
+    path.write_text(pages + stamps, encoding="utf-8")
+    range_bytes = 8 << 10
+    cuts = [start for start, _ in plan_ranges(discover([str(path)])[0], range_bytes)]
+    assert len(cuts) > 3 and cuts[1] > len(pages)  # the pages are all in the first range
+    out = tmp_path / "out"
+    options = EngineOptions(jobs=1, block_bytes=4 << 10, range_bytes=range_bytes)
+    first = parse_to_dataset([str(path)], str(out), options)
+    assert not first.problems and read_dataset(out)[T.RUNS].get_column(C.RUN).to_list() == [0]
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(page(100, 100, [60, 30]) + page(200, 200, [120, 60]))  # the server started again
+    grown = parse_to_dataset([str(path)], str(out), options)
+    assert not grown.problems
+    dataset = read_dataset(out)
+    assert_same_tables(dataset, parse_paths([path]))
+    assert dataset[T.RUNS].get_column(C.RUN).to_list() == [0, 1]

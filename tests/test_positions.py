@@ -229,8 +229,37 @@ def test_the_depth_in_force_from_server_info_snapshots(tmp_path: Path) -> None:
     assert depth.get_column(A.ACCEPTANCE_RATE).to_list() == pytest.approx([2.4 / 5, 1.6 / 2])
 
 
-def _check(*args: str) -> subprocess.CompletedProcess[str]:
+def test_a_snapshot_joins_a_run_up_to_ten_minutes_after_its_last_line(tmp_path: Path) -> None:
+    """The server log's last line is at 10:01:11; a poller's `/server_info` at 10:09 belongs to that
+    server (idle, it writes nothing), one a day later, or a request finished then, keeps a run of its own."""
+    log = _server_log(tmp_path / "server.log", [])
+    info = tmp_path / "server_info.log"
+    state = {"internal_states": [{"avg_spec_accept_length": 2.5, "speculative_num_steps": 3}]}
+    info.write_text(
+        "".join(
+            f"[{stamp}] " + json.dumps(state) + "\n"
+            for stamp in ("2026-03-02 10:09:00", "2026-03-03 10:09:00")
+        ),
+        encoding="utf-8",
+    )
+    late = tmp_path / "requests.log"
+    late.write_text(
+        _finished("q0", "2026-03-02T10:05:00", [0, 4, 0, 4])
+        + "\n"
+        + _finished("q1", "2026-03-03T09:00:00", [4, 4])
+        + "\n",
+        encoding="utf-8",
+    )
+    analysis = analyze([log, info, late])
+    assert analysis.depth.sort(C.TS).get_column(A.LABEL).to_list() == ["server.log#1", "server_info.log#0"]
+    counts = dict(analysis.requests.select(A.LABEL, A.REQUESTS).iter_rows())
+    assert counts == {"server.log#1": 1, "requests.log#0": 1}
+
+
+def _check(*args: str, columns: int | None = None) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "TRACELENS_DEBUG"}
+    if columns is not None:  # a terminal this wide: the table's rows on one line each
+        env["COLUMNS"] = str(columns)
     return subprocess.run(
         [*TRACELENS, "check", "--no-cache", *args], capture_output=True, text=True, env=env, timeout=300
     )
@@ -363,15 +392,7 @@ def test_check_prints_whose_figure_each_rate_is_and_keeps_vllm_rows_off_sglang_r
     responses.write_text(
         json.dumps({"id": "cmpl-x", "created": 1772445661, "metrics": {"speculative_decoding": spec}}) + "\n"
     )
-    env = {k: v for k, v in os.environ.items() if k != "TRACELENS_DEBUG"}
-    env["COLUMNS"] = "160"
-    done = subprocess.run(
-        [*TRACELENS, "check", "--no-cache", str(log), str(responses)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
+    done = _check(str(log), str(responses), columns=160)
     assert done.returncode == 0, done.stderr
     table = done.stdout[done.stdout.index("acceptance (rate: accepted / drafted") :]
     rows = [line for line in table.splitlines() if "│" in line]
@@ -427,11 +448,220 @@ def test_summary_and_compare_say_whose_lines_each_rate_comes_from(tmp_path: Path
 
     runs = {r["label"]: r for r in json.loads(run("summary", "--json"))["runs"]}
     assert runs["a.log#1"]["acceptance_rate_engine"] == "sglang"
+    assert runs["a.log#1"]["acceptance_from"] == "decode lines"
     engines = {r["acceptance_rate_engine"] for label, r in runs.items() if label.startswith("063_")}
     assert engines == {None, "vllm"}  # its preamble run has no rate
+    assert {r["acceptance_from"] for label, r in runs.items() if label.startswith("063_")} == {
+        None,
+        "metrics lines",
+    }
     compared = run("compare")
     assert "50% sglang" in compared and re.search(r"\d+% vllm", compared)
     from tracelens.report import write_report
 
     page = write_report(analyze([sglang, vllm]), tmp_path / "r.html").path.read_text(encoding="utf-8")
     assert "acceptance (sglang)" in page and "acceptance (vllm)" in page
+
+
+def test_summary_and_compare_take_a_run_without_lines_from_its_other_places(tmp_path: Path) -> None:
+    """A run with no decode or metrics lines: its accept len and rate from vLLM's counters, else its
+    requests, else SGLang's gauges, else `/server_info`, each named where the rate is shown."""
+    requests = tmp_path / "requests.log"  # pooled [3, 3, 2, 4] over 12 steps: 19 of 36 drafts
+    requests.write_text(
+        _finished("r0", "2026-03-02T10:01:20", [1, 2, 1, 2])
+        + "\n"
+        + _finished("r1", "2026-03-02T10:01:21", [2, 1, 1, 2])
+        + "\n",
+        encoding="utf-8",
+    )
+    counters = tmp_path / "vllm.prom"  # +200 drafts, positions 0.6, 0.3, 0.1: 1.0 of 3 per draft
+    counters.write_text(
+        _metrics_page([80, 50, 20], 100) + _metrics_page([200, 110, 40], 300), encoding="utf-8"
+    )
+    gauges = tmp_path / "sglang.prom"  # the gauge with the depth in force of a /server_info after it
+    state = {"internal_states": [{"avg_spec_accept_length": 3.0, "speculative_num_steps": 4}]}
+    gauges.write_text(
+        'sglang:spec_accept_length{engine_type="unified",model_name="m",tp_rank="0"} 2.6\n'
+        + json.dumps(state)
+        + "\n",
+        encoding="utf-8",
+    )
+    info = tmp_path / "info.log"
+    info.write_text(json.dumps(state) + "\n", encoding="utf-8")
+    idle = tmp_path / "plain.prom"  # a server that does not draft exports the gauge as 0
+    idle.write_text('sglang:spec_accept_length{engine_type="unified",model_name="m",tp_rank="0"} 0.0\n')
+    sources = [str(p) for p in (requests, counters, gauges, info, idle)]
+    env = {k: v for k, v in os.environ.items() if k != "TRACELENS_DEBUG"}
+    env["COLUMNS"] = "200"
+
+    def run(*args: str) -> str:
+        done = subprocess.run(
+            [*TRACELENS, *args, "--no-cache", *sources], capture_output=True, text=True, env=env, timeout=300
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    runs = {r["label"]: r for r in json.loads(run("summary", "--json"))["runs"]}
+    got = {
+        label: (
+            r["accept_len"]["mean"],
+            r["acceptance_rate"]["mean"],
+            r["acceptance_rate_engine"],
+            r["acceptance_from"],
+        )
+        for label, r in runs.items()
+    }
+    assert got == {
+        "requests.log#0": (round(1 + 19 / 12, 4), round(19 / 36, 4), "sglang", "requests"),
+        "vllm.prom#0": (2.0, round(1 / 3, 4), "vllm", "/metrics counters"),
+        "sglang.prom#0": (2.6, 0.4, "sglang", "/metrics gauges"),
+        "info.log#0": (3.0, 0.5, "sglang", "/server_info"),
+        "plain.prom#0": (None, None, None, None),
+    }
+    assert runs["requests.log#0"]["speculative"]["seen_in"] == "requests"
+    assert runs["plain.prom#0"]["speculative"] is None
+    compared = run("compare")
+    for words in (
+        "53% sglang requests",
+        "33% vllm /metrics counters",
+        "40% sglang /metrics gauges",
+        "50% sglang /server_info",
+    ):
+        assert words in compared, compared
+    assert "53% sglang requests" in run("summary")
+    # check's table: vLLM's counters are vLLM's figures, though the run has no vLLM line
+    table = {e["label"]: e for e in json.loads(_check("--json", *sources).stdout)["acceptance"]}
+    assert (table["vllm.prom#0"]["engine"], table["vllm.prom#0"]["interval"]) == ("vllm", None)
+    from tracelens.report import write_report
+
+    page = write_report(analyze([Path(s) for s in sources]), tmp_path / "r.html").path.read_text(
+        encoding="utf-8"
+    )
+    for words in (
+        "acceptance (sglang requests)",
+        "acceptance (vllm /metrics counters)",
+        "53% sglang requests",
+    ):
+        assert words in page
+
+
+def test_check_prints_the_depth_timeline_of_an_adaptive_run(tmp_path: Path) -> None:
+    """`--speculative-adaptive` moves the depth in force: check's table has a row per stretch at one depth,
+    its first and last snapshot and the rate against that depth (the mean of its snapshots)."""
+    log = _server_log(tmp_path / "server.log", [])  # launched at depth 3
+    info = tmp_path / "server_info.log"
+    polls = [(5, 3.4), (5, 3.2), (2, 2.6), (2, 2.4), (2, 2.5), (4, 3.0)]
+    info.write_text(
+        "".join(
+            f"[2026-03-02 10:01:{30 + i:02d}] "
+            + json.dumps(
+                {"internal_states": [{"avg_spec_accept_length": length, "speculative_num_steps": depth}]}
+            )
+            + "\n"
+            for i, (depth, length) in enumerate(polls)
+        ),
+        encoding="utf-8",
+    )
+    spans = json.loads(_check("--json", str(log), str(info)).stdout)["acceptance"][0]["depth_spans"]
+    assert [(s["depth"], s["from"], s["to"], s["snapshots"]) for s in spans] == [
+        (5, "2026-03-02 10:01:30", "2026-03-02 10:01:31", 2),
+        (2, "2026-03-02 10:01:32", "2026-03-02 10:01:34", 3),
+        (4, "2026-03-02 10:01:35", "2026-03-02 10:01:35", 1),
+    ]
+    assert [s["rate"] for s in spans] == pytest.approx([2.3 / 5, 1.5 / 2, 2.0 / 4], abs=1e-4)
+    done = _check(str(log), str(info), columns=200)
+    rows = [line for line in done.stdout.splitlines() if "/server_info, depth" in line]
+    assert len(rows) == 3, done.stdout
+    assert "depth 5 in force, launched at 3: 2026-03-02 10:01:30 to 10:01:31 (2 snapshots)" in rows[0]
+    assert "3.30" in rows[0] and "46%" in rows[0]
+    assert "depth 2 in force" in rows[1] and "2.50" in rows[1] and "75%" in rows[1]
+    assert "depth 4 in force, launched at 3: 2026-03-02 10:01:35 (1 snapshot)" in rows[2] and "50%" in rows[2]
+
+
+def _received(rid: str, stamp: str) -> str:
+    return json.dumps({"timestamp": stamp, "event": "request.received", "rid": rid, "obj": {"rid": rid}})
+
+
+def test_a_source_of_only_requests_or_snapshots_is_judged_by_what_it_shows(tmp_path: Path) -> None:
+    """No server line: a request log, saved snapshots or vLLM responses are not a server that never
+    decoded ("incomplete: no decode yet"); their verdict says what they show."""
+    requests = tmp_path / "requests.log"
+    requests.write_text(
+        _received("r0", "2026-03-05T10:00:00")
+        + "\n"
+        + _finished("r0", "2026-03-05T10:01:20", [1, 2, 1, 2])
+        + "\n"
+    )
+    snapshots = tmp_path / "snapshots.prom"
+    state = {"internal_states": [{"avg_spec_accept_length": 3.0, "speculative_num_steps": 4}]}
+    snapshots.write_text(
+        'sglang:spec_accept_length{engine_type="unified",model_name="m",tp_rank="0"} 2.6\n'
+        + json.dumps(state)
+        + "\n"
+    )
+    waiting = tmp_path / "waiting.log"  # requests received, none finished yet
+    waiting.write_text(
+        _received("w0", "2026-03-05T11:00:00") + "\n" + _received("w1", "2026-03-05T11:00:01") + "\n"
+    )
+    aborted = tmp_path / "aborted.log"
+    row = json.loads(_finished("a0", "2026-03-05T12:00:00", [4, 0, 0, 0]))
+    row["out"]["meta_info"]["finish_reason"] = {"type": "abort"}
+    aborted.write_text(json.dumps(row) + "\n")
+    plain = tmp_path / "plain.prom"  # a server that does not draft
+    plain.write_text('sglang:num_running_reqs{engine_type="unified",model_name="m",tp_rank="0"} 3.0\n')
+    verdicts = {
+        v.label: (v.status, v.headline)
+        for v in analyze([requests, snapshots, waiting, aborted, plain]).verdicts
+    }
+    assert verdicts == {
+        "requests.log#0": (
+            "healthy",
+            "a request log: 1 request(s) finished, accept len 2.67, rate 56% (sglang requests); no server lines",
+        ),
+        "snapshots.prom#0": (
+            "healthy",
+            "snapshots of /metrics or /server_info: accept len 2.60, rate 40% (sglang /metrics gauges), "
+            "depth 4 in force; no server lines",
+        ),
+        "waiting.log#0": (
+            "incomplete",
+            "a request log: 2 request(s) received, none finished in it; no server lines",
+        ),
+        "aborted.log#0": (
+            "degraded",
+            "a request log: all 1 finished request(s) were aborted, accept len 1.00, rate 0% (sglang requests); "
+            "no server lines",
+        ),
+        "plain.prom#0": (
+            "healthy",
+            "snapshots of /metrics or /server_info: no request and no acceptance figure; no server lines",
+        ),
+    }
+    # a request log whose rows joined a server run: said so, and the server run judged by its lines
+    log = _server_log(tmp_path / "server.log", [])
+    folder = tmp_path / "requests"
+    folder.mkdir()
+    (folder / "node1_0.log").write_text(_finished("q0", "2026-03-02T10:01:05", [0, 0, 4, 4]) + "\n")
+    joined = {v.label: (v.status, v.headline) for v in analyze([log, folder]).verdicts}
+    assert joined["node1_0.log#0"] == (
+        "healthy",
+        "a request log: its rows joined server.log#1; no server lines",
+    )
+    assert joined["server.log#1"][1].startswith("runs well: accept len 2.50")
+    # a server whose lines show no decode (a log level above INFO) while its request log shows requests
+    # finished: it served, said so (it read "ready, but served no request in the log")
+    quiet = tmp_path / "quiet.log"
+    quiet.write_text(
+        "\n".join(
+            [
+                *log.read_text().splitlines()[:1],
+                "[2026-03-02 10:00:30] The server is fired up and ready to roll!",
+            ]
+        )
+        + "\n"
+    )
+    served = {v.label: (v.status, v.headline) for v in analyze([quiet, folder]).verdicts}
+    assert served["quiet.log#1"] == (
+        "healthy",
+        "its request log: 1 request(s) finished, accept len 3.50, rate 83% (sglang requests); no decode line in the log",
+    )

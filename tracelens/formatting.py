@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tracelens.analysis.findings import Severity, Status
-from tracelens.analysis.speculation import speculative_spec
+from tracelens.analysis.speculation import LINES, speculative_spec
 from tracelens.tables.names import A, C
 
 MISSING = "-"
@@ -55,8 +55,12 @@ def percent(value: float | None) -> str:
     return MISSING if value is None else f"{value:.0%}"
 
 
-def whose_rate(value: float | None, engine: str | None) -> str:
-    """A normalised acceptance rate with the engine whose lines it comes from: `47% sglang`."""
+def whose_rate(value: float | None, engine: str | None, place: str | None = None) -> str:
+    """A normalised acceptance rate with the engine whose figure it is, and where it came from when that
+    is not the run's decode or metrics lines: `47% sglang`, `52% sglang requests`, `- sglang /metrics
+    gauges` (an accept len with no depth to normalise it by)."""
+    if place and place not in LINES and engine:
+        return f"{percent(value)} {engine} {place}"
     return percent(value) if value is None or not engine else f"{percent(value)} {engine}"
 
 

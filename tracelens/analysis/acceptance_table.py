@@ -14,8 +14,16 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from tracelens.analysis.per_run import stat_column
-from tracelens.analysis.positions import LENGTH_BIN, NOT_PAID_ACCEPT_LEN, PERCENTILES, SGLANG, VLLM
+from tracelens.analysis.positions import (
+    LENGTH_BIN,
+    NOT_PAID_ACCEPT_LEN,
+    PERCENTILES,
+    SGLANG,
+    VLLM,
+    depth_spans,
+)
 from tracelens.analysis.runs import RUN_KEY
+from tracelens.analysis.speculation import LINES
 from tracelens.tables.schema import A, C, T
 
 if TYPE_CHECKING:
@@ -27,6 +35,10 @@ DEFINITION = "accepted draft tokens / drafted tokens = (accept_len - 1) / k for 
 
 def _rounded(value: Any) -> Any:
     return round(float(value), 4) if isinstance(value, float) else value
+
+
+def _iso(value: Any) -> str | None:
+    return value.isoformat(sep=" ") if value is not None else None
 
 
 def _by_run(frame: pl.DataFrame) -> dict[tuple[str, int], list[dict[str, Any]]]:
@@ -52,6 +64,7 @@ def acceptance_table(analysis: Analysis) -> list[dict[str, Any]]:
     positions = _by_run(analysis.positions)
     curves = _by_run(analysis.spec_curves)
     depth = _by_run(analysis.depth)
+    spans = _by_run(depth_spans(analysis.depth)) if analysis.depth.height else {}
     bins = _by_run(analysis.length_histogram)
     gauges = _by_run(analysis.gauges)
     unpaid = (
@@ -61,7 +74,17 @@ def acceptance_table(analysis: Analysis) -> list[dict[str, Any]]:
     for run in analysis.runs.iter_rows(named=True):
         key = (run[C.SOURCE], run[C.RUN])
         asked = requests.get(key, [])
-        engine = asked[0][A.ENGINE] if asked else (VLLM if key in vllm_runs else SGLANG)
+        curve = curves.get(key, [])
+        # whose figures: the requests', else the curve's (vLLM's counters), else the lines'
+        engine = (
+            asked[0][A.ENGINE]
+            if asked
+            else curve[0][A.ENGINE]
+            if curve
+            else VLLM
+            if key in vllm_runs
+            else SGLANG
+        )
         interval = _interval(run, stats.get(key, {}), vllm_lines.get(key))
         if interval is None and not asked and not {key} & (positions.keys() | depth.keys() | gauges.keys()):
             continue
@@ -69,7 +92,6 @@ def acceptance_table(analysis: Analysis) -> list[dict[str, Any]]:
         by_basis: dict[str, list[float]] = {}
         for row in sorted(positions.get(key, []), key=lambda r: r[A.POSITION]):
             by_basis.setdefault(row[A.BASIS], []).append(_rounded(row[A.RATE]))
-        curve = curves.get(key, [])
         out.append(
             {
                 "label": run[A.LABEL],
@@ -96,13 +118,27 @@ def acceptance_table(analysis: Analysis) -> list[dict[str, Any]]:
                 },
                 "depth": [
                     {
-                        "ts": r[C.TS].isoformat(sep=" ") if r[C.TS] is not None else None,
+                        "ts": _iso(r[C.TS]),
                         "depth": r[A.DEPTH],
                         "launch_depth": r[A.LAUNCH_DEPTH],
                         "accept_len": _rounded(r[C.ACCEPT_LEN]),
                         "rate": _rounded(r[A.ACCEPTANCE_RATE]),
                     }
                     for r in depth.get(key, [])
+                ],
+                # the timeline in brief: each stretch at one depth, the mean of its snapshots
+                "depth_spans": [
+                    {
+                        "depth": r[A.DEPTH],
+                        "launch_depth": r[A.LAUNCH_DEPTH],
+                        "from": _iso(r[A.FIRST_TS]),
+                        "to": _iso(r[A.LAST_TS]),
+                        "lines": [r[C.FIRST_LINE], r[C.LAST_LINE]],
+                        "snapshots": r[A.SAMPLES],
+                        "accept_len": _rounded(r[C.ACCEPT_LEN]),
+                        "rate": _rounded(r[A.ACCEPTANCE_RATE]),
+                    }
+                    for r in spans.get(key, [])
                 ],
             }
         )
@@ -126,7 +162,9 @@ def _interval(
     """The run's interval-line figures: SGLang's decode lines (steady mean accept len, the rate recomputed
     against the launch depth) or vLLM's metrics lines (mean acceptance length, accepted / drafted tokens
     over all its intervals)."""
-    length = stats.get(stat_column(C.ACCEPT_LEN, "mean")) or run.get(A.MEAN_ACCEPT_LEN)
+    # a run without lines has its mean from another place (`A.RATE_FROM`), shown as that place's
+    lined = run.get(A.RATE_FROM) in LINES
+    length = stats.get(stat_column(C.ACCEPT_LEN, "mean")) or (run.get(A.MEAN_ACCEPT_LEN) if lined else None)
     if length is None:
         return None
     steps = run.get(C.SPEC_NUM_STEPS) or (vllm or {}).get(A.DEPTH)

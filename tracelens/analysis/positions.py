@@ -16,14 +16,18 @@
   against that depth, not the launch-time one.
 
 A request log or snapshot in a source of its own (a folder of per-rank request logs beside the server
-log) has no server start: its rows join the run of another source whose time span holds them.
+log) has no server start: its rows join the run of another source whose time span holds them (up to
+`LATE_ROW` after its last line).
 """
 
 from __future__ import annotations
 
+import datetime as dt
+
 import polars as pl
 
 from tracelens.analysis.runs import RUN_KEY
+from tracelens.analysis.speculation import FROM_COUNTERS, FROM_GAUGES, FROM_REQUESTS, FROM_SERVER_INFO
 from tracelens.tables.names import SERVER_INFO_ACCEPT
 from tracelens.tables.schema import A, C, W
 
@@ -40,6 +44,10 @@ BASES = (BASIS_COUNTERS, BASIS_HISTOGRAMS, BASIS_LINES)
 NOT_PAID_ACCEPT_LEN = 1.5
 PERCENTILES = (0.1, 0.5, 0.9)
 LENGTH_BIN = 0.5  # the width of a bin of the per-request acceptance-length histogram, in tokens
+# How long after a run's last line a request log's or snapshot's row of another source still joins it: a
+# serving server logs every few seconds and a poller asks every few; ten minutes of silence is an idle
+# server at most, and a row later than that may be another server's (docs/acceptance.md).
+LATE_ROW = dt.timedelta(minutes=10)
 
 # vLLM's rows, which never join an SGLang run (`attach`)
 VLLM_REQUEST = pl.col(C.LAYOUT) == "vllm_response"
@@ -63,9 +71,9 @@ _POSITION_SCHEMA = pl.Schema(
 
 def attach(rows: pl.DataFrame, runs: pl.DataFrame, vllm: pl.Expr) -> pl.DataFrame:
     """``rows`` (source, run, ts, ...) with those of a run without a server start (no model known: a
-    request log or snapshot on its own) moved to the run of another source whose span holds their time
-    (the latest start before it; a source's last run is open-ended). Rows no run holds keep their own, and
-    so do vLLM's (``vllm`` tells them): the runs with a known model are SGLang's (`server_args=`)."""
+    request log or snapshot on its own) moved to the run of another source whose span holds their time:
+    the latest start before it, up to `LATE_ROW` after that run's last line. Rows no run holds keep their
+    own, and so do vLLM's (``vllm`` tells them): the runs with a known model are SGLang's (`server_args=`)."""
     started = runs.filter(pl.col(C.MODEL).is_not_null() & pl.col(C.START_TS).is_not_null())
     own = runs.filter(pl.col(C.MODEL).is_null()).select(RUN_KEY)
     if not rows.height or not started.height or not own.height:
@@ -77,26 +85,23 @@ def attach(rows: pl.DataFrame, runs: pl.DataFrame, vllm: pl.Expr) -> pl.DataFram
     )
     if not loose.height:
         return rows
-    # a source's last run has not ended while its server runs on: a snapshot polled after its last line
-    # still belongs to it
-    last = pl.col(C.RUN) == pl.col(C.RUN).max().over(C.SOURCE)
+    # an idle server writes no line while its poller asks on: a row up to `LATE_ROW` after a run's last
+    # line still belongs to it; a later one cannot be told from another server's and keeps its own run
     spans = started.select(
         pl.col(C.SOURCE).alias(W.TO_SOURCE),
         pl.col(C.RUN).alias(W.TO_RUN),
         C.START_TS,
-        pl.when(~last).then(pl.col(C.END_TS)).alias(C.END_TS),
+        (pl.coalesce(C.END_TS, C.START_TS) + LATE_ROW).alias(C.END_TS),
     ).sort(C.START_TS)
     found = (
         loose.select(W.ROW, C.SOURCE, C.TS)
         .sort(C.TS)
         .join_asof(spans, left_on=C.TS, right_on=C.START_TS, strategy="backward")
-        .filter(
-            (pl.col(W.TO_SOURCE) != pl.col(C.SOURCE))
-            & ((pl.col(C.TS) <= pl.col(C.END_TS)) | pl.col(C.END_TS).is_null())
-        )
+        .filter((pl.col(W.TO_SOURCE) != pl.col(C.SOURCE)) & (pl.col(C.TS) <= pl.col(C.END_TS)))
         .select(W.ROW, W.TO_SOURCE, W.TO_RUN)
     )
-    moved = rows.with_row_index(W.ROW).join(found, on=W.ROW, how="left")
+    # in the rows' order: `verdict_inputs.record_facts` reads each row's run before and after side by side
+    moved = rows.with_row_index(W.ROW).join(found, on=W.ROW, how="left", maintain_order="left")
     return moved.with_columns(
         pl.coalesce(W.TO_SOURCE, C.SOURCE).alias(C.SOURCE),
         pl.coalesce(W.TO_RUN, C.RUN).cast(pl.Int32).alias(C.RUN),
@@ -395,4 +400,89 @@ def depth_timeline(metrics: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
     )
     return out.with_columns(((pl.col(C.ACCEPT_LEN) - 1) / pl.col(A.DEPTH)).alias(A.ACCEPTANCE_RATE)).sort(
         *RUN_KEY, C.LINE_NO
+    )
+
+
+def served_figures(
+    requests: pl.DataFrame, curves: pl.DataFrame, gauges: pl.DataFrame, depth: pl.DataFrame
+) -> pl.DataFrame:
+    """Per run: an acceptance length and normalised rate from the first place (`FROM_COUNTERS`, ...) that
+    has one, its engine and the place: what `summary` and `compare` show for a run without decode or
+    metrics lines. ``requests``: `request_figures`; ``curves``: `preferred_curves`; ``gauges``:
+    `gauge_figures`; ``depth``: `depth_timeline`. A length below 1 is no figure (a server that does
+    not draft exports 0)."""
+    counted = curves.filter(pl.col(A.BASIS) == BASIS_COUNTERS)
+    # the accepted tokens per draft are the sum of the positions' rates, over k positions
+    counters = counted.group_by(RUN_KEY).agg(
+        (1 + pl.col(A.RATE).sum()).alias(W.SERVED_LEN),
+        (pl.col(A.RATE).sum() / pl.len()).alias(W.SERVED_RATE),
+        pl.col(A.ENGINE).first().alias(W.SERVED_ENGINE),
+    )
+    asked = requests.select(
+        *RUN_KEY,
+        pl.col(A.POOLED_ACCEPT_LEN).alias(W.SERVED_LEN),
+        pl.col(A.POOLED_RATE).alias(W.SERVED_RATE),
+        pl.col(A.ENGINE).alias(W.SERVED_ENGINE),
+    )
+    gauged = gauges.select(
+        *RUN_KEY,
+        pl.col(C.ACCEPT_LEN).alias(W.SERVED_LEN),
+        pl.col(A.ACCEPTANCE_RATE).alias(W.SERVED_RATE),
+        pl.lit(SGLANG).alias(W.SERVED_ENGINE),
+    )
+    newest = (
+        depth.sort(C.LINE_NO)
+        .group_by(RUN_KEY)
+        .agg(
+            pl.col(C.ACCEPT_LEN).last().alias(W.SERVED_LEN),
+            pl.col(A.ACCEPTANCE_RATE).last().alias(W.SERVED_RATE),
+        )
+        .with_columns(pl.lit(SGLANG).alias(W.SERVED_ENGINE))
+    )
+    places = (FROM_COUNTERS, FROM_REQUESTS, FROM_GAUGES, FROM_SERVER_INFO)  # most exact first
+    schema = pl.Schema(
+        {
+            C.SOURCE: pl.String(),
+            C.RUN: pl.Int32(),
+            W.SERVED_LEN: pl.Float64(),
+            W.SERVED_RATE: pl.Float64(),
+            W.SERVED_ENGINE: pl.String(),
+        }
+    )
+    parts = [
+        frame.select(list(schema))
+        .cast(schema)
+        .with_columns(pl.lit(place).alias(W.SERVED_FROM), pl.lit(rank).alias(W.PLACE_RANK))
+        for rank, (place, frame) in enumerate(zip(places, (counters, asked, gauged, newest), strict=True))
+    ]
+    return (
+        pl.concat(parts)
+        .filter(pl.col(W.SERVED_LEN) >= 1)
+        .sort(*RUN_KEY, W.PLACE_RANK)
+        .unique(RUN_KEY, keep="first", maintain_order=True)
+        .drop(W.PLACE_RANK)
+    )
+
+
+def depth_spans(depth: pl.DataFrame) -> pl.DataFrame:
+    """Per run, the stretches of its `/server_info` snapshots (`depth_timeline`) at one depth in force, in
+    order: the depth, the first and last snapshot's time and line, how many, and the mean of their accept
+    lengths with its rate against that depth (`check` prints the timeline in brief)."""
+    ordered = depth.sort(*RUN_KEY, C.LINE_NO).with_columns(
+        pl.col(A.DEPTH).rle_id().over(RUN_KEY).alias(W.SPAN)
+    )
+    return (
+        ordered.group_by(*RUN_KEY, W.SPAN, maintain_order=True)
+        .agg(
+            pl.col(A.DEPTH).first(),
+            pl.col(A.LAUNCH_DEPTH).first(),
+            pl.col(C.TS).first().alias(A.FIRST_TS),
+            pl.col(C.TS).last().alias(A.LAST_TS),
+            pl.col(C.LINE_NO).first().alias(C.FIRST_LINE),
+            pl.col(C.LINE_NO).last().alias(C.LAST_LINE),
+            pl.len().cast(pl.Int64).alias(A.SAMPLES),
+            pl.col(C.ACCEPT_LEN).mean(),
+        )
+        .with_columns(((pl.col(C.ACCEPT_LEN) - 1) / pl.col(A.DEPTH)).alias(A.ACCEPTANCE_RATE))
+        .drop(W.SPAN)
     )

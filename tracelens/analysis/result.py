@@ -37,7 +37,9 @@ from tracelens.analysis.runs import (
     with_run_labels,
     with_speculation,
 )
+from tracelens.analysis.speculation import DECODE_LINES, METRICS_LINES
 from tracelens.analysis.training import TrainingInputs
+from tracelens.analysis.verdict_inputs import record_facts
 from tracelens.analysis.verdicts import Verdict
 from tracelens.sources.naming import run_label, short_names
 from tracelens.tables.frames import Tables, collect
@@ -184,9 +186,16 @@ def analyze_tables(
     )
     found, passed = detect(ctx)
     runs = _captured_as_served(runs, tables, expect, run_configs, passed.embed_stats)
+    figures = positions.request_figures(requests)
+    gauges = positions.gauge_figures(endpoint, tables[T.RUNS])
+    depth = positions.depth_timeline(endpoint, tables[T.RUNS])
+    # after the detectors, which judge a run by its own lines: the views and the verdict see the rest
+    runs = _with_served(runs, positions.served_figures(figures, curves, gauges, depth))
     found += gap_findings(passed.context, run_configs, inputs.training)
     findings = sort_findings(folding.fold_repeats(found), verdicts.causal_rank)
-    judged = verdicts.verdicts(runs, findings, tables, expect, linked)
+    labels = {(s, r): label for s, r, label in runs.select(*RUN_KEY, A.LABEL).iter_rows()}
+    facts = record_facts((tables[T.REQUESTS], requests), (tables[T.ENDPOINT_METRICS], endpoint), labels)
+    judged = verdicts.verdicts(runs, findings, tables, expect, linked, facts)
     _fill_evidence([*findings, *judged], tables, typed or {})
     counts = (
         pl.DataFrame(
@@ -239,11 +248,11 @@ def analyze_tables(
         distributions=with_labels(made.distributions, runs),
         batch_pairs=with_labels(made.batch_pairs, runs),
         positions=with_labels(every_position, runs),
-        requests=with_labels(positions.request_figures(requests), runs),
+        requests=with_labels(figures, runs),
         request_lengths=with_labels(lengths, runs),
         length_histogram=with_labels(positions.length_histogram(lengths), runs),
-        depth=with_labels(positions.depth_timeline(endpoint, tables[T.RUNS]), runs),
-        gauges=with_labels(positions.gauge_figures(endpoint, tables[T.RUNS]), runs),
+        depth=with_labels(depth, runs),
+        gauges=with_labels(gauges, runs),
         names=names,
         typed=dict(typed or {}),
     )
@@ -302,6 +311,11 @@ def _overview(
             .when(pl.col(W.VLLM_RATE).is_not_null())
             .then(pl.lit(positions.VLLM))
             .alias(A.RATE_ENGINE),
+            pl.when(pl.col(A.MEAN_ACCEPTANCE_RATE).is_not_null())
+            .then(pl.lit(DECODE_LINES))
+            .when(pl.col(W.VLLM_RATE).is_not_null())
+            .then(pl.lit(METRICS_LINES))
+            .alias(A.RATE_FROM),
         )
         .drop(W.VLLM_LEN, W.VLLM_RATE)
         .join(readiness, on=RUN_KEY, how="left")
@@ -334,6 +348,32 @@ def _overview(
     ]
     out = out.drop(W.PRINTED)
     return out.with_columns(pl.Series(A.CAPTURED_LAYERS, words, dtype=pl.String))
+
+
+def _with_served(runs: pl.DataFrame, served: pl.DataFrame) -> pl.DataFrame:
+    """A run without decode or metrics lines takes its acceptance from the other places it has
+    (`positions.served_figures`), saying whose and which; such a run drafts."""
+    bare = pl.col(A.MEAN_ACCEPT_LEN).is_null() & pl.col(A.MEAN_ACCEPTANCE_RATE).is_null()
+    taken = bare & pl.col(W.SERVED_LEN).is_not_null()
+    return (
+        runs.join(served, on=RUN_KEY, how="left")
+        .with_columns(
+            *(
+                pl.when(taken).then(pl.col(mine)).otherwise(pl.col(theirs)).alias(theirs)
+                for mine, theirs in (
+                    (W.SERVED_LEN, A.MEAN_ACCEPT_LEN),
+                    (W.SERVED_RATE, A.MEAN_ACCEPTANCE_RATE),
+                    (W.SERVED_ENGINE, A.RATE_ENGINE),
+                    (W.SERVED_FROM, A.RATE_FROM),
+                )
+            ),
+            (pl.col(A.SPECULATIVE) | taken).alias(A.SPECULATIVE),
+            pl.coalesce(A.SPECULATIVE_FROM, pl.when(taken).then(pl.col(W.SERVED_FROM))).alias(
+                A.SPECULATIVE_FROM
+            ),
+        )
+        .drop(W.SERVED_LEN, W.SERVED_RATE, W.SERVED_ENGINE, W.SERVED_FROM)
+    )
 
 
 def _captured_as_served(

@@ -17,6 +17,15 @@ from tracelens.tables.names import A, C
 SERVER_ARGS = "server args"
 DECODE_LINES = "decode lines"
 METRICS_LINES = "metrics lines"
+# The places a run's acceptance comes from when it has no decode or metrics lines (`A.RATE_FROM`), most
+# exact first: vLLM's counters (the server's own totals), the requests (request logs, per-request metrics
+# files, vLLM responses: pooled over those logged), SGLang's gauges, `/server_info`'s mean. A run with
+# figures from one of them drafts, and says so by it.
+FROM_COUNTERS = "/metrics counters"
+FROM_REQUESTS = "requests"
+FROM_GAUGES = "/metrics gauges"
+FROM_SERVER_INFO = "/server_info"
+LINES = (DECODE_LINES, METRICS_LINES)
 
 # (summary JSON key, run column) of the speculative settings
 SPEC_PARTS = (

@@ -128,3 +128,21 @@ def stalls(
         .filter((pl.col(A.DURATION_S) > threshold_s) & (pl.col(A.DURATION_S) < CLOCK_JUMP_S))
         .select(*RUN_KEY, pl.col(W.FROM).alias(C.TS), C.LINE_NO, A.DURATION_S)
     )
+
+
+# Where an unfinished log stopped, by its last start-up event (a verdict's words).
+STOPPED_AT = {
+    "server_args": "right after the server's arguments",
+    "dist_init_begin": "during distributed init",
+    "dist_init_end": "after distributed init",
+    "weight_load_begin": "during weight loading",
+    "weight_load_end": "after weight loading",
+    "kv_cache_allocated": "while setting up the memory pool",
+    "memory_pool_end": "after the memory pool was set up",
+    "capacity": "after the memory pool was set up",
+    "graph_capture_begin": "during CUDA graph capture",
+    "graph_capture_end": "after CUDA graph capture",
+    "server_process_started": "during warm-up",
+    "app_startup": "during warm-up",
+    "uvicorn_running": "during warm-up",
+}

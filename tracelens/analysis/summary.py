@@ -82,6 +82,8 @@ def summarize(analysis: Analysis) -> dict[str, Any]:
                 "gen_throughput": figures[C.GEN_THROUGHPUT],
                 "acceptance_rate": figures[A.ACCEPTANCE_RATE],
                 "acceptance_rate_engine": seen.get(A.RATE_ENGINE),
+                # the run's decode or metrics lines, else requests, /metrics counters or gauges, /server_info
+                "acceptance_from": seen.get(A.RATE_FROM),
                 "status": seen.get(A.STATUS),
                 "headline": seen.get(A.HEADLINE),
                 "faults": tables[T.FAULTS].filter(key).height,

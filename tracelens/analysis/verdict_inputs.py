@@ -1,13 +1,20 @@
 """What a run's verdict reads from the tables beside its findings: a benchmark client's figures, the
-requests it answered, its role in a PD-disaggregated pair. One query each, for every run at once."""
+requests it answered, its role in a PD-disaggregated pair, what its request-log and snapshot rows show.
+One query each, for every run at once."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
 import polars as pl
 
+from tracelens.analysis.findings import Status
 from tracelens.analysis.runs import RUN_KEY
 from tracelens.tables.frames import Tables, collect
-from tracelens.tables.schema import C, T
+from tracelens.tables.names import SERVER_INFO_ACCEPT
+from tracelens.tables.schema import A, C, T, W
 
 
 def client_figures(tables: Tables) -> dict[tuple[str, int], tuple[float | None, float | None]]:
@@ -40,3 +47,114 @@ def roles(tables: Tables) -> dict[tuple[str, int], str]:
         .select(*RUN_KEY, pl.col(C.VALUE).str.strip_chars("'\" ").str.to_lowercase())
     )
     return {(s, r): v for s, r, v in mode.iter_rows() if v in ("prefill", "decode")}
+
+
+@dataclass(frozen=True)
+class Records:
+    """What a run's request-log and snapshot rows show: a source that is only such records is judged by
+    them, not as a server that never decoded. Counts are of the rows the run holds once they joined
+    their runs (`positions.attach`); ``joined`` names the runs its own rows joined."""
+
+    request_log: bool = False  # its source's rows include requests
+    snapshots: bool = False  # and `/metrics` pages or `/server_info` objects
+    received: int = 0  # requests received (`request.received`, `Receive:`)
+    finished: int = 0  # requests finished (a log's `Finish:`, a metrics file's line, a vLLM response)
+    aborted: int = 0  # of those, finished by an abort
+    depth: int | None = None  # the depth in force of its newest `/server_info`
+    joined: tuple[str, ...] = ()
+
+
+Rows = tuple[pl.DataFrame, pl.DataFrame]  # a table's rows as parsed, and as they joined their runs
+
+
+def record_facts(
+    requests: Rows, endpoint: Rows, labels: Mapping[tuple[str, int], str]
+) -> dict[tuple[str, int], Records]:
+    """Per run with request or snapshot rows of its own or joined to it: what they show. ``labels``:
+    each run's label."""
+    out: dict[tuple[str, int], Records] = {}
+
+    def update(key: tuple[str, int], **values: Any) -> None:
+        out[key] = replace(out.get(key, Records()), **values)
+
+    for (parsed, joined), flag in ((requests, "request_log"), (endpoint, "snapshots")):
+        for key in parsed.select(RUN_KEY).unique().iter_rows():
+            update(key, **{flag: True})
+        # `attach` keeps the rows' order: a row's run before and after, side by side
+        moved = (parsed[C.SOURCE] != joined[C.SOURCE]) | (parsed[C.RUN] != joined[C.RUN])
+        if not moved.any():
+            continue
+        went = (
+            parsed.select(RUN_KEY)
+            .filter(moved)
+            .hstack(
+                joined.filter(moved).select(
+                    pl.col(C.SOURCE).alias(W.TO_SOURCE), pl.col(C.RUN).alias(W.TO_RUN)
+                )
+            )
+            .unique()
+        )
+        for source, run, to_source, to_run in went.sort(pl.all()).iter_rows():
+            known = out[(source, run)].joined
+            update((source, run), joined=tuple(dict.fromkeys((*known, labels.get((to_source, to_run), "")))))
+    event = pl.col(C.EVENT)
+    asked = (
+        requests[1]
+        .group_by(RUN_KEY)
+        .agg(
+            (event == "received").sum().alias("received"),
+            (event == "finished").sum().alias("finished"),
+            ((event == "finished") & (pl.col(C.FINISH_REASON) == "abort")).sum().alias("aborted"),
+        )
+    )
+    for source, run, received, finished, aborted in asked.iter_rows():
+        update((source, run), received=int(received), finished=int(finished), aborted=int(aborted))
+    info = pl.col(C.METRIC_NAME) == SERVER_INFO_ACCEPT
+    # the runs with snapshots, and the depth of each one's newest `/server_info`
+    polled = (
+        endpoint[1]
+        .select(*RUN_KEY, pl.when(info).then(pl.col(C.SPEC_NUM_STEPS)).alias(C.SPEC_NUM_STEPS), C.LINE_NO)
+        .group_by(RUN_KEY)
+        .agg(pl.col(C.SPEC_NUM_STEPS).sort_by(C.LINE_NO).drop_nulls().last())
+    )
+    for source, run, depth in polled.iter_rows():
+        update((source, run), depth=depth)
+    return out
+
+
+def record_verdict(records: Records, run: Mapping[str, Any], server_lines: bool) -> tuple[Status, str] | None:
+    """The status and headline of a run that decoded nothing by its lines, from its records: None when
+    they say nothing more (a server log's run with snapshots but no finished request is judged as one)."""
+    if server_lines and not records.finished:
+        return None
+    parts, status = [], Status.HEALTHY
+    if records.joined:
+        parts.append("its rows joined " + ", ".join(records.joined))
+    if records.finished:
+        aborted = f" ({records.aborted} aborted)" if records.aborted else ""
+        parts.append(f"{records.finished} request(s) finished{aborted}")
+        if records.aborted == records.finished:
+            parts[-1] = f"all {records.finished} finished request(s) were aborted"
+            status = Status.DEGRADED
+    elif records.received:
+        parts.append(f"{records.received} request(s) received, none finished in it")
+        status = Status.INCOMPLETE
+    length, rate = run.get(A.MEAN_ACCEPT_LEN), run.get(A.MEAN_ACCEPTANCE_RATE)
+    if length is not None:
+        whose = " ".join(w for w in (run.get(A.RATE_ENGINE), run.get(A.RATE_FROM)) if w)
+        rated = "" if rate is None else f", rate {rate:.0%}"
+        parts.append(f"accept len {length:.2f}{rated} ({whose})")
+    if records.depth is not None:
+        parts.append(f"depth {records.depth} in force")
+    if server_lines:
+        return status, "its request log: " + ", ".join(parts) + "; no decode line in the log"
+    what = " and ".join(
+        w
+        for w, seen in (
+            ("a request log", records.request_log),
+            ("snapshots of /metrics or /server_info", records.snapshots),
+        )
+        if seen
+    )
+    said = ", ".join(parts) if parts else "no request and no acceptance figure"
+    return status, f"{what}: {said}; no server lines"

@@ -23,7 +23,8 @@ from tracelens.analysis.crash_text import crash_what, in_phase
 from tracelens.analysis.expectations import Expectations
 from tracelens.analysis.findings import Evidence, Finding, Severity, Status, severity_rank
 from tracelens.analysis.runs import RUN_KEY
-from tracelens.analysis.verdict_inputs import answered_requests, client_figures
+from tracelens.analysis.startup import STOPPED_AT
+from tracelens.analysis.verdict_inputs import Records, answered_requests, client_figures, record_verdict
 from tracelens.analysis.verdict_inputs import roles as run_roles
 from tracelens.tables.frames import Tables, collect
 from tracelens.tables.schema import A, C, T
@@ -191,6 +192,7 @@ class _Facts:
     role: str | None = None  # disaggregation_mode: prefill or decode
     client: tuple[float | None, float | None] | None = None  # a benchmark client's requests and tok/s
     answered: int = 0  # requests answered with a 2xx status (uvicorn's access lines)
+    records: Records | None = None  # what its request-log and snapshot rows show
 
     @property
     def config_file(self) -> str:
@@ -236,23 +238,6 @@ def _fix(rule: Rule, facts: _Facts) -> str | None:
         )
     return None
 
-
-# Where an unfinished log stopped, by its last start-up event.
-_PHASE_WORDS = {
-    "server_args": "right after the server's arguments",
-    "dist_init_begin": "during distributed init",
-    "dist_init_end": "after distributed init",
-    "weight_load_begin": "during weight loading",
-    "weight_load_end": "after weight loading",
-    "kv_cache_allocated": "while setting up the memory pool",
-    "memory_pool_end": "after the memory pool was set up",
-    "capacity": "after the memory pool was set up",
-    "graph_capture_begin": "during CUDA graph capture",
-    "graph_capture_end": "after CUDA graph capture",
-    "server_process_started": "during warm-up",
-    "app_startup": "during warm-up",
-    "uvicorn_running": "during warm-up",
-}
 
 _SYMPTOM_HINTS = {
     "acceptance-low": "no capture fault was found: check that the draft belongs to this target, or pass "
@@ -377,6 +362,8 @@ def run_verdict(
     ]
     crashes = [f for f in unexplained if f.code in CRASH_CODES and f.severity == Severity.ERROR]
     cause_findings = [f for c in causes for f in by_code[c]]
+    server_lines = facts.last_phase is not None or bool(run.get(C.MODEL))
+    by_records = None if decoded or not facts.records else record_verdict(facts.records, run, server_lines)
     label = run[A.LABEL]
     fix: str | None = None
     evidence: list[Evidence] = []
@@ -443,6 +430,8 @@ def run_verdict(
     elif not decoded and chain is not None and "router-log" in chain.notes and not facts.served:
         status = Status.HEALTHY
         headline = "a router's log: no failure (a router serves no batches itself)"
+    elif by_records is not None:
+        status, headline = by_records  # a request log or snapshots, judged by what they show
     elif not decoded and (facts.answered or stop_line is not None):
         # Served requests with no batch line shown (vLLM's stats off, a log level above INFO), or a
         # graceful stop: nothing to act on.
@@ -464,7 +453,7 @@ def run_verdict(
         elif phase is None:
             headline = "no decode yet: the server is starting, or served no request"
         else:
-            headline = f"the log ends {_PHASE_WORDS.get(phase, 'during start-up')} with no error: still starting, or stuck there"
+            headline = f"the log ends {STOPPED_AT.get(phase, 'during start-up')} with no error: still starting, or stuck there"
         # the last line of an unfinished log is its best clue (the step it was in)
         evidence = [Evidence(run[C.SOURCE], n) for n in (facts.last_phase_line, last_line) if n is not None]
     elif _slow(run.get(A.MEAN_GEN_THROUGHPUT)) and facts.role != "prefill":
@@ -521,8 +510,9 @@ def verdicts(
     tables: Tables,
     expect: Expectations,
     linked: dict[tuple[str, int], Chain] | None = None,
+    records: dict[tuple[str, int], Records] | None = None,
 ) -> list[Verdict]:
-    """One verdict per run of ``runs``, worst first."""
+    """One verdict per run of ``runs``, worst first. ``records``: `verdict_inputs.record_facts`."""
     per_run: dict[tuple[str, int], list[Finding]] = {}
     for f in findings:
         per_run.setdefault((f.source, f.run), []).append(f)
@@ -586,6 +576,7 @@ def verdicts(
             roles.get(key),
             clients.get(key),
             answered.get(key, 0),
+            (records or {}).get(key),
         )
         ids_evidence = [Evidence(run[C.SOURCE], ids_line)] if ids_line is not None else []
         out.append(

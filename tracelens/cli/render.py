@@ -57,7 +57,7 @@ def render_summary_compact(console: Console, summary: dict[str, Any]) -> None:
             name,
             Text(status or "-", style=STATUS_STYLE.get(status or "", "")),
             number(run["accept_len"]["mean"]),
-            whose_rate(rate, run["acceptance_rate_engine"]),
+            whose_rate(rate, run["acceptance_rate_engine"], run["acceptance_from"]),
             number(run["gen_throughput"]["mean"], 1),
             str(run["faults"]),
         )
@@ -105,7 +105,7 @@ def render_summary(console: Console, summary: dict[str, Any]) -> None:
             str(run["decode_lines"]),
             accept,
             "-" if tput["mean"] is None else f"{number(tput['mean'], 1)}/{number(tput['median'], 1)}",
-            whose_rate(run["acceptance_rate"]["mean"], run["acceptance_rate_engine"]),
+            whose_rate(run["acceptance_rate"]["mean"], run["acceptance_rate_engine"], run["acceptance_from"]),
             str(run["faults"]),
             str(run["findings"]),
             str(run["unparsed"]),
@@ -305,7 +305,7 @@ def render_comparison(console: Console, analysis: Analysis) -> None:
         table.add_row(
             name,
             number(run[A.MEAN_ACCEPT_LEN]),
-            whose_rate(run[A.MEAN_ACCEPTANCE_RATE], run[A.RATE_ENGINE]),
+            whose_rate(run[A.MEAN_ACCEPTANCE_RATE], run[A.RATE_ENGINE], run[A.RATE_FROM]),
             number(run[A.MEAN_GEN_THROUGHPUT], 1),
             speedup(run[A.SPEEDUP], run[A.SPEEDUP_LOW], run[A.SPEEDUP_HIGH]),
             duration(run[A.TIME_TO_READY_S], compact=True),

@@ -35,7 +35,26 @@ def _rows(entry: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     if positions["rates"]:
         whose = f"{entry['engine']} {positions['basis'].replace('_', ' ')}, per position"
         out.append((whose, "", "", " ".join(percent(r) for r in positions["rates"])))
+    # the depth timeline in brief: each depth in force, when, and the rate against it
+    for span in entry["depth_spans"]:
+        launched = span["launch_depth"]
+        note = f", launched at {launched}" if launched is not None and launched != span["depth"] else ""
+        count = span["snapshots"]
+        whose = f"sglang /server_info, depth {span['depth']} in force{note}: {_when(span)}"
+        whose += f" ({count} snapshot{'s' if count != 1 else ''})"
+        out.append((whose, number(span["accept_len"]), percent(span["rate"]), ""))
     return out
+
+
+def _when(span: dict[str, Any]) -> str:
+    """A stretch's first and last snapshot: their times (the date once), else their lines."""
+    first, last = span["from"], span["to"]
+    if first is None or last is None:
+        a, b = span["lines"]
+        return f"line {a}" if a == b else f"lines {a}-{b}"
+    if first == last:
+        return first
+    return f"{first} to {last[11:] if last[:10] == first[:10] else last}"
 
 
 def render_acceptance(console: Console, analysis: Analysis) -> None:
@@ -55,13 +74,4 @@ def render_acceptance(console: Console, analysis: Analysis) -> None:
     for entry in entries:
         for i, row in enumerate(_rows(entry)):
             table.add_row(entry["label"] if i == 0 else "", *row)
-        if entry["depth"]:
-            last = entry["depth"][-1]
-            table.add_row(
-                "",
-                f"sglang server_info, depth {last['depth']} in force",
-                number(last["accept_len"]),
-                percent(last["rate"]),
-                "",
-            )
     console.print(table)

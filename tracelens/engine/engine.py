@@ -109,10 +109,17 @@ def _plan_inputs(
         i.path: "changed" if i.path in damaged else mf.change_of(i, old.inputs.get(i.path)) for i in inputs
     }
     last_unit: dict[str, UnitRecord] = {}
+    counted: set[tuple[str, int]] = set()  # (input, start) of the pieces that saw metrics counters
     for task in old.tasks.values():
         for unit in task.units:
             if unit.input not in last_unit or unit.start > last_unit[unit.input].start:
                 last_unit[unit.input] = unit
+        counted.update((result.input, result.start) for result in task.sources if result.counters)
+    # A counter going back is a restart only beside the pages before it (`parsers/restarts.py`): a
+    # grown log whose kept ranges saw counters is read again whole, as a split one is (`_ranges_agree`).
+    for path, change in changes.items():
+        if change == "grown" and any(p == path and s < last_unit[path].start for p, s in counted):
+            changes[path] = "changed"
     kept: dict[str, TaskRecord] = {}
     redo: list[Unit] = []
     for task_id, task in old.tasks.items():

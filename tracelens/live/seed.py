@@ -19,7 +19,8 @@ the live worker, exactly as it parses new lines. The hand-over, per file (`Cut`)
   window had passed over them).
 
 Only plain local files larger than one engine range (`LOAD_BYTES`) are loaded this way: a smaller file
-would be one range, re-read live anyway. Compressed files and archives are refused by the live
+would be one range, re-read live anyway. A file whose ranges before the last hold metrics counters is
+read live from its start: a counter going back is a restart only beside the pages before it. Compressed files and archives are refused by the live
 commands (they are not followed); ssh, commands and stdin stay live-only.
 """
 
@@ -92,6 +93,11 @@ def cut_of(manifest: Manifest, dataset: str, path: str) -> Cut | None:
         return None
     last, _ = max(units, key=lambda pair: pair[0].start)
     if last.start <= 0:
+        return None
+    # a metrics page's counter going back is a restart only beside the pages before it, which a parser
+    # starting at the cut has not seen (`parsers/restarts.py`): such a file is read live from its start
+    counted = (r for task in manifest.tasks.values() for r in task.sources if r.input == path and r.counters)
+    if any(r.start < last.start for r in counted):
         return None
     before = tuple(sorted(task_id for unit, task_id in units if unit.start < last.start))
     return Cut(dataset, path, last.start, last.first_line, last.run_offset, record, before)

@@ -26,6 +26,7 @@ from tracelens.analysis.benchmarks import benchmarks_beside_runs
 from tracelens.analysis.capture import run_layer_ids
 from tracelens.analysis.findings import SEVERITIES
 from tracelens.analysis.plotdata import TIME_POINTS
+from tracelens.analysis.speculation import LINES
 from tracelens.formatting import (
     BENCH_COLUMNS,
     duration,
@@ -161,7 +162,7 @@ def _cards(analysis: Analysis, colors: dict[str, str]) -> list[dict[str, Any]]:
             subs.append(["no speculative decoding"])
         stats = [
             (number(run[A.MEAN_ACCEPT_LEN]), "accept len", ""),
-            (percent(run[A.MEAN_ACCEPTANCE_RATE]), _rate_words(run[A.RATE_ENGINE]), ""),
+            (percent(run[A.MEAN_ACCEPTANCE_RATE]), _rate_words(run[A.RATE_ENGINE], run[A.RATE_FROM]), ""),
             (number(run[A.MEAN_GEN_THROUGHPUT], 1), "tok/s", ""),
         ]
         if run[A.BASELINE] is not None:
@@ -204,9 +205,11 @@ def _cards(analysis: Analysis, colors: dict[str, str]) -> list[dict[str, Any]]:
     return cards
 
 
-def _rate_words(engine: str | None) -> str:
-    """A card's acceptance label, with the engine whose lines the rate comes from."""
-    return f"acceptance ({engine})" if engine else "acceptance"
+def _rate_words(engine: str | None, place: str | None) -> str:
+    """A card's acceptance label, with the engine whose figure the rate is and, when not the run's decode
+    or metrics lines, where it came from."""
+    whose = " ".join(w for w in (engine, None if place in LINES else place) if w)
+    return f"acceptance ({whose})" if whose else "acceptance"
 
 
 def _comparison(analysis: Analysis) -> dict[str, Any]:
@@ -217,7 +220,7 @@ def _comparison(analysis: Analysis) -> dict[str, Any]:
             "model": run[C.MODEL],
             "spec": speculative_of_run(run),
             "accept_len": number(run[A.MEAN_ACCEPT_LEN]),
-            "acceptance": whose_rate(run[A.MEAN_ACCEPTANCE_RATE], run[A.RATE_ENGINE]),
+            "acceptance": whose_rate(run[A.MEAN_ACCEPTANCE_RATE], run[A.RATE_ENGINE], run[A.RATE_FROM]),
             "throughput": number(run[A.MEAN_GEN_THROUGHPUT], 1),
             "baseline": run[A.BASELINE],
             "speedup": speedup(run[A.SPEEDUP], run[A.SPEEDUP_LOW], run[A.SPEEDUP_HIGH]),

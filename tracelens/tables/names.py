@@ -292,7 +292,10 @@ class A:
     ACCEPTANCE_RATE = "acceptance_rate"  # recomputed, one definition across versions (docs/findings.md)
     ACCEPT_RATE_LOGGED = "accept_rate_logged"  # the `accept rate` SGLang printed, as printed
     ACCEPT_RATE_DEFINITION = "accept_rate_definition"  # which formula the logged value follows
-    RATE_ENGINE = "rate_engine"  # whose lines a run's mean acceptance rate comes from: sglang | vllm
+    RATE_ENGINE = "rate_engine"  # whose figure a run's mean acceptance rate is: sglang | vllm
+    # where it comes from: decode lines | metrics lines, else (a run without them) requests | counters |
+    # /metrics | server_info (`positions.served_figures`)
+    RATE_FROM = "rate_from"
     STAGE = "stage"  # warmup | steady
     ROLLING_MEDIAN = "accept_len_rolling_median"
     ROLLING_P10 = "accept_len_rolling_p10"

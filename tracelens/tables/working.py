@@ -99,6 +99,12 @@ class W:
     ERROR = "_error"  # a finding is an error
     VLLM_LEN = "_vllm_len"  # vLLM's mean acceptance length of a run
     VLLM_RATE = "_vllm_rate"  # and its acceptance rate: accepted / drafted tokens, pooled
+    SERVED_LEN = "_served_len"  # a run's accept len and rate from a place other than its lines
+    SERVED_RATE = "_served_rate"
+    SERVED_ENGINE = "_served_engine"
+    SERVED_FROM = "_served_from"
+    PLACE_RANK = "_place_rank"  # which of those places is preferred (0 first)
+    SPAN = "_span"  # which stretch of a run's `/server_info` snapshots at one depth a snapshot is in
     PRINTED = "_printed"  # the run printed the layer ids it captures
     BUSY = "_busy"  # the run has batch, fault, debug or vLLM metrics lines
     SEEN = "_seen"  # the run's debug lines show an embedding capture
