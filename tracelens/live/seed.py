@@ -178,18 +178,22 @@ def index_lines(index: LogIndex, source: int, cut: Cut, generation: FileGenerati
         if not _still_there(manifest, cut):
             return 0
         data = Tables.read_dataset(Path(cut.dataset))
-        numbers = _rows(data, T.LINES, cut, label).select(
+        n = cut.first_line - 1
+        # only the lines the scroll-back holds: the older ones would be dropped at once (they are not
+        # read, not even counted: reading 7 M line numbers to count them left 38 MiB behind)
+        skip = max(0, n - index.limit) if index.limit is not None else 0
+        held = _rows(data, T.LINES, cut, label).filter(pl.col(C.LINE_NO) > skip)
+        numbers = held.select(
             pl.len().alias("n"), pl.col(C.LINE_NO).min().alias("lo"), pl.col(C.LINE_NO).max().alias("hi")
         )
-        n, lo, hi = numbers.collect().row(0)
-        if n != cut.first_line - 1 or (n and (lo, hi) != (1, n)):  # line numbers are unique per source
+        count, lo, hi = numbers.collect().row(0)
+        # line numbers are unique per source: the dataset holds every one of them
+        if count != n - skip or (count and (lo, hi) != (skip + 1, n)):
             return 0
         # the store needs only the bytes' length to map them to the file (`TextStore.append`): a map
         # of the file gives it without reading them
         with mmap.mmap(generation.fd, cut.offset, access=mmap.ACCESS_READ) as mapped:
             index.store(source).append(cast(bytes, memoryview(mapped)), generation, 0, keep=False)
-        # only the lines the scroll-back holds: the older ones would be dropped at once
-        skip = max(0, n - index.limit) if index.limit is not None else 0
         index.skip(source, skip)
         # in slices of line numbers (row groups are pruned by them): the index's columns are what
         # stays, about 30 bytes a line
