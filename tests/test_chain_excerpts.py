@@ -5,6 +5,7 @@ pid=N) INFO MM-DD ...`, torch's glog lines, uvicorn's access lines)."""
 
 from __future__ import annotations
 
+import pytest
 from test_chain import broken, only, serving, start_up_crash
 from test_detectors import run, server_args, stamp
 
@@ -365,6 +366,29 @@ def test_a_ci_runners_bracketed_stamp_is_peeled() -> None:
         f'{lead}   File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py", line 637, in __init__',
     ]
     assert broken(lines).headline.startswith("crashed at start-up: a traceback with no exception line")
+
+
+@pytest.mark.parametrize(
+    "lead",
+    [
+        "ERROR 2026-01-02T03:04:05.123456Z ",  # GCP's Logs Explorer export
+        "ALERT 2026-01-02T03:04:05Z ",
+        "error 2026-01-02T03:04:05.123+00:00 ",
+        "[FATAL] 2026-01-02 03:04:05,123 ",
+        "WARN: 2026-01-02T03:04:05.123-0700 ",
+    ],
+)
+def test_a_cloud_loggers_severity_and_stamp_lead_is_peeled(lead: str) -> None:
+    # a cloud console's export puts `SEVERITY <ISO stamp> ` before each line: the exception line under
+    # it is the traceback's end, so the crash is named by it, not read as a cut traceback
+    traceback = (
+        "Traceback (most recent call last):",
+        '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 1234, in event_loop',
+        "    self.run_batch(batch)",
+        "AssertionError: batch size mismatch",
+    )
+    lines = [*serving(), *(lead + line for line in traceback)]
+    assert broken(lines).headline.startswith("crashed while serving: AssertionError: batch size mismatch")
 
 
 def test_a_cri_files_traceback_keeps_its_frames() -> None:
