@@ -32,6 +32,34 @@ def test_a_prefill_node_is_judged_by_its_prefill_batches() -> None:
     assert verdict.headline.startswith("prefill node runs well")
 
 
+def prefill_lines(running: int, count: int = 3) -> list[list[str]]:
+    """``count`` prefill batch lines of two eras, counting from ``running`` requests in the running batch."""
+    return [
+        [
+            f"{stamp(10 + i)} Prefill batch. #new-seq: 1, #new-token: 8, #cached-token: 0, cache hit rate: "
+            f"0.00%, #running-req: {running + i}, #queue-req: 0"
+            for i in range(count)
+        ],
+        [
+            f"[gpu_id=0] new fill batch. #seq: 1. #cached_token: 0. #new_token: 646. #remaining_req: 0. "
+            f"#running_req: {running + i}. tree_cache_hit_rate: 0.00%."
+            for i in range(count)
+        ],
+    ]
+
+
+def test_prefill_lines_with_requests_running_are_serving() -> None:
+    # `#running-req` on a prefill line is the running batch: requests being decoded, whose decode lines
+    # were filtered out of the excerpt or come rarer than it is long
+    for lines in prefill_lines(running=3):
+        verdict = only(run(lines))
+        assert verdict.status == "healthy", verdict.headline
+        assert verdict.headline.startswith("serving: prefill batches beside up to 5 running request(s)")
+    # with none running, nothing was decoded yet: the log ends as serving began
+    for lines in prefill_lines(running=0, count=1):
+        assert only(run(lines)).status == "incomplete"
+
+
 def bootstrap_batches(queues: list[int], queued: int = 0) -> list[str]:
     """A prefill node's batch lines in SGLang's prefill-mode form: its bootstrap queue as #prealloc-req."""
     return [

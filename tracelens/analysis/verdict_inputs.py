@@ -158,3 +158,24 @@ def record_verdict(records: Records, run: Mapping[str, Any], server_lines: bool)
     )
     said = ", ".join(parts) if parts else "no request and no acceptance figure"
     return status, f"{what}: {said}; no server lines"
+
+
+def running_at_prefill(tables: Tables) -> dict[tuple[str, int], int]:
+    """Per run whose prefill batch lines count requests running: the most they count. SGLang's
+    `#running-req` (`#running_req` in early 2024) on a prefill line is the size of its running batch, the
+    requests being decoded: a run whose decode lines were filtered out, or come less often than its
+    excerpt is long, served all the same."""
+    rows = collect(
+        tables.scan(T.BATCHES)
+        .filter((pl.col(C.PHASE) == "prefill") & (pl.col(C.RUNNING_REQ) > 0))
+        .group_by(RUN_KEY)
+        .agg(pl.col(C.RUNNING_REQ).max())
+    )
+    return {(s, r): int(n) for s, r, n in rows.iter_rows()}
+
+
+def running_headline(running: int) -> str:
+    """The headline of a run seen serving only by its prefill lines' running requests."""
+    return (
+        f"serving: prefill batches beside up to {running} running request(s); no decode line, so no figures"
+    )

@@ -24,7 +24,14 @@ from tracelens.analysis.expectations import Expectations
 from tracelens.analysis.findings import Evidence, Finding, Severity, Status, severity_rank
 from tracelens.analysis.runs import RUN_KEY
 from tracelens.analysis.startup import STOPPED_AT
-from tracelens.analysis.verdict_inputs import Records, answered_requests, client_figures, record_verdict
+from tracelens.analysis.verdict_inputs import (
+    Records,
+    answered_requests,
+    client_figures,
+    record_verdict,
+    running_at_prefill,
+    running_headline,
+)
 from tracelens.analysis.verdict_inputs import roles as run_roles
 from tracelens.tables.frames import Tables, collect
 from tracelens.tables.schema import A, C, T
@@ -193,6 +200,7 @@ class _Facts:
     client: tuple[float | None, float | None] | None = None  # a benchmark client's requests and tok/s
     answered: int = 0  # requests answered with a 2xx status (uvicorn's access lines)
     records: Records | None = None  # what its request-log and snapshot rows show
+    running: int = 0  # the most requests its prefill lines count running (being decoded)
 
     @property
     def config_file(self) -> str:
@@ -432,6 +440,8 @@ def run_verdict(
         headline = "a router's log: no failure (a router serves no batches itself)"
     elif by_records is not None:
         status, headline = by_records  # a request log or snapshots, judged by what they show
+    elif not decoded and facts.running:
+        status, headline = Status.HEALTHY, running_headline(facts.running)  # served, decode lines unseen
     elif not decoded and (facts.answered or stop_line is not None):
         # Served requests with no batch line shown (vLLM's stats off, a log level above INFO), or a
         # graceful stop: nothing to act on.
@@ -551,6 +561,7 @@ def verdicts(
     phases = {(s, r): (e, n) for s, r, e, n in events.iter_rows()}
     clients = client_figures(tables)
     answered = answered_requests(tables)
+    running = running_at_prefill(tables)
     # vLLM prints its engine stats while idle too (phase `idle`): those lines are no work served.
     busy = tables.scan(T.BATCHES).filter(pl.col(C.PHASE) != "idle")
     served = set(collect(busy.select(RUN_KEY).unique()).iter_rows())
@@ -577,6 +588,7 @@ def verdicts(
             clients.get(key),
             answered.get(key, 0),
             (records or {}).get(key),
+            running.get(key, 0),
         )
         ids_evidence = [Evidence(run[C.SOURCE], ids_line)] if ids_line is not None else []
         out.append(
