@@ -372,7 +372,7 @@ def test_a_ci_runners_bracketed_stamp_is_peeled() -> None:
     "lead",
     [
         "ERROR 2026-01-02T03:04:05.123456Z ",  # GCP's Logs Explorer export
-        "ALERT 2026-01-02T03:04:05Z ",
+        "Alert 2026-01-02T03:04:05Z ",
         "error 2026-01-02T03:04:05.123+00:00 ",
         "[FATAL] 2026-01-02 03:04:05,123 ",
         "WARN: 2026-01-02T03:04:05.123-0700 ",
