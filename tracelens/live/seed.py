@@ -20,8 +20,9 @@ the live worker, exactly as it parses new lines. The hand-over, per file (`Cut`)
 
 Only plain local files larger than one engine range (`LOAD_BYTES`) are loaded this way: a smaller file
 would be one range, re-read live anyway. A file whose ranges before the last hold metrics counters is
-read live from its start: a counter going back is a restart only beside the pages before it. Compressed files and archives are refused by the live
-commands (they are not followed); ssh, commands and stdin stay live-only.
+read live from its start: a counter going back is a restart only beside the pages before it.
+Compressed files and archives are refused by the live commands (they are not followed); ssh, commands
+and stdin stay live-only.
 """
 
 from __future__ import annotations
@@ -179,8 +180,8 @@ def index_lines(index: LogIndex, source: int, cut: Cut, generation: FileGenerati
             return 0
         data = Tables.read_dataset(Path(cut.dataset))
         n = cut.first_line - 1
-        # only the lines the scroll-back holds: the older ones would be dropped at once (they are not
-        # read, not even counted: reading 7 M line numbers to count them left 38 MiB behind)
+        # only the lines the scroll-back holds: the older ones would be dropped at once, so they are
+        # neither read nor counted (the check below covers the lines indexed)
         skip = max(0, n - index.limit) if index.limit is not None else 0
         held = _rows(data, T.LINES, cut, label).filter(pl.col(C.LINE_NO) > skip)
         numbers = held.select(
