@@ -3,7 +3,9 @@ record per kind of message, pickled across the process boundary (`worker.send`/`
 receiver matches on the type; nothing is dispatched on a string tag or read by position.
 
 Parent to worker: `WorkerConfig` (first, once), then `ParseRequested`, `AnalysisRequested` and at the
-end `StopRequested`. Worker to parent: `RowsParsed` (once per `ParseRequested`, with or without rows),
+end `StopRequested`. Worker to parent: first, of each source a dataset holds up to a cut, its lines
+before the cut as the log index keeps them (`LinesBeforeCut`, in slices, the last with none); then
+`RowsParsed` (once per `ParseRequested`, with or without rows),
 `ParseFailed`, `Analysed` or `NotAnalysed` (at most every `interval` s), `AnalysisSent` (the answer to
 an `AnalysisRequested`). `WorkerEnded` never crosses the pipe: the client hands it to a caller waiting
 for an answer when the worker is gone.
@@ -45,6 +47,8 @@ class WorkerConfig:
     cuts: dict[str, Cut] = field(default_factory=dict)
     # the training to compare the runs with and where their configs are looked up (`--training`)
     training: TrainingInputs | None = None
+    # by label, the lines before a cut the log index does not hold (its scroll-back): not sent back
+    index_skip: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -95,6 +99,16 @@ class RowsParsed:
 
 
 @dataclass(frozen=True)
+class LinesBeforeCut:
+    """Lines before source ``source``'s cut, read from the dataset for the log index (their byte offsets
+    and lengths and `index.parsed_columns`, in line order), or None: all were sent. A slice is about
+    30 bytes a line; the worker reads them, so the screen's process never holds a dataset read."""
+
+    source: int
+    columns: dict[str, np.ndarray] | None
+
+
+@dataclass(frozen=True)
 class ParseFailed:
     """A batch of lines could not be parsed; its rows are lost for the tables (the lines stay in the log
     view)."""
@@ -132,7 +146,7 @@ class AnalysisSent:
     analysis: Analysis | None
 
 
-FromWorker = RowsParsed | ParseFailed | Analysed | NotAnalysed | AnalysisSent
+FromWorker = LinesBeforeCut | RowsParsed | ParseFailed | Analysed | NotAnalysed | AnalysisSent
 
 
 @dataclass(frozen=True)

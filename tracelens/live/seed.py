@@ -10,13 +10,20 @@ file holds after that point (up to a range's size, and what the server writes me
 the live worker, exactly as it parses new lines. The hand-over, per file (`Cut`):
 
 - the parent (`LiveSession`) checks that the file it opens is the one the engine read (size and the
-  fingerprints of the manifest), indexes the lines before the cut from the dataset's `lines` table (byte
-  offsets, kinds, times: the file is not read again) and starts the follower at the cut's byte;
+  fingerprints of the manifest) and maps its bytes before the cut into the log index's store;
+- the worker first reads, for the log index, the lines before the cut its scroll-back holds from the
+  dataset's `lines` table (byte offsets, kinds, times: the file is not read again) and sends them to the
+  parent (`held_lines`), which then starts the follower at the cut's byte;
 - the worker starts that source's parser at the cut's line and run number and seeds its tables
   (`window.LiveTables.seed`) with what lies before the cut: the small tables and run spans in memory,
   the bulk rows left in the dataset (read back only for the full analysis or a whole run), and the
   findings of an analysis of the dataset (those of runs ended before the cut frozen, as if the live
-  window had passed over them).
+  window had passed over them). It parses the lines after the cut only then.
+
+Every read of the dataset is the worker's, one after another (index lines, seed, analysis, the parse
+of what follows the cut): what one leaves in the allocators is returned before the next, and the
+screen's process holds only the index's arrays (on one run of 1 GiB, `follow`'s process peaked at 260 MiB
+resident when it read the index itself, 209 MiB this way: bench/RESULTS.md, "The live session").
 
 Only plain local files larger than one engine range (`LOAD_BYTES`) are loaded this way: a smaller file
 would be one range, re-read live anyway. A file whose ranges before the last hold metrics counters is
@@ -35,6 +42,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import cast
 
+import numpy as np
 import polars as pl
 
 from tracelens.analysis import Evidence, Finding
@@ -168,21 +176,34 @@ def opened(path: str, cut: Cut) -> FileGeneration | None:
         os.close(fd)
 
 
-def index_lines(index: LogIndex, source: int, cut: Cut, generation: FileGeneration) -> int:
-    """Put the lines before the cut into the log index, from the dataset's `lines` table (byte offsets,
-    kinds, times: the file is not read); their text is read from ``generation`` at those offsets. Ranks
-    are not stored in `lines`: they come from the table of each line's kind (a traceback's continuation
-    lines have none). Returns the lines indexed (0, with nothing indexed, when the dataset no longer
-    holds every line before the cut)."""
-    label = index.labels[source]
+def index_skip(cut: Cut, limit: int | None) -> int:
+    """The lines before the cut a log index of scroll-back ``limit`` does not hold: it would drop them at
+    once, so they are neither read nor sent (`held_lines`)."""
+    return max(0, cut.first_line - 1 - limit) if limit is not None else 0
+
+
+def map_before_cut(index: LogIndex, source: int, cut: Cut, generation: FileGeneration) -> None:
+    """Give the log index's store the file's bytes before the cut (their text is read from
+    ``generation`` at the offsets `held_lines` gives) and count the lines it does not hold as seen."""
+    # the store needs only the bytes' length to map them to the file (`TextStore.append`): a map of the
+    # file gives it without reading them
+    with mmap.mmap(generation.fd, cut.offset, access=mmap.ACCESS_READ) as mapped:
+        index.store(source).append(cast(bytes, memoryview(mapped)), generation, 0, keep=False)
+    index.skip(source, index_skip(cut, index.limit))
+
+
+def held_lines(cut: Cut, label: str, skip: int) -> Iterator[dict[str, np.ndarray]]:
+    """The log index's columns of the lines before the cut after the first ``skip`` (byte offset and
+    length, and `index.parsed_columns`: kinds, ranks, times), from the dataset's `lines` table (the file
+    is not read), in slices in line order. Nothing when the dataset no longer holds every one of them.
+    Ranks are not stored in `lines`: they come from the table of each line's kind (a traceback's
+    continuation lines have none). The live worker reads these for the screen's process, whose memory
+    then holds the index's arrays only, not what a dataset read leaves behind."""
     with reading_dataset(cut.dataset) as manifest:
         if not _still_there(manifest, cut):
-            return 0
+            return
         data = Tables.read_dataset(Path(cut.dataset))
         n = cut.first_line - 1
-        # only the lines the scroll-back holds: the older ones would be dropped at once, so they are
-        # neither read nor counted (the check below covers the lines indexed)
-        skip = max(0, n - index.limit) if index.limit is not None else 0
         held = _rows(data, T.LINES, cut, label).filter(pl.col(C.LINE_NO) > skip)
         numbers = held.select(
             pl.len().alias("n"), pl.col(C.LINE_NO).min().alias("lo"), pl.col(C.LINE_NO).max().alias("hi")
@@ -190,12 +211,7 @@ def index_lines(index: LogIndex, source: int, cut: Cut, generation: FileGenerati
         count, lo, hi = numbers.collect().row(0)
         # line numbers are unique per source: the dataset holds every one of them
         if count != n - skip or (count and (lo, hi) != (skip + 1, n)):
-            return 0
-        # the store needs only the bytes' length to map them to the file (`TextStore.append`): a map
-        # of the file gives it without reading them
-        with mmap.mmap(generation.fd, cut.offset, access=mmap.ACCESS_READ) as mapped:
-            index.store(source).append(cast(bytes, memoryview(mapped)), generation, 0, keep=False)
-        index.skip(source, skip)
+            return
         # in slices of line numbers (row groups are pruned by them): the index's columns are what
         # stays, about 30 bytes a line
         for first in range(skip + 1, cut.first_line, _INDEX_SLICE):
@@ -208,11 +224,11 @@ def index_lines(index: LogIndex, source: int, cut: Cut, generation: FileGenerati
                 .collect()
                 .sort(C.LINE_NO)
             )
-            index.append(
-                source, lines.get_column(C.BYTE_OFFSET).to_numpy(), lines.get_column(C.BYTE_LEN).to_numpy()
-            )
-            index.fill_parsed(source, parsed_columns(lines))
-    return n
+            yield {
+                C.BYTE_OFFSET: lines.get_column(C.BYTE_OFFSET).to_numpy(),
+                C.BYTE_LEN: lines.get_column(C.BYTE_LEN).to_numpy(),
+                **parsed_columns(lines),
+            }
 
 
 @dataclass

@@ -40,8 +40,16 @@ from tracelens.analysis.training import TrainingInputs
 from tracelens.live import events as ev
 from tracelens.live.index import NOT_HELD, LogIndex
 from tracelens.live.kept import finding_changed, finding_id
-from tracelens.live.messages import Analysed, FromWorker, NotAnalysed, ParseFailed, RowsParsed, WorkerConfig
-from tracelens.live.seed import Cut, index_lines, opened
+from tracelens.live.messages import (
+    Analysed,
+    FromWorker,
+    LinesBeforeCut,
+    NotAnalysed,
+    ParseFailed,
+    RowsParsed,
+    WorkerConfig,
+)
+from tracelens.live.seed import Cut, index_skip, map_before_cut, opened
 from tracelens.live.spec import FILE, RECORDED, SSH, SourceSpec
 from tracelens.live.status import Snapshot
 from tracelens.live.store import SCROLLBACK_LINES, TextStore
@@ -53,7 +61,7 @@ from tracelens.sources import events as src
 from tracelens.sources.files import block_lines, line_spans
 from tracelens.sources.generation import FileGeneration
 from tracelens.sources.protocol import Block
-from tracelens.tables.schema import T
+from tracelens.tables.schema import C, T
 
 Listener = Callable[[Any], None]
 ANALYSIS_INTERVAL = 0.75
@@ -124,6 +132,8 @@ class LiveSession:
         # local files the batch engine read into a dataset: taken over at a cut (`live.seed`)
         self.cuts: dict[str, Cut] = dict(cuts or {})
         self._opened: dict[str, FileGeneration] = {}
+        # by label, set once the worker has sent the lines before the cut (or cannot: it is gone)
+        self._cut_read: dict[str, threading.Event] = {}
         self.followers: list[Any] = []
         self._queue: queue.Queue[src.SourceEvent] = queue.Queue(maxsize=_QUEUE_ITEMS)
         self._listeners: list[Listener] = []
@@ -170,6 +180,8 @@ class LiveSession:
                 continue
             self._opened[label] = generation
             self._next_line[self.index.source_of(label)] = cut.first_line
+            self._cut_read[label] = threading.Event()
+            self._map_before_cut(label)
         for state in self.sources:
             options = dict(self._follower_options.get(state.label, {}))
             if state.label in self.cuts:
@@ -187,6 +199,7 @@ class LiveSession:
             window_lines=self.window_lines,
             cuts=self.cuts,
             training=self._training_where_followed(),
+            index_skip={label: index_skip(cut, self.index.limit) for label, cut in self.cuts.items()},
         )
         try:
             self._worker = WorkerClient(config, self._from_worker, self._worker_ended)
@@ -285,17 +298,23 @@ class LiveSession:
         except Exception as exc:
             self._emit(src.SourceEnded(label, f"{type(exc).__name__}: {exc}", failed=True))
 
+    def _map_before_cut(self, label: str) -> None:
+        """The file's bytes before the cut, mapped into the index's store: the worker sends the lines'
+        offsets (`LinesBeforeCut`)."""
+        source = self.index.source_of(label)
+        try:
+            map_before_cut(self.index, source, self.cuts[label], self._opened[label])
+        except (OSError, ValueError) as exc:  # the lines are numbered blank below
+            self._notify(ev.SessionFailed(f"{label}: mapping the file failed: {type(exc).__name__}: {exc}"))
+
     def _index_before_cut(self, label: str) -> None:
-        """The lines before a cut, from the dataset, before the follower reads on from it (on the
-        follower's thread: the pump sees this source's lines only after)."""
+        """Wait for the lines before a cut, which the worker reads from the dataset, before the follower
+        reads on from it (on the follower's thread: the pump sees this source's lines only after)."""
         source = self.index.source_of(label)
         want = self.cuts[label].first_line - 1
-        try:
-            index_lines(self.index, source, self.cuts[label], self._opened[label])
-        except Exception as exc:  # the dataset went away meanwhile: said below
-            self._notify(
-                ev.SessionFailed(f"{label}: reading the dataset failed: {type(exc).__name__}: {exc}")
-            )
+        while not self._cut_read[label].wait(0.1):
+            if self._stop.is_set():
+                return
         have = self.index.lines[source].count
         if have < want:  # numbered but blank, so the lines after the cut keep their numbers
             self.index.append(source, np.zeros(want - have, dtype=np.int64), np.zeros(want - have, np.int32))
@@ -384,6 +403,8 @@ class LiveSession:
     def _from_worker(self, message: FromWorker) -> None:
         try:
             match message:
+                case LinesBeforeCut(source, columns):
+                    self._on_lines_before_cut(source, columns)
                 case RowsParsed():
                     self._on_parsed(message)
                 case Analysed():
@@ -399,6 +420,13 @@ class LiveSession:
             self._notify(
                 ev.SessionFailed(f"reading the parser's results failed: {type(exc).__name__}: {exc}")
             )
+
+    def _on_lines_before_cut(self, source: int, columns: dict[str, np.ndarray] | None) -> None:
+        if columns is None:
+            self._cut_read[self.sources[source].label].set()
+            return
+        self.index.append(source, columns.pop(C.BYTE_OFFSET), columns.pop(C.BYTE_LEN))
+        self.index.fill_parsed(source, columns)
 
     def _on_parsed(self, parsed: RowsParsed) -> None:
         if parsed.columns is not None and parsed.count:
@@ -428,6 +456,8 @@ class LiveSession:
 
     def _worker_ended(self, reason: str) -> None:
         self._worker_gone = True
+        for read in self._cut_read.values():  # what it had not sent of them is numbered blank
+            read.set()
         self._notify(ev.SessionFailed(f"the parser's process ended ({reason}); new lines are shown unparsed"))
 
     def _set_state(self, source: int, state: str, detail: str = "") -> None:

@@ -55,6 +55,7 @@ from tracelens.live.messages import (
     AnalysisRequested,
     AnalysisSent,
     FromWorker,
+    LinesBeforeCut,
     NotAnalysed,
     ParseFailed,
     ParseRequested,
@@ -64,7 +65,7 @@ from tracelens.live.messages import (
     WorkerConfig,
     WorkerEnded,
 )
-from tracelens.live.seed import read_seed, seed_findings
+from tracelens.live.seed import held_lines, read_seed, seed_findings
 from tracelens.live.status import RunKey, newest_decode, snapshot, with_finding_counts, with_verdicts
 from tracelens.live.window import LiveTables
 from tracelens.parsers import ParseState
@@ -188,6 +189,14 @@ class _Worker:
         """The tables start from the datasets' rows before each cut, the findings from their analysis
         (`live.seed`); the parse messages wait meanwhile. Should the datasets be unreadable, updates
         analyse what is parsed from the cuts, and the screen says so."""
+        for label, cut in self.config.cuts.items():  # first what the screen shows: the log index's lines
+            number = self.config.labels.index(label)
+            try:
+                for columns in held_lines(cut, label, self.config.index_skip.get(label, 0)):
+                    self.reply(LinesBeforeCut(number, columns))
+            except Exception as exc:  # the parent numbers the lines not sent, blank, and says so
+                self.reply(ParseFailed(f"{label}: reading the dataset failed: {type(exc).__name__}: {exc}"))
+            self.reply(LinesBeforeCut(number, None))
         try:
             self._tables.seed(read_seed(self.config.cuts))
             verdicts: list[Verdict] = []
@@ -534,7 +543,7 @@ class WorkerClient:
                         reply = self._requests.get(request)
                     if reply is not None:
                         reply.put(message)
-                case RowsParsed() | ParseFailed() | Analysed() | NotAnalysed():
+                case LinesBeforeCut() | RowsParsed() | ParseFailed() | Analysed() | NotAnalysed():
                     self._on_message(message)
                 case _:  # the end of the stream (or what no worker sends)
                     break
