@@ -127,3 +127,30 @@ def test_the_worker_answers_a_parse_with_the_index_columns_not_the_rows() -> Non
     assert isinstance(reply, RowsParsed) and (reply.first_line, reply.count) == (1, len(lines))
     assert reply.columns is not None and len(reply.columns["kind"]) == len(lines)
     assert len(out.getvalue()) < len(data) / 2, (len(out.getvalue()), len(data))
+
+
+def test_a_catch_up_without_updates_holds_a_few_windows_of_rows() -> None:
+    """A session catching up on a log sends its worker block after block before the worker's next
+    update (which waits while parse messages are queued): the rows parsed meanwhile are cut to the
+    window as they come, not joined all at once at the update (on one run of 1 GiB, a 32 MiB catch-up,
+    that join was the worker's peak)."""
+    from tracelens.live.window import FOLD_WINDOWS
+    from tracelens.tables.schema import T
+
+    window = 500
+    lines = [START.format(t=_clock(0)), READY.format(t=_clock(0))]
+    lines += [DECODE.format(t=_clock(i), n=1 + i % 8, a=i % 100) for i in range(20 * window)]
+    worker = _worker(window)
+    first, offset, held = 1, 0, []
+    for seq, at in enumerate(range(0, len(lines), window), start=1):  # no update in between
+        data = "".join(line + "\n" for line in lines[at : at + window]).encode()
+        worker._parse_batch([ParseRequested(seq, 0, first, offset, data, False)])
+        first, offset = first + len(lines[at : at + window]), offset + len(data)
+        tables = worker._tables
+        pending = sum(part[T.LINES].height for part in tables._parts)
+        held.append(pending + (tables._held[T.LINES].height if tables._held is not None else 0))
+    assert max(held) <= (FOLD_WINDOWS + 2) * window, held
+    assert worker._tables.spilled
+    view = worker._tables.view()  # the update still sees the newest window whole
+    assert view[T.LINES].height <= 2 * window
+    assert view[T.LINES].get_column("line_no").max() == len(lines)
