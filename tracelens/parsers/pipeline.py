@@ -22,6 +22,7 @@ from tracelens.parsers.debug import parse_debug
 from tracelens.parsers.endpoint_metrics import parse_endpoint_metrics
 from tracelens.parsers.faults import parse_faults
 from tracelens.parsers.foreign import formats_of, parse_foreign
+from tracelens.parsers.glued import keep_same_kind, own_rows, split_glued
 from tracelens.parsers.http import parse_http
 from tracelens.parsers.kinds import ROUTES, Route
 from tracelens.parsers.lifecycle import parse_lifecycle
@@ -223,7 +224,7 @@ def parse_block(
     makes the tables independent of where blocks are cut."""
     state = state or ParseState()
     options = options or ParseOptions()
-    df = add_process_columns(add_prefix_columns(lines, options.base_date))
+    df = add_process_columns(add_prefix_columns(split_glued(lines), options.base_date))
     held = 0 if final else _trailing_held_lines(df)
     if held:
         if held == df.height:
@@ -231,7 +232,7 @@ def parse_block(
         df = df.head(df.height - held)
     df, state = _roll_days(df, state, options)
     df = vllm_timestamps(df, options.base_date, options.base_date_is_end)
-    df = add_kinds(df)
+    df = keep_same_kind(add_kinds(df))
     df, state = _join_tracebacks(df, state)
     df, state = _join_wrapped_args(df, state)
     df, state = _number_runs(df, state)
@@ -552,7 +553,7 @@ def _fill_tables(df: pl.DataFrame) -> Tables:
         if (kinds == Kind.UNPARSED).any()
         else empty(T.UNPARSED)
     )
-    tables[T.LINES] = conform(T.LINES, df)
+    tables[T.LINES] = conform(T.LINES, own_rows(df))
     # Record pieces (server_args heads and every continuation line) are joined by `finalize.finalize`,
     # after all blocks are in, because a record can straddle blocks.
     part = _is_part(df, is_head)

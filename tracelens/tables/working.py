@@ -48,6 +48,7 @@ class W:
     EPOCH = "_epoch"  # how many lines of SGLang's prefix a block has up to a line (they close records)
     HEAD_KIND = "_head_kind"  # the kind and line of the head of a line's segment
     HEAD_LINE = "_head_line"
+    GLUED_PART = "_glued_part"  # 0: a line's own row; 1, 2, ...: a further record glued onto it
     SECS = "_secs"  # seconds since midnight of a time-only prefix
     DAYS = "_days"  # midnights passed since the block's first line
     ROW = "_row"  # a row's position in its frame
