@@ -227,7 +227,7 @@ def test_a_vllm_workers_cut_traceback_while_serving_is_said_so() -> None:
         f"{lead}     output = getattr(self.worker, method)(*args, **kwargs)",
     ]
     verdict = broken(lines)
-    said = "crashed while serving: a traceback with no exception line in the log (vLLM)"
+    said = "crashed while serving: a traceback with no exception line in the log (vLLM, rank 0)"
     assert verdict.headline == said, verdict.headline
 
 
@@ -274,7 +274,8 @@ def test_vllm_worker_wrappers_named_by_rank_tag_are_peeled() -> None:
         f'{lead}   File "/usr/local/lib/python3.10/dist-packages/torch/_inductor/compile_fx.py", line 760, in x',
         f"{lead}     raise InductorError(e, currentframe()).with_traceback(",
     ]
-    assert broken(lines).headline == "crashed: a traceback with no exception line in the log (vLLM)"
+    # the worker's rank tag names the rank, as SGLang's `TP0` does
+    assert broken(lines).headline == "crashed: a traceback with no exception line in the log (vLLM, rank 0)"
 
 
 def test_a_systemd_journal_of_vllm_is_read_as_vllm() -> None:

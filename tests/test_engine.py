@@ -125,6 +125,19 @@ def _record(kind: int, i: int, tp: int) -> list[str]:
         return [f"Loading shards: {i % 100}% Completed | {i}/163 [00:01<00:02,  1.09it/s]", "plain words"]
     if kind == 9:
         return [f"\x1b[32m{p}Load weight begin. avail mem=7{i % 10}.1 GB\x1b[0m"]
+    if kind == 11:  # two vLLM workers' tracebacks interleaved, each line behind its worker's wrapper (the
+        # same two workers each time: a cut one stays open across other lines)
+        body = [
+            "Traceback (most recent call last):",
+            '  File "/vllm/worker.py", line 3, in run',
+            "    step()",
+        ]
+        body.append(f"RuntimeError: worker {i}")
+        pairs = [
+            (f"(VllmWorker rank=0 pid={i}) {a}", f"(VllmWorker rank=1 pid={i + 1}) {b}")
+            for a, b in zip(body, body, strict=True)
+        ]
+        return [line for pair in pairs[: 1 + tp] for line in pair]
     return [
         f"{p}Prefill batch. #new-seq: 1, #new-token: {i}, #cached-token: 0, cache hit rate: 1{i % 9}.5%, token usage: 0.01, #running-req: 0, #queue-req: 0"
     ]
@@ -132,7 +145,7 @@ def _record(kind: int, i: int, tp: int) -> list[str]:
 
 @st.composite
 def logs(draw) -> bytes:
-    kinds = draw(st.lists(st.integers(0, 10), min_size=1, max_size=120))
+    kinds = draw(st.lists(st.integers(0, 11), min_size=1, max_size=120))
     lines: list[str] = []
     for i, kind in enumerate(kinds):
         lines.extend(_record(kind, i, draw(st.integers(0, 3))))

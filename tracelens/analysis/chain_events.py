@@ -16,7 +16,7 @@ from tracelens.analysis.request_scope import as_requests
 from tracelens.tables.exceptions import EXCEPTION_LINE_PATTERN
 from tracelens.tables.first_match import first_match
 from tracelens.tables.frames import Tables, collect
-from tracelens.tables.schema import C, T
+from tracelens.tables.schema import PROCESS_COLUMNS, C, T
 
 # Event columns (working names of the events frame).
 TEXT, CODE, RANK, IN_TRACEBACK = "_text", "_code", "_rank", "_in_traceback"
@@ -108,22 +108,40 @@ def _cut_tracebacks(rows: pl.DataFrame, coded: pl.DataFrame) -> pl.DataFrame:
     return _uncoded(spans, coded)
 
 
-def _cut_error_frames(foreign: pl.DataFrame, coded: pl.DataFrame) -> pl.DataFrame:
+def _cut_error_frames(foreign: pl.DataFrame, coded: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
     """vLLM logs a traceback one ERROR line per line: a stretch of consecutive error lines that holds
     frames and no event (no exception line, no catalog line) is a traceback cut short, a fatal event at
-    its first line, as `_cut_tracebacks` makes of SGLang's."""
-    if not foreign.height:
+    its first line, as `_cut_tracebacks` makes of SGLang's. Lines a wrapper names by process (workers
+    print their tracebacks at once, interleaved) are consecutive when no other line of their process
+    (``rows``: every line that carries text) comes between them, and a stretch holds its process'
+    events only."""
+    if not foreign.height or not foreign.filter(pl.col(IN_TRACEBACK)).height:
         return pl.DataFrame()
-    errors = foreign.filter(pl.col(IN_TRACEBACK)).sort(C.SOURCE, C.LINE_NO)
-    if not errors.height:
-        return pl.DataFrame()
-    apart = (pl.col(C.LINE_NO).diff() != 1) | (pl.col(C.SOURCE) != pl.col(C.SOURCE).shift())
+    process = [C.SOURCE, *PROCESS_COLUMNS]
+    named = (
+        _with_process(rows)
+        .filter(pl.col(C.PID).is_not_null())
+        .select(*process, C.LINE_NO)
+        .unique()
+        .sort(C.SOURCE, C.LINE_NO)
+        .with_columns(pl.int_range(pl.len()).over(process).alias("_at"))
+        .select(C.SOURCE, C.LINE_NO, "_at")
+    )
+    errors = (
+        _with_process(foreign)
+        .filter(pl.col(IN_TRACEBACK))
+        .join(named, on=[C.SOURCE, C.LINE_NO], how="left")
+        .with_columns(pl.coalesce("_at", C.LINE_NO).alias("_at"))
+        .sort(*process, C.LINE_NO, nulls_last=True)
+    )
+    changed = pl.any_horizontal(pl.col(c).ne_missing(pl.col(c).shift()) for c in process)
+    apart = (pl.col("_at").diff() != 1) | changed
     spans = (
         errors.with_columns(apart.fill_null(True).cum_sum().alias("_stretch"))
         .group_by("_stretch", maintain_order=True)
         .agg(*_SPAN, _frames_stage().alias(STAGE), _front_end().alias(FRONT))
         .filter(pl.col("_frames"))
-        .drop("_stretch")
+        .drop("_stretch", "_at")
         # the process is vLLM's (its engine core or a worker: the wrapper naming it is peeled)
         .with_columns(pl.col(C.COMPONENT).fill_null("vLLM"))
     )
@@ -134,10 +152,17 @@ def _uncoded(spans: pl.DataFrame, coded: pl.DataFrame) -> pl.DataFrame:
     """Of ``spans`` (a first row with RECORD, `_last` its last line), those with no event of ``coded``
     among their lines, each as a cut traceback's event: an engine client's (FRONT) as FRONT_CUT."""
     front = pl.col(FRONT).fill_null(False) if FRONT in spans.columns else pl.lit(False)
+    # a span of a process a wrapper names holds only that process' events
+    theirs = [pl.col(c).eq_missing(pl.col(f"{c}_ev")) for c in PROCESS_COLUMNS]
+    events = _with_process(coded).select(
+        C.SOURCE, pl.col(C.LINE_NO).alias("_at"), *(pl.col(c).alias(f"{c}_ev") for c in PROCESS_COLUMNS)
+    )
     within = (
-        spans.select(C.SOURCE, C.RECORD, "_last")
-        .join(coded.select(C.SOURCE, pl.col(C.LINE_NO).alias("_at")), on=C.SOURCE)
+        _with_process(spans)
+        .select(C.SOURCE, C.RECORD, "_last", *PROCESS_COLUMNS)
+        .join(events, on=C.SOURCE)
         .filter(pl.col("_at").is_between(pl.col(C.RECORD), pl.col("_last")))
+        .filter(pl.col(C.PID).is_null() | pl.all_horizontal(theirs))
         .select(C.SOURCE, C.RECORD)
         .unique()
     )
@@ -152,6 +177,15 @@ def _uncoded(spans: pl.DataFrame, coded: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def _with_process(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` with the process columns (null where it has none: an unparsed line's)."""
+    missing = [pl.lit(None, dtype).alias(c) for c, dtype in _PROCESS_TYPES.items() if c not in frame.columns]
+    return frame.with_columns(missing) if missing else frame
+
+
+_PROCESS_TYPES = {C.PROCESS: pl.String, C.PID: pl.Int64, C.HOST: pl.String}
+
+
 def _traceback_rows(tables: Tables) -> pl.DataFrame:
     """Each line of each traceback with its own line number (the fault's continuation lines in order)."""
     faults = tables[T.FAULTS]
@@ -162,6 +196,7 @@ def _traceback_rows(tables: Tables) -> pl.DataFrame:
         C.RUN,
         pl.col(C.LINE_NO).alias(C.RECORD),
         pl.coalesce(C.TP, C.DP).alias(RANK),
+        *PROCESS_COLUMNS,
         C.TS,
         C.COMPONENT,
         pl.col(C.TRACEBACK).str.split("\n").alias(TEXT),
@@ -196,6 +231,7 @@ def _traceback_rows(tables: Tables) -> pl.DataFrame:
         pl.coalesce(C.LINE_NO, C.RECORD).alias(C.LINE_NO),
         C.TS,
         RANK,
+        *PROCESS_COLUMNS,
         TEXT,
         pl.lit(True).alias(IN_TRACEBACK),
         C.COMPONENT,
@@ -286,6 +322,7 @@ def _message_rows(tables: Tables, table: str) -> pl.DataFrame:
             C.LINE_NO,
             C.TS,
             pl.coalesce(C.TP, C.DP).alias(RANK),
+            *PROCESS_COLUMNS,
             pl.col(C.MESSAGE).alias(TEXT),
             # vLLM prints a traceback one ERROR line per line: its exception line is one of them
             pl.col(C.LEVEL).is_in(["ERROR", "CRITICAL", "FATAL"]).fill_null(False).alias(IN_TRACEBACK),
@@ -302,17 +339,23 @@ def _pair_exceptions(coded: pl.DataFrame, cut: pl.DataFrame) -> tuple[pl.DataFra
     before it that is still cut (no exception line of its own). The line takes that traceback's record,
     rank, process and stage, and the traceback is no longer cut. A line with no such traceback is one
     whose head is not in the log: its own event, of no rank. (Such a line carries no rank of its own:
-    SGLang prints a traceback's lines without its prefix, and vLLM's `(VllmWorker rank=N pid=M)` wrapper
-    is peeled.) Returns the events and the tracebacks still cut."""
+    SGLang prints a traceback's lines without its prefix.) A line whose process a wrapper names (vLLM's
+    `(VllmWorker rank=N pid=M)`) pairs with its own process' traceback only (`_own_head`). Returns the
+    events and the tracebacks still cut."""
     misplaced = coded.filter(pl.col(MISPLACED))
     if not misplaced.height:
         return coded, cut
     for name, dtype in _TAKEN.items():
         if name not in coded.columns:
             coded = coded.with_columns(pl.lit(None, dtype).alias(name))
-    heads = cut.select(C.SOURCE, C.RUN, C.RECORD, RANK, C.COMPONENT, STAGE).to_dicts() if cut.height else []
+    cut, misplaced = _with_process(cut), _with_process(misplaced)
+    heads = (
+        cut.select(C.SOURCE, C.RUN, C.RECORD, RANK, C.COMPONENT, STAGE, *PROCESS_COLUMNS).to_dicts()
+        if cut.height
+        else []
+    )
     marks = [{**h, "_head": True, C.LINE_NO: h[C.RECORD]} for h in heads]
-    lines = misplaced.select(C.SOURCE, C.RUN, C.LINE_NO).to_dicts()
+    lines = misplaced.select(C.SOURCE, C.RUN, C.LINE_NO, *PROCESS_COLUMNS).to_dicts()
     stream = sorted([*marks, *lines], key=lambda r: (r[C.SOURCE], r[C.LINE_NO], not r.get("_head")))
     waiting: dict[tuple[object, object], deque[dict[str, object]]] = {}  # open tracebacks per run
     paired: list[tuple[object, object]] = []
@@ -322,7 +365,7 @@ def _pair_exceptions(coded: pl.DataFrame, cut: pl.DataFrame) -> tuple[pl.DataFra
         if row.get("_head"):
             queue.append(row)
             continue
-        head = queue.popleft() if queue else None
+        head = _own_head(queue, row)
         if head is not None:
             paired.append((head[C.SOURCE], head[C.RECORD]))
         got = head or {C.RECORD: row[C.LINE_NO], RANK: None, C.COMPONENT: None, STAGE: None}
@@ -333,6 +376,20 @@ def _pair_exceptions(coded: pl.DataFrame, cut: pl.DataFrame) -> tuple[pl.DataFra
         done = pl.DataFrame(paired, schema={C.SOURCE: pl.String, C.RECORD: pl.Int64}, orient="row")
         cut = cut.join(done, on=[C.SOURCE, C.RECORD], how="anti")
     return coded, cut
+
+
+def _own_head(queue: deque[dict[str, object]], line: dict[str, object]) -> dict[str, object] | None:
+    """The open traceback a misplaced exception line ends, taken off ``queue``: the earliest of its own
+    process when a wrapper names the line's (else one no wrapper names: never another process'), the
+    earliest of all when none does."""
+    if line[C.PID] is None:
+        return queue.popleft() if queue else None
+    key = tuple(line[c] for c in PROCESS_COLUMNS)
+    own = next((h for h in queue if tuple(h[c] for c in PROCESS_COLUMNS) == key), None)
+    own = own or next((h for h in queue if h[C.PID] is None), None)
+    if own is not None:
+        queue.remove(own)
+    return own
 
 
 # What a paired exception line takes of its traceback.
@@ -367,7 +424,7 @@ def events(tables: Tables) -> pl.DataFrame:
     coded = coded.with_columns(pl.col(MISPLACED).fill_null(False))
     own = coded.filter(~pl.col(MISPLACED))  # what ends each traceback in its own lines
     coded, cut = _pair_exceptions(coded, _cut_tracebacks(rows, own))
-    coded = pl.concat([coded, cut, _cut_error_frames(foreign, own)], how="diagonal_relaxed")
+    coded = pl.concat([coded, cut, _cut_error_frames(foreign, own, rows)], how="diagonal_relaxed")
     # a message that ends in a colon goes on on the next line (`2 errors happen:`)
     following = rows.select(C.SOURCE, (pl.col(C.LINE_NO) - 1).alias(C.LINE_NO), text.alias(NEXT))
     coded = coded.join(following, on=[C.SOURCE, C.LINE_NO], how="left").sort(C.SOURCE, C.LINE_NO)

@@ -24,7 +24,8 @@ JOURNAL = ".tracelens/journal.json"
 UNRECORDED = "before 0.1"  # the writer of a manifest that does not say
 # The dataset format: a dataset of another format is refused (exit 2), never rewritten in place.
 # 2: every part file holds its table's whole schema (1 left out all-null columns and `lines`' ranks).
-VERSION = 2
+# 3: faults, foreign and messages say which process printed a line (process, pid, host).
+VERSION = 3
 _SAMPLE = 64 << 10
 
 Change = Literal["new", "same", "grown", "changed"]

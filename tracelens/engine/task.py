@@ -137,9 +137,7 @@ class SourceCollector:
 
     def _records(self, frames: dict[str, pl.DataFrame], final: bool) -> None:
         """Finish the faults and `server_args` records that can no longer grow."""
-        still_open = (
-            [] if final else [n for n in (self.state.open_fault, self.state.open_args) if n is not None]
-        )
+        still_open = [] if final else self.state.open_records()
         self.open_faults, closed = _split_open(self.open_faults, frames.get(T.FAULTS), C.LINE_NO, still_open)
         self.open_parts, closed_parts = _split_open(self.open_parts, frames.get(PARTS), C.RECORD, still_open)
         if closed.height:

@@ -15,7 +15,7 @@ from tracelens.parsers.kinds import FAULT_PHRASES
 from tracelens.parsers.literals import has_literal
 from tracelens.tables.exceptions import EXCEPTION_LINE_PATTERN
 from tracelens.tables.first_match import first_match
-from tracelens.tables.schema import COMMON_COLUMNS, C, T, W, conform, project
+from tracelens.tables.schema import COMMON_COLUMNS, PROCESS_COLUMNS, C, T, W, conform, project
 
 
 @cache  # one chain of thirty phrases, built once rather than per block
@@ -42,6 +42,7 @@ def parse_faults(df: pl.DataFrame) -> pl.DataFrame:
         project(
             out,
             *COMMON_COLUMNS,
+            *PROCESS_COLUMNS,
             C.COMPONENT,
             C.FAULT_KIND,
             C.MESSAGE,

@@ -10,7 +10,7 @@ import polars as pl
 
 from tracelens.parsers.distinct import groups_expr, without_captures
 from tracelens.parsers.literals import has_literal
-from tracelens.tables.schema import COMMON_COLUMNS, C, T, W, conform, project
+from tracelens.tables.schema import COMMON_COLUMNS, PROCESS_COLUMNS, C, T, W, conform, project
 
 _LEVELS = r"DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL"
 
@@ -149,6 +149,7 @@ def parse_foreign(df: pl.DataFrame) -> pl.DataFrame:
         parts.append(
             sub.select(
                 *(ts.alias(C.TS) if name == C.TS else pl.col(name) for name in COMMON_COLUMNS),
+                *PROCESS_COLUMNS,
                 pl.col(C.FORMAT),
                 level.alias(C.LEVEL),
                 pl.col(W.MESSAGE).alias(C.MESSAGE),

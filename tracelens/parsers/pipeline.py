@@ -22,11 +22,20 @@ from tracelens.parsers.debug import parse_debug
 from tracelens.parsers.endpoint_metrics import parse_endpoint_metrics
 from tracelens.parsers.faults import parse_faults
 from tracelens.parsers.foreign import formats_of, parse_foreign
+from tracelens.parsers.glued import keep_same_kind, own_rows, split_glued
 from tracelens.parsers.http import parse_http
 from tracelens.parsers.kinds import ROUTES, Route
 from tracelens.parsers.lifecycle import parse_lifecycle
 from tracelens.parsers.literals import has_literal
 from tracelens.parsers.prefix import add_prefix_columns
+from tracelens.parsers.process_records import (
+    NO_PROCESS,
+    TRACEBACK_START,
+    Carried,
+    by_process,
+    join_by_process,
+)
+from tracelens.parsers.processes import add_process_columns
 from tracelens.parsers.requests import parse_requests
 from tracelens.parsers.restarts import Counters, is_comment, restart_rows
 from tracelens.parsers.spec_metrics import (
@@ -40,6 +49,7 @@ from tracelens.tables.frames import PARTS, Tables
 from tracelens.tables.schema import (
     COMMON_COLUMNS,
     KIND_TABLE,
+    PROCESS_COLUMNS,
     C,
     Kind,
     T,
@@ -61,7 +71,6 @@ CONTINUATION_PATTERN = (
 )
 # The line after a `File "...", line N, in f` frame is its source line, even when a paste lost the indent.
 FRAME_PATTERN = r"^\s*File \"[^\"]*\", line \d+"
-TRACEBACK_START = "Traceback (most recent call last)"
 # How SGLang's `server_args=...` line, which starts a run and may be hard-wrapped, begins its message.
 SERVER_ARGS_HEAD = "server_args="
 _SECONDS_PER_DAY = 86_400
@@ -100,11 +109,19 @@ class ParseState:
     open_args: int | None = None  # head line_no of a server_args record not yet closed
     prev_cont: bool = False  # the previous line could continue a traceback
     prev_frame: bool = False  # the previous line was a `File "...", line N` frame
+    # the same, per process that a wrapper names (`process_records`): open_fault, prev_cont, prev_frame
+    # above are the unnamed lines'
+    processes: Carried = ()
     last_secs: int | None = None  # time of day of the last time-only prefix
     day_offset: int = 0  # midnights crossed so far by time-only prefixes
     counters: Counters = field(
         default_factory=Counters
     )  # the metrics pages' counters (`restarts`): one going back is a restart
+
+    def open_records(self) -> list[int]:
+        """The head lines of the records the next block may continue."""
+        named = [row[3] for row in self.processes if row[3] is not None]
+        return [n for n in (self.open_fault, self.open_args, *named) if n is not None]
 
 
 def _alternation(literals: tuple[str, ...], anchored: bool) -> str:
@@ -207,7 +224,7 @@ def parse_block(
     makes the tables independent of where blocks are cut."""
     state = state or ParseState()
     options = options or ParseOptions()
-    df = add_prefix_columns(lines, options.base_date)
+    df = add_process_columns(add_prefix_columns(split_glued(lines), options.base_date))
     held = 0 if final else _trailing_held_lines(df)
     if held:
         if held == df.height:
@@ -215,7 +232,7 @@ def parse_block(
         df = df.head(df.height - held)
     df, state = _roll_days(df, state, options)
     df = vllm_timestamps(df, options.base_date, options.base_date_is_end)
-    df = add_kinds(df)
+    df = keep_same_kind(add_kinds(df))
     df, state = _join_tracebacks(df, state)
     df, state = _join_wrapped_args(df, state)
     df, state = _number_runs(df, state)
@@ -279,8 +296,10 @@ def _join_tracebacks(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFrame,
     clean = pl.col(W.CLEAN)
     blank = pl.col(C.KIND) == Kind.BLANK
     is_frame, continues = _on_unprefixed(df, (FRAME_PATTERN, CONTINUATION_PATTERN))
-    df = df.with_columns(is_frame.shift(1, fill_value=state.prev_frame).alias(W.AFTER_FRAME))
     shape = ~pl.col(W.PREFIXED) & (pl.col(C.FORMAT).is_null()) & (continues | pl.col(W.AFTER_FRAME))
+    if by_process(df, state.processes, continues | is_frame):
+        return _join_by_process(df, state, shape, is_frame)
+    df = df.with_columns(is_frame.shift(1, fill_value=state.prev_frame).alias(W.AFTER_FRAME))
     df = df.with_columns(shape.alias(W.CONT))
     # Blank lines inside a traceback (chained exceptions, interleaved ranks) keep the record open when
     # the next non-blank line continues it.
@@ -322,6 +341,26 @@ def _join_tracebacks(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFrame,
     return discard(df, W.SEGMENT, W.AFTER_FRAME), replace(
         state, open_fault=open_fault, prev_cont=bool(last[W.CONT]), prev_frame=last_frame
     )
+
+
+def _join_by_process(
+    df: pl.DataFrame, state: ParseState, shape: pl.Expr, is_frame: pl.Series
+) -> tuple[pl.DataFrame, ParseState]:
+    """`_join_tracebacks` for a block whose lines a wrapper names by process (`process_records`)."""
+    unnamed = (*NO_PROCESS, state.open_fault, state.prev_cont, state.prev_frame)
+    carried = (unnamed, *(row for row in state.processes if row[:3] != NO_PROCESS))
+    df, carried = join_by_process(df, carried, shape, is_frame)
+    df = df.with_columns(_frame_source_line_is_code()).with_columns(
+        pl.when(pl.col(C.RECORD) != pl.col(C.LINE_NO))
+        .then(pl.lit(Kind.FAULT))
+        .otherwise(pl.col(C.KIND))
+        .alias(C.KIND)
+    )
+    (_, _, _, open_fault, prev_cont, prev_frame), *named = carried
+    state = replace(
+        state, open_fault=open_fault, prev_cont=prev_cont, prev_frame=prev_frame, processes=tuple(named)
+    )
+    return discard(df, W.AFTER_FRAME), state
 
 
 def _on_unprefixed(df: pl.DataFrame, patterns: tuple[str, ...]) -> list[pl.Series]:
@@ -503,7 +542,7 @@ def _fill_tables(df: pl.DataFrame) -> Tables:
         conform(
             T.MESSAGES,
             df.filter((pl.col(C.KIND) == Kind.MESSAGE) & heads).select(
-                *COMMON_COLUMNS, C.LEVEL, C.LOGGER, pl.col(W.BODY).alias(C.MESSAGE)
+                *COMMON_COLUMNS, *PROCESS_COLUMNS, C.LEVEL, C.LOGGER, pl.col(W.BODY).alias(C.MESSAGE)
             ),
         )
         if (kinds == Kind.MESSAGE).any()
@@ -514,7 +553,7 @@ def _fill_tables(df: pl.DataFrame) -> Tables:
         if (kinds == Kind.UNPARSED).any()
         else empty(T.UNPARSED)
     )
-    tables[T.LINES] = conform(T.LINES, df)
+    tables[T.LINES] = conform(T.LINES, own_rows(df))
     # Record pieces (server_args heads and every continuation line) are joined by `finalize.finalize`,
     # after all blocks are in, because a record can straddle blocks.
     part = _is_part(df, is_head)

@@ -185,6 +185,13 @@ class C:
     FIRST_LINE = "first_line"
     LAST_LINE = "last_line"
 
+    # faults, foreign, messages: the process that printed the line, from the wrapper its engine put in
+    # front (vLLM's `(VllmWorker rank=1 pid=4102) `, `(Worker_TP1 pid=N) `, Ray's `(RayWorkerWrapper
+    # pid=N, ip=H) `); its rank tags go in the rank columns (parsers/processes.py)
+    PROCESS = "process"  # the name before `pid=`, as printed: `VllmWorker rank=1`, `EngineCore_DP0`
+    PID = "pid"
+    HOST = "host"  # Ray's `ip=`: pids repeat across nodes' containers
+
     # spec_metrics
     LAYOUT = "layout"
     MEAN_ACCEPTANCE_LENGTH = "mean_acceptance_length"

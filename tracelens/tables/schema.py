@@ -27,6 +27,7 @@ __all__ = [
     "KIND_TABLE",
     "KV_LIST",
     "KV_STRUCT",
+    "PROCESS_COLUMNS",
     "RANK_COLUMNS",
     "SCHEMAS",
     "TABLES",
@@ -57,6 +58,12 @@ _COMMON: list[tuple[str, pa.DataType]] = [
     (C.RUN, pa.int32()),
     (C.TS, TIMESTAMP),
     *((r, pa.int32()) for r in RANK_COLUMNS),
+]
+# Which process printed a line (`names.C.PROCESS`), in the tables of lines that can tell a failure.
+_PROCESS: list[tuple[str, pa.DataType]] = [
+    (C.PROCESS, pa.string()),
+    (C.PID, pa.int64()),
+    (C.HOST, pa.string()),
 ]
 
 
@@ -218,6 +225,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     T.FAULTS: pa.schema(
         [
             *_COMMON,
+            *_PROCESS,
             (C.COMPONENT, pa.string()),
             (C.FAULT_KIND, pa.string()),
             (C.MESSAGE, pa.string()),
@@ -287,10 +295,10 @@ SCHEMAS: dict[str, pa.Schema] = {
         ]
     ),
     T.FOREIGN: pa.schema(
-        [*_COMMON, (C.FORMAT, pa.string()), (C.LEVEL, pa.string()), (C.MESSAGE, pa.string())]
+        [*_COMMON, *_PROCESS, (C.FORMAT, pa.string()), (C.LEVEL, pa.string()), (C.MESSAGE, pa.string())]
     ),
     T.MESSAGES: pa.schema(
-        [*_COMMON, (C.LEVEL, pa.string()), (C.LOGGER, pa.string()), (C.MESSAGE, pa.string())]
+        [*_COMMON, *_PROCESS, (C.LEVEL, pa.string()), (C.LOGGER, pa.string()), (C.MESSAGE, pa.string())]
     ),
     T.UNPARSED: pa.schema([(C.SOURCE, pa.string()), (C.LINE_NO, pa.int64()), (C.TEXT, pa.string())]),
     T.EVIDENCE: pa.schema([(C.SOURCE, pa.string()), (C.LINE_NO, pa.int64()), (C.TEXT, pa.string())]),
@@ -298,6 +306,7 @@ SCHEMAS: dict[str, pa.Schema] = {
 
 assert tuple(SCHEMAS) == TABLES, "names.TABLES names the tables of SCHEMAS, in its order"
 COMMON_COLUMNS: tuple[str, ...] = tuple(name for name, _ in _COMMON)
+PROCESS_COLUMNS: tuple[str, ...] = tuple(name for name, _ in _PROCESS)
 
 
 def conform_parts(table: str, parts: list[pl.DataFrame]) -> pl.DataFrame:

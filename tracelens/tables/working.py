@@ -37,6 +37,18 @@ class W:
     AFTER_FRAME = "_after_frame"  # the line before is a traceback frame
     SEGMENT = "_seg"  # which record a line belongs to: a head and the lines that continue it
     ARGS_HEAD = "_args_head"  # the line number of the `server_args=` head a wrapped line continues
+    PROCESS_LEAD = "_process_lead"  # the wrappers before a line's message (parsers/processes.py)
+    PROCESS_NAME = "_process_name"  # a process wrapper's name, pid and host, as its pattern reads them
+    PROCESS_PID = "_process_pid"
+    PROCESS_HOST = "_process_host"
+    IS_FRAME = "_is_frame"  # a traceback frame line (parsers/process_records.py)
+    OPEN_FAULT = "_open_fault"  # a process' open traceback, from the block before
+    PREV_CONT = "_prev_cont"  # a process' last line before the block could continue a traceback
+    PREV_FRAME = "_prev_frame"  # a process' last line before the block was a frame
+    EPOCH = "_epoch"  # how many lines of SGLang's prefix a block has up to a line (they close records)
+    HEAD_KIND = "_head_kind"  # the kind and line of the head of a line's segment
+    HEAD_LINE = "_head_line"
+    GLUED_PART = "_glued_part"  # 0: a line's own row; 1, 2, ...: a further record glued onto it
     SECS = "_secs"  # seconds since midnight of a time-only prefix
     DAYS = "_days"  # midnights passed since the block's first line
     ROW = "_row"  # a row's position in its frame
