@@ -4,7 +4,8 @@ in the form the programs print; the lines that name a failure are real lines fro
 
 from __future__ import annotations
 
-from test_chain import broken
+from test_chain import broken, only
+from test_detectors import run
 
 # SGLang (0.5.x) raises this in the launcher when a scheduler process exits before it is ready; the
 # exit code is minus the signal that ended the process.
@@ -32,3 +33,59 @@ def test_a_scheduler_that_died_of_another_signal_was_not_killed() -> None:
 def test_a_scheduler_that_died_of_sigkill_was_killed() -> None:
     verdict = broken([*_LAUNCHER_FRAMES, _DIED.format(code=-9)])
     assert verdict.causes == ["killed"], (verdict.causes, verdict.headline)
+
+
+def test_frames_pasted_from_a_tracebacks_middle_are_a_crash() -> None:
+    # no `Traceback (most recent call last):` above and no exception line below: the paste holds only
+    # the middle of an engine core's traceback (vLLM's process wrapper, colour codes in caret notation)
+    lead = "^[[1;36m(EngineCore_DP0 pid=6444)^[[0;0m "
+    lines = [
+        f"{lead}    super().__init__(*args, **kwargs)",
+        f'{lead}  File "/vllm-workspace/vllm-ascend/vllm_ascend/worker/model_runner_v1.py", line 511, in __init__',
+        f"{lead}    self.input_batch = InputBatch(",
+        f"{lead}                       ^^^^^^^^^^^",
+        f'{lead}  File "/vllm-workspace/vllm-ascend/vllm_ascend/worker/block_table.py", line 60, in __init__',
+    ]
+    analysis = run(lines)
+    assert not analysis.not_logs, analysis.not_logs
+    verdict = only(analysis)
+    assert verdict.status == "broken", verdict.headline
+    assert "no exception line" in verdict.headline and "start-up" in verdict.headline, verdict.headline
+
+
+def test_a_tracebacks_frames_in_prose_do_not_make_it_a_crash() -> None:
+    # a client's traceback (a benchmark script's frames only) beside a serving server is not the server's
+    lines = [
+        "[2025-09-03 18:33:19 TP0] Decode batch. #running-req: 1, #token: 177, token usage: 0.00, cuda graph: "
+        "True, gen throughput (token/s): 84.20, #queue-req: 0, ",
+        '  File "/home/u/bench/bench_serving.py", line 120, in send_request',
+        "    resp = await session.post(url, json=payload)",
+        '  File "/usr/lib/python3/dist-packages/aiohttp/client.py", line 560, in _request',
+        "[2025-09-03 18:33:20 TP0] Decode batch. #running-req: 1, #token: 217, token usage: 0.00, cuda graph: "
+        "True, gen throughput (token/s): 84.10, #queue-req: 0, ",
+    ]
+    assert only(run(lines)).status == "healthy"
+
+
+def test_an_exception_groups_framed_lines_belong_to_its_head() -> None:
+    # Python 3.11+ prints an exception group's tracebacks behind `| `: the frames under its head are
+    # its own, not a traceback pasted from its middle
+    lines = [
+        "[2025-08-12 08:36:54 TP0] Decode batch. #running-req: 1, #token: 177, token usage: 0.00, cuda graph: "
+        "True, gen throughput (token/s): 84.20, #queue-req: 0, ",
+        "[2025-08-12 08:36:55] ERROR:    Exception in ASGI application",
+        "  + Exception Group Traceback (most recent call last):",
+        '  |   File "/x/site-packages/starlette/_utils.py", line 77, in collapse_excgroups',
+        "  |     yield",
+        "  | ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception)",
+        "  +-+---------------- 1 ----------------",
+        "    | Traceback (most recent call last):",
+        '    |   File "/x/site-packages/uvicorn/protocols/http/httptools_impl.py", line 409, in run_asgi',
+        "    |     result = await app(  # type: ignore[func-returns-value]",
+        "    | openai_harmony.HarmonyError: Unexpected token 12606 while expecting start token 200006",
+        "    +------------------------------------",
+        "[2025-08-12 08:36:56 TP0] Decode batch. #running-req: 1, #token: 217, token usage: 0.00, cuda graph: "
+        "True, gen throughput (token/s): 84.10, #queue-req: 0, ",
+    ]
+    verdict = only(run(lines))
+    assert verdict.status == "degraded", verdict.headline
