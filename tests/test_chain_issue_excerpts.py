@@ -89,3 +89,34 @@ def test_an_exception_groups_framed_lines_belong_to_its_head() -> None:
     ]
     verdict = only(run(lines))
     assert verdict.status == "degraded", verdict.headline
+
+
+_BAR = "100%|" + "█" * 60 + "| {done}/{total} [00:02<00:00, 34.85it/s]"
+
+
+def _client(*rows: str, bar: str | None = None) -> list[str]:
+    head = ["Traffic request rate: inf", "Maximum request concurrency: 2"]
+    return [*head, *([bar] if bar else []), "============ Serving Benchmark Result ============", *rows]
+
+
+def test_a_benchmark_client_whose_requests_failed_is_degraded() -> None:
+    # vLLM's `bench serve` (late 2025) counts the failed requests itself
+    verdict = only(run(_client("Successful requests:                     40", "Failed requests:  60")))
+    assert verdict.status == "degraded", verdict.headline
+    assert "40 of 100 requests succeeded" in verdict.headline, verdict.headline
+
+
+def test_a_benchmark_client_that_sent_more_than_succeeded_is_degraded() -> None:
+    # older clients print no failed count: its progress bar right above the results counted the requests
+    bar = _BAR.format(done=100, total=100)
+    verdict = only(run(_client("Successful requests:                     1", bar=bar)))
+    assert verdict.status == "degraded", verdict.headline
+    assert "1 of 100 requests succeeded" in verdict.headline, verdict.headline
+
+
+def test_a_benchmark_client_whose_requests_all_succeeded_is_healthy() -> None:
+    bar = _BAR.format(done=64, total=64)
+    rows = ("Successful requests:                     64", "Failed requests:                         0")
+    verdict = only(run(_client(*rows, bar=bar)))
+    assert verdict.status == "healthy", verdict.headline
+    assert "64 requests succeeded" in verdict.headline, verdict.headline

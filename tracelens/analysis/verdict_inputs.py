@@ -17,8 +17,24 @@ from tracelens.tables.names import SERVER_INFO_ACCEPT
 from tracelens.tables.schema import A, C, T, W
 
 
-def client_figures(tables: Tables) -> dict[tuple[str, int], tuple[float | None, float | None]]:
-    """Per run holding a benchmark client's results: its successful requests and output tok/s."""
+@dataclass(frozen=True)
+class ClientFigures:
+    """A benchmark client's results: requests that succeeded, output tok/s, and requests it sent when
+    it says (its own failed count, else the total of the progress bar it drew right above the results)."""
+
+    ok: float | None
+    tput: float | None
+    sent: float | None = None
+
+
+# How far above a result block the client's progress bar may be (vLLM prints its request rate, burstiness
+# and concurrency between them).
+_BAR_REACH = 10
+_BAR_TOTAL = r"\|\s*\d+/(\d+) \["
+
+
+def client_figures(tables: Tables) -> dict[tuple[str, int], ClientFigures]:
+    """Per run holding a benchmark client's results: its successful requests, output tok/s and sent."""
     metric, number = pl.col(C.BENCH_METRIC), pl.col(C.BENCH_NUMBER)
     rows = collect(
         tables.scan(T.BENCHMARKS)
@@ -27,9 +43,56 @@ def client_figures(tables: Tables) -> dict[tuple[str, int], tuple[float | None, 
         .agg(
             number.filter(metric == "Successful requests").sum().alias("ok"),
             number.filter(metric.str.starts_with("Output token throughput")).mean().alias("tput"),
+            number.filter(metric == "Failed requests").sum().alias("failed"),
+            (metric == "Failed requests").any().alias("counted"),
         )
     )
-    return {(s, r): (ok, tput) for s, r, ok, tput in rows.iter_rows()}
+    bars = _bar_totals(tables)
+    out = {}
+    for s, r, ok, tput, failed, counted in rows.iter_rows():
+        sent = ok + failed if counted and ok is not None else bars.get((s, r))
+        out[(s, r)] = ClientFigures(ok, tput, sent)
+    return out
+
+
+def _bar_totals(tables: Tables) -> dict[tuple[str, int], float]:
+    """Per run: the requests a client sent, as the progress bar right above its results counted them."""
+    headers = collect(
+        tables.scan(T.BENCHMARKS).filter(pl.col(C.BENCH_ITEM) == "header").select(*RUN_KEY, C.LINE_NO)
+    ).sort(C.LINE_NO)
+    if not headers.height:
+        return {}
+    bars = collect(
+        tables.scan(T.FOREIGN)
+        .filter(pl.col(C.FORMAT) == "tqdm")
+        .select(
+            C.SOURCE, C.LINE_NO, pl.col(C.MESSAGE).str.extract(_BAR_TOTAL, 1).cast(pl.Float64).alias("sent")
+        )
+        .drop_nulls("sent")
+    ).sort(C.LINE_NO)
+    near = headers.join_asof(
+        bars, on=C.LINE_NO, by=C.SOURCE, strategy="backward", tolerance=_BAR_REACH, check_sortedness=False
+    )
+    return {(s, r): sent for s, r, _, sent in near.iter_rows() if sent is not None}
+
+
+def client_verdict(client: ClientFigures) -> tuple[Status, str]:
+    """A benchmark client's output with no server line, judged as the client's: healthy when every
+    request it sent succeeded, degraded when some failed, broken when none succeeded."""
+    ok, sent = client.ok or 0, client.sent
+    if not ok:
+        return Status.BROKEN, "a benchmark client's results: no request succeeded (no server lines)"
+    speed = f", {client.tput:.0f} output tok/s" if client.tput else ""
+    if sent is not None and sent > ok:
+        return (
+            Status.DEGRADED,
+            f"a benchmark client's results: {ok:.0f} of {sent:.0f} requests succeeded, {sent - ok:.0f} "
+            f"failed{speed} (no server lines)",
+        )
+    return (
+        Status.HEALTHY,
+        f"a benchmark client's results: {ok:.0f} requests succeeded{speed} (no server lines)",
+    )
 
 
 def answered_requests(tables: Tables) -> dict[tuple[str, int], int]:
