@@ -120,3 +120,10 @@ def test_a_benchmark_client_whose_requests_all_succeeded_is_healthy() -> None:
     verdict = only(run(_client(*rows, bar=bar)))
     assert verdict.status == "healthy", verdict.headline
     assert "64 requests succeeded" in verdict.headline, verdict.headline
+
+
+def test_a_speculative_benchmark_clients_accept_length_is_in_its_verdict() -> None:
+    rows = ("Successful requests:                     256", "Accept length:                           5.86")
+    verdict = only(run(_client(*rows)))
+    assert verdict.status == "healthy", verdict.headline
+    assert "accept length 5.86" in verdict.headline, verdict.headline

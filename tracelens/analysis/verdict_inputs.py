@@ -25,6 +25,7 @@ class ClientFigures:
     ok: float | None
     tput: float | None
     sent: float | None = None
+    accept: float | None = None  # the accept length a speculative client measured
 
 
 # How far above a result block the client's progress bar may be (vLLM prints its request rate, burstiness
@@ -44,14 +45,15 @@ def client_figures(tables: Tables) -> dict[tuple[str, int], ClientFigures]:
             number.filter(metric == "Successful requests").sum().alias("ok"),
             number.filter(metric.str.starts_with("Output token throughput")).mean().alias("tput"),
             number.filter(metric == "Failed requests").sum().alias("failed"),
+            number.filter(metric == "Accept length").mean().alias("accept"),
             (metric == "Failed requests").any().alias("counted"),
         )
     )
     bars = _bar_totals(tables)
     out = {}
-    for s, r, ok, tput, failed, counted in rows.iter_rows():
+    for s, r, ok, tput, failed, accept, counted in rows.iter_rows():
         sent = ok + failed if counted and ok is not None else bars.get((s, r))
-        out[(s, r)] = ClientFigures(ok, tput, sent)
+        out[(s, r)] = ClientFigures(ok, tput, sent, accept)
     return out
 
 
@@ -83,6 +85,7 @@ def client_verdict(client: ClientFigures) -> tuple[Status, str]:
     if not ok:
         return Status.BROKEN, "a benchmark client's results: no request succeeded (no server lines)"
     speed = f", {client.tput:.0f} output tok/s" if client.tput else ""
+    speed += f", accept length {client.accept:.2f}" if client.accept else ""
     if sent is not None and sent > ok:
         return (
             Status.DEGRADED,
