@@ -127,3 +127,24 @@ def test_a_speculative_benchmark_clients_accept_length_is_in_its_verdict() -> No
     verdict = only(run(_client(*rows)))
     assert verdict.status == "healthy", verdict.headline
     assert "accept length 5.86" in verdict.headline, verdict.headline
+
+
+def test_a_prefill_node_is_known_by_its_prefill_lines_own_queues() -> None:
+    # no server args in the excerpt: SGLang prints a prefill line's bootstrap and transfer queues only on
+    # a PD prefill node (`#unbootstrapped-req` / `#transferring-req` in 2025, `#inflight-req` since)
+    older = [
+        f"[2025-10-15 14:44:3{i} DP8 TP8 EP8] Prefill batch. #new-seq: 1, #new-token: 512, #cached-token: 0, "
+        f"token usage: 0.01, #unbootstrapped-req: 0, #queue-req: {i}, #transferring-req: 1, input throughput "
+        "(token/s): 1258.57, "
+        for i in range(3)
+    ]
+    newer = [
+        f"[2026-04-15 17:13:0{i} DP0 TP0 EP0] Prefill batch, #new-seq: 1, #new-token: 4096, #cached-token: 0, "
+        "token usage: 0.00, #running-req: 0, #queue-req: 0, #prealloc-req: 0, #inflight-req: 1, cuda graph: "
+        "False, input throughput (token/s): 21000.00"
+        for i in range(3)
+    ]
+    for lines in (older, newer):
+        verdict = only(run(lines))
+        assert verdict.status == "healthy", verdict.headline
+        assert verdict.headline.startswith("prefill node"), verdict.headline

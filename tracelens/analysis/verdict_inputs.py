@@ -105,14 +105,28 @@ def answered_requests(tables: Tables) -> dict[tuple[str, int], int]:
     return {(s, r): int(n) for s, r, n in rows.iter_rows()}
 
 
+# The queues SGLang prints on a prefill line only in a PD prefill node (`#inflight-req` since 2025's
+# autumn beside `#prealloc-req`, its bootstrap queue; `#unbootstrapped-req` / `#transferring-req` and
+# `#bootstrap-req` before): a node's role where no server args line says it.
+_PREFILL_NODE_QUEUES = (C.INFLIGHT_REQ, C.TRANSFERRING_REQ, C.UNBOOTSTRAPPED_REQ, C.BOOTSTRAP_REQ)
+
+
 def roles(tables: Tables) -> dict[tuple[str, int], str]:
-    """Each run's `disaggregation_mode` (prefill, decode) where its server args set one."""
+    """Each run's `disaggregation_mode` (prefill, decode) where its server args set one, else prefill
+    where its prefill lines print a prefill node's own queues."""
     mode = collect(
         tables.scan(T.SERVER_ARGS)
         .filter(pl.col(C.KEY) == "disaggregation_mode")
         .select(*RUN_KEY, pl.col(C.VALUE).str.strip_chars("'\" ").str.to_lowercase())
     )
-    return {(s, r): v for s, r, v in mode.iter_rows() if v in ("prefill", "decode")}
+    out = {(s, r): v for s, r, v in mode.iter_rows() if v in ("prefill", "decode")}
+    queues = pl.any_horizontal(pl.col(q).is_not_null() for q in _PREFILL_NODE_QUEUES)
+    prefill = collect(
+        tables.scan(T.BATCHES).filter((pl.col(C.PHASE) == "prefill") & queues).select(RUN_KEY).unique()
+    )
+    for key in prefill.iter_rows():
+        out.setdefault(key, "prefill")
+    return out
 
 
 @dataclass(frozen=True)
