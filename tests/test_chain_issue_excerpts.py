@@ -148,3 +148,21 @@ def test_a_prefill_node_is_known_by_its_prefill_lines_own_queues() -> None:
         verdict = only(run(lines))
         assert verdict.status == "healthy", verdict.headline
         assert verdict.headline.startswith("prefill node"), verdict.headline
+
+
+def test_a_requests_traceback_cut_short_is_still_that_requests() -> None:
+    # vLLM's API server logs a failed request's traceback under its head line; an excerpt that stops
+    # before the exception line leaves the request's handler frames only: one request failed, not the engine
+    lead = "ERROR 07-03 03:19:15 [serving_chat.py:200]"
+    frames = "/x/site-packages/vllm/entrypoints/openai"
+    lines = [
+        f"{lead} Error in preprocessing prompt inputs",
+        f"{lead} Traceback (most recent call last):",
+        f'{lead}   File "{frames}/serving_chat.py", line 183, in create_chat_completion',
+        f"{lead}     ) = await self._preprocess_chat(",
+        f'{lead}   File "{frames}/serving_engine.py", line 835, in _preprocess_chat',
+        f"{lead}     prompt_inputs = await self._tokenize_prompt_input_async(",
+    ]
+    verdict = only(run(lines))
+    assert verdict.status == "degraded", verdict.headline
+    assert verdict.causes == ["request-error"], (verdict.causes, verdict.headline)

@@ -419,8 +419,9 @@ def events(tables: Tables) -> pl.DataFrame:
     noisy = pl.col(CODE).is_in(NOISE).any().over(C.SOURCE, C.RECORD)
     coded = coded.filter(~noisy | pl.col(CODE).is_in(NOISE))
     # The traceback right after a request handler's head line (uvicorn's `Exception in ASGI application`,
-    # vLLM's `Error in chat completion stream generator.`) is one request's: it failed that request.
-    coded = as_requests(rows, coded, CODE, TEXT, IN_TRACEBACK, GENERIC)
+    # vLLM's `Error in chat completion stream generator.`) is one request's, cut short or not: it failed
+    # that request.
+    coded = as_requests(rows, coded, CODE, TEXT, IN_TRACEBACK, (GENERIC, FRONT_CUT))
     # an unknown exception some of whose frames name the failure (a bare TimeoutError of vLLM's worker queue)
     coded = by_frames(rows, coded, CODE, TEXT, IN_TRACEBACK, GENERIC)
     stops = collect(
