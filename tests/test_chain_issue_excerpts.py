@@ -166,3 +166,16 @@ def test_a_requests_traceback_cut_short_is_still_that_requests() -> None:
     verdict = only(run(lines))
     assert verdict.status == "degraded", verdict.headline
     assert verdict.causes == ["request-error"], (verdict.causes, verdict.headline)
+
+
+def test_a_traceback_head_cut_inside_its_line_is_no_headline() -> None:
+    # a paste that stops inside the head line itself: the headline says what it is, never shows the cut
+    # head as the failure
+    lines = [
+        '[2026-06-30 10:40:53] INFO:     127.0.0.1:47660 - "GET /model_info HTTP/1.1" 200 OK',
+        "[2026-06-30 10:40:53 TP9 EP9] get env HOSTNAME = pod1",
+        "[2026-06-30 10:41:04 TP13 EP13] Scheduler hit an exception: Traceback (most recent call",
+    ]
+    verdict = broken(lines)
+    assert "no exception line" in verdict.headline, verdict.headline
+    assert "most recent call" not in verdict.headline, verdict.headline
