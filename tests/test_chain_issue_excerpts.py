@@ -179,3 +179,27 @@ def test_a_traceback_head_cut_inside_its_line_is_no_headline() -> None:
     verdict = broken(lines)
     assert "no exception line" in verdict.headline, verdict.headline
     assert "most recent call" not in verdict.headline, verdict.headline
+
+
+def _spec_interval(t: str, accepted: int, drafted: int) -> list[str]:
+    lead = f"(APIServer pid=1) INFO 05-02 20:{t}"
+    return [
+        f"{lead} [loggers.py:271] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: "
+        "35.2 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 56.1%, Prefix cache hit rate: 76.5%",
+        f"{lead} [metrics.py:101] SpecDecoding metrics: Mean acceptance length: {1 + 3 * accepted / drafted:.2f}, "
+        f"Accepted throughput: 26.40 tokens/s, Drafted throughput: 26.40 tokens/s, Accepted: {accepted} tokens, "
+        f"Drafted: {drafted} tokens, Per-position acceptance rate: 1.000, 1.000, 1.000, Avg Draft acceptance "
+        f"rate: {100 * accepted / drafted:.1f}%",
+    ]
+
+
+def test_every_drafted_token_accepted_for_minutes_is_a_loop_or_the_target_as_draft() -> None:
+    # vLLM's own counts: accepted == drafted in every interval, hundreds of tokens: no real draft model
+    # guesses that well; the output repeats itself, or the draft is the target
+    lines = [*_spec_interval("46:59", 264, 264), *_spec_interval("47:09", 261, 261)]
+    verdict = only(run(lines))
+    assert verdict.status == "degraded", verdict.headline
+    assert "drafted tokens accepted: the output loops" in verdict.headline, verdict.headline
+    # one drafted token in ten rejected is a good draft, not a loop
+    verdict = only(run([*_spec_interval("46:59", 240, 264), *_spec_interval("47:09", 250, 261)]))
+    assert verdict.status == "healthy", verdict.headline

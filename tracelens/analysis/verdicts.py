@@ -422,8 +422,10 @@ def run_verdict(
     elif unexplained:
         status = Status.DEGRADED
         first = unexplained[0]
-        # a retraction says its own cause (the KV cache ran full): no search for another is owed
-        headline = gist(first, run) + ("" if first.code == "fault-retract" else "; no cause found")
+        # a retraction (the KV cache ran full) and a total acceptance (a loop) say their own cause
+        headline = gist(first, run) + (
+            "" if first.code in ("fault-retract", "acceptance-total") else "; no cause found"
+        )
         explains = []
         fix = _SYMPTOM_HINTS.get(first.code)
         evidence = _evidence(unexplained, 1)
