@@ -203,3 +203,19 @@ def test_every_drafted_token_accepted_for_minutes_is_a_loop_or_the_target_as_dra
     # one drafted token in ten rejected is a good draft, not a loop
     verdict = only(run([*_spec_interval("46:59", 240, 264), *_spec_interval("47:09", 250, 261)]))
     assert verdict.status == "healthy", verdict.headline
+
+
+def test_torchs_hint_on_device_side_assertions_is_no_assert() -> None:
+    # torch ends every CUDA error with `Compile with TORCH_USE_CUDA_DSA to enable device-side
+    # assertions.`: a hint, not the `device-side assert triggered` error
+    lead = "(WorkerDict pid=859188)"
+    lines = [
+        f'{lead}   File "/x/sglang/srt/managers/schedule_batch.py", line 1602, in get_model_worker_batch',
+        f"{lead}     seq_lens_cpu = self.seq_lens.cpu()",
+        f"{lead} RuntimeError: CUDA error: an illegal memory access was encountered",
+        f"{lead} For debugging consider passing CUDA_LAUNCH_BLOCKING=1",
+        f"{lead} Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
+    ]
+    verdict = broken(lines)
+    assert "device-side assert" not in verdict.headline, verdict.headline
+    assert "CUDA device-side assert" not in " ".join(verdict.explains), verdict.explains
