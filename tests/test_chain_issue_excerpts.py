@@ -219,3 +219,22 @@ def test_torchs_hint_on_device_side_assertions_is_no_assert() -> None:
     verdict = broken(lines)
     assert "device-side assert" not in verdict.headline, verdict.headline
     assert "CUDA device-side assert" not in " ".join(verdict.explains), verdict.explains
+
+
+def test_a_traceback_head_right_after_a_frame_starts_a_traceback() -> None:
+    # a frame's next line is its source line, except a new traceback's head: here a process's native
+    # stack (frames without source lines) ends, and the launcher's EOFError waiting on it follows
+    lines = [
+        '  File "<unknown>", line 0, in _PyEval_EvalFrameDefault',
+        '  File "<unknown>", line 0, in Py_RunMain',
+        "Traceback (most recent call last):",
+        '  File "/sgl-workspace/sglang/python/sglang/srt/entrypoints/engine.py", line 1340, in '
+        "_wait_for_scheduler_ready",
+        "    data = scheduler_pipe_readers[i].recv()",
+        '  File "/usr/lib/python3.10/multiprocessing/connection.py", line 383, in _recv',
+        "    raise EOFError",
+        "EOFError",
+    ]
+    verdict = broken(lines)
+    assert verdict.causes != ["pipe-closed"], verdict.headline
+    assert "pipe-closed" in verdict.explains or "EOFError" in verdict.headline, verdict
