@@ -183,6 +183,22 @@ FAILURES: tuple[Failure, ...] = (
         ("EOFError", "EOFError: connection closed by peer"),
     ),
     Failure(
+        # SGLang's launcher on a scheduler that exited before it was ready: its exit code is minus the
+        # signal that ended it. The message names SIGKILL as a hint only: -9 stays `killed`.
+        "scheduler-died",
+        "a scheduler process died during start-up",
+        "server",
+        _C,
+        r"scheduler died during initialization \(exit code: -?(?:[0-8]|\d\d+)\)",
+        (
+            "RuntimeError: Rank 0 scheduler died during initialization (exit code: -3). If exit code is -9 "
+            "(SIGKILL), a common cause is the OS OOM killer. Run `dmesg -T | grep -i oom` to check.",
+            "RuntimeError: Rank 3 scheduler died during initialization (exit code: 1).",
+        ),
+        "the rank's own error is above this line; without one it ended on a signal (exit code -N is signal N: "
+        "-11 a segfault, -6 an abort, -3 SIGQUIT after another process failed): look there, or at dmesg",
+    ),
+    Failure(
         "killed",
         "process killed",
         "server",

@@ -156,7 +156,9 @@ FATAL: tuple[Failure, ...] = (
         "CUDA device-side assert",
         "CUDA",
         _F,
-        r"device-side assert|\.cu:\d+: .*Assertion .* failed|Assertion `[^`]*` failed",
+        # the error is `device-side assert triggered`; torch's hint under every CUDA error (`Compile with
+        # TORCH_USE_CUDA_DSA to enable device-side assertions.`) is none
+        r"device-side assert triggered|\.cu:\d+: .*Assertion .* failed|Assertion `[^`]*` failed",
         (
             "RuntimeError: CUDA error: device-side assert triggered",
             "../aten/src/ATen/native/cuda/Indexing.cu:1236: indexSelectSmallIndex: block: [0,0,0], thread: "

@@ -148,6 +148,46 @@ def _cut_error_frames(foreign: pl.DataFrame, coded: pl.DataFrame, rows: pl.DataF
     return _uncoded(spans, coded)
 
 
+# A frame line anywhere in an unparsed line (its wrapper and colour codes are still there), and its function.
+_ANY_FRAME = r'File "[^"]*", line \d+, in \S'
+_FRAME_FUNCTION = r'File "[^"]*", line \d+, in (\w+)\s*$'
+
+
+def _cut_bare_frames(tables: Tables, unparsed: pl.DataFrame, coded: pl.DataFrame) -> pl.DataFrame:
+    """A paste of a traceback's middle: a stretch of consecutive unparsed lines holding frames, with no
+    traceback head (a headed one is `_cut_tracebacks`'), no client's frames alone and no event among its
+    lines (no exception line), is a traceback cut at both ends: a fatal event at its first line. A
+    stretch right under a traceback's line is that traceback's own (an exception group's `| ` lines)."""
+    if not unparsed.height:
+        return pl.DataFrame()
+    under = collect(
+        tables.scan(T.LINES)
+        .filter(pl.col(C.KIND) == "fault")
+        .select(C.SOURCE, (pl.col(C.LINE_NO) + 1).alias(C.LINE_NO), pl.lit(True).alias("_under"))
+    )
+    rows = unparsed.join(under.unique(), on=[C.SOURCE, C.LINE_NO], how="left").sort(C.SOURCE, C.LINE_NO)
+    apart = (pl.col(C.LINE_NO).diff() != 1) | (pl.col(C.SOURCE) != pl.col(C.SOURCE).shift())
+    frame = pl.col(TEXT).str.contains(_ANY_FRAME)
+    client = (frame & pl.col(TEXT).str.contains(CLIENT_FRAMES)).any() & ~(
+        frame & pl.col(TEXT).str.contains(SERVER_FRAMES)
+    ).any()
+    spans = (
+        rows.with_columns(apart.fill_null(True).cum_sum().alias("_stretch"))
+        .group_by("_stretch", maintain_order=True)
+        .agg(
+            pl.all().first(),
+            pl.col(C.LINE_NO).max().alias("_last"),
+            frame.any().alias("_frames"),
+            pl.col(TEXT).str.contains(TRACEBACK_HEAD, literal=True).any().alias("_headed"),
+            client.alias("_client"),
+            _frames_stage().alias(STAGE),
+        )
+        .filter(pl.col("_frames") & ~pl.col("_headed") & ~pl.col("_client") & pl.col("_under").is_null())
+        .drop("_stretch", "_headed", "_client", "_under")
+    )
+    return _uncoded(spans, coded)
+
+
 def _uncoded(spans: pl.DataFrame, coded: pl.DataFrame) -> pl.DataFrame:
     """Of ``spans`` (a first row with RECORD, `_last` its last line), those with no event of ``coded``
     among their lines, each as a cut traceback's event: an engine client's (FRONT) as FRONT_CUT."""
@@ -255,7 +295,8 @@ def _frames_stage() -> pl.Expr:
     start, before the server says it is ready) or a serving loop (SGLang's `event_loop_*`, vLLM's
     `run_busy_loop` / `worker_busy_loop` and the step they call, `_process_engine_step`, V0's
     `engine_step`) says start-up or serving: a copy that leaves out the loop's own frame keeps its step's."""
-    function = pl.col(TEXT).str.extract(r'^\s*File "[^"]*", line \d+, in (\w+)\s*$', 1)
+    # sought anywhere in the line: an unparsed one keeps its wrapper and colour codes
+    function = pl.col(TEXT).str.extract(_FRAME_FUNCTION, 1)
     stage = (
         pl.when((function == "__init__") | function.str.contains(r"(?i)warm_?up"))
         .then(pl.lit("start-up"))
@@ -408,7 +449,8 @@ def events(tables: Tables) -> pl.DataFrame:
 
     foreign = typed(_message_rows(tables, T.FOREIGN))
     frames = [typed(_traceback_rows(tables)), typed(_message_rows(tables, T.MESSAGES)), foreign]
-    frames = [f for f in [*frames, typed(_unparsed_rows(tables))] if f.height]
+    unparsed = typed(_unparsed_rows(tables))
+    frames = [f for f in [*frames, unparsed] if f.height]
     if not frames:
         return pl.DataFrame()
     rows = pl.concat(frames, how="diagonal_relaxed")
@@ -424,7 +466,8 @@ def events(tables: Tables) -> pl.DataFrame:
     coded = coded.with_columns(pl.col(MISPLACED).fill_null(False))
     own = coded.filter(~pl.col(MISPLACED))  # what ends each traceback in its own lines
     coded, cut = _pair_exceptions(coded, _cut_tracebacks(rows, own))
-    coded = pl.concat([coded, cut, _cut_error_frames(foreign, own, rows)], how="diagonal_relaxed")
+    bare = _cut_bare_frames(tables, unparsed, own)
+    coded = pl.concat([coded, cut, _cut_error_frames(foreign, own, rows), bare], how="diagonal_relaxed")
     # a message that ends in a colon goes on on the next line (`2 errors happen:`)
     following = rows.select(C.SOURCE, (pl.col(C.LINE_NO) - 1).alias(C.LINE_NO), text.alias(NEXT))
     coded = coded.join(following, on=[C.SOURCE, C.LINE_NO], how="left").sort(C.SOURCE, C.LINE_NO)
@@ -433,8 +476,9 @@ def events(tables: Tables) -> pl.DataFrame:
     noisy = pl.col(CODE).is_in(NOISE).any().over(C.SOURCE, C.RECORD)
     coded = coded.filter(~noisy | pl.col(CODE).is_in(NOISE))
     # The traceback right after a request handler's head line (uvicorn's `Exception in ASGI application`,
-    # vLLM's `Error in chat completion stream generator.`) is one request's: it failed that request.
-    coded = as_requests(rows, coded, CODE, TEXT, IN_TRACEBACK, GENERIC)
+    # vLLM's `Error in chat completion stream generator.`) is one request's, cut short or not: it failed
+    # that request.
+    coded = as_requests(rows, coded, CODE, TEXT, IN_TRACEBACK, (GENERIC, FRONT_CUT))
     # an unknown exception some of whose frames name the failure (a bare TimeoutError of vLLM's worker queue)
     coded = by_frames(rows, coded, CODE, TEXT, IN_TRACEBACK, GENERIC)
     stops = collect(

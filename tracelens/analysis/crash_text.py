@@ -31,6 +31,9 @@ def crash_what(text: str) -> str:
     """A fault's message without the `Scheduler hit an exception:` head; a traceback whose exception
     line is not in the log is said so, never shown by its first line."""
     text = _HIT.sub("", text)
+    # a paste that stops inside the header line itself (`Traceback (most recent call`)
+    if len(text.strip()) > len("Traceback") and f"{TRACEBACK_HEAD}:".startswith(text.strip()):
+        return CUT_TRACEBACK
     # the header may sit behind a prefix the message kept (vLLM's `ERROR 01-11 03:46:48 [core.py:936]`)
     # or a printf placeholder (`WorkerProc hit an exception: %s`): nothing after it is no exception
     head = text.find(TRACEBACK_HEAD)

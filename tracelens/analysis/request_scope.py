@@ -5,6 +5,8 @@ event (an error), not a crash of the server."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import polars as pl
 
 from tracelens.analysis.crash_text import TRACEBACK_HEAD
@@ -18,9 +20,10 @@ _CHAINED = "above exception"
 
 
 def as_requests(
-    rows: pl.DataFrame, coded: pl.DataFrame, code: str, text: str, in_traceback: str, generic: str
+    rows: pl.DataFrame, coded: pl.DataFrame, code: str, text: str, in_traceback: str, unnamed: Collection[str]
 ) -> pl.DataFrame:
-    """``coded`` with each unknown exception (``generic``) of a request's traceback given its head's code.
+    """``coded`` with each event of a request's traceback that names nothing (``unnamed``: an unknown
+    exception, a traceback cut before its exception line) given its head's code.
 
     A request's traceback follows its head: a traceback record on the next line (SGLang's and uvicorn's,
     printed whole), or the stretch of consecutive traceback lines that starts on the head or the next
@@ -53,7 +56,7 @@ def as_requests(
         [f.select(C.SOURCE, C.LINE_NO, "_head", "_owner") for f in (by_stretch, by_record)]
     ).unique([C.SOURCE, C.LINE_NO], keep="first")
     coded = coded.join(owned, on=[C.SOURCE, C.LINE_NO], how="left").with_columns(
-        pl.when(pl.col("_head").is_not_null() & (pl.col(code) == generic))
+        pl.when(pl.col("_head").is_not_null() & pl.col(code).is_in(list(unnamed)))
         .then(pl.col("_head"))
         .otherwise(pl.col(code))
         .alias(code)

@@ -49,8 +49,10 @@ UNKNOWN_KINDS = ("unparsed", "blank")
 
 
 # A line that opens with a date and time is a log line of some program, known or not (a router's, a
-# launcher's): a file holding one is a log, never refused as prose or a config file.
-TIMESTAMPED = r"^\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}"
+# launcher's), and so is a frame of a Python traceback (`  File "...", line N, in f`: an excerpt pasted
+# from the middle of a crash; sought anywhere, as an unparsed line keeps its wrapper and colour codes):
+# a file holding one is a log, never refused as prose or a config file.
+PROGRAM_LINE = r'^\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}|File "[^"]+", line \d+, in \S'
 
 
 def unknown_sources(lines: pl.DataFrame | pl.LazyFrame, unparsed: pl.LazyFrame) -> tuple[list[str], int]:
@@ -61,7 +63,7 @@ def unknown_sources(lines: pl.DataFrame | pl.LazyFrame, unparsed: pl.LazyFrame) 
     unknown = found.filter(~pl.col(W.BUSY)).get_column(C.SOURCE).to_list()
     if unknown:
         stamped = collect(
-            unparsed.filter(pl.col(C.SOURCE).is_in(unknown) & pl.col(C.TEXT).str.contains(TIMESTAMPED))
+            unparsed.filter(pl.col(C.SOURCE).is_in(unknown) & pl.col(C.TEXT).str.contains(PROGRAM_LINE))
             .select(C.SOURCE)
             .unique()
         )

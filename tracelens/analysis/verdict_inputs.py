@@ -17,8 +17,25 @@ from tracelens.tables.names import SERVER_INFO_ACCEPT
 from tracelens.tables.schema import A, C, T, W
 
 
-def client_figures(tables: Tables) -> dict[tuple[str, int], tuple[float | None, float | None]]:
-    """Per run holding a benchmark client's results: its successful requests and output tok/s."""
+@dataclass(frozen=True)
+class ClientFigures:
+    """A benchmark client's results: requests that succeeded, output tok/s, and requests it sent when
+    it says (its own failed count, else the total of the progress bar it drew right above the results)."""
+
+    ok: float | None
+    tput: float | None
+    sent: float | None = None
+    accept: float | None = None  # the accept length a speculative client measured
+
+
+# How far above a result block the client's progress bar may be (vLLM prints its request rate, burstiness
+# and concurrency between them).
+_BAR_REACH = 10
+_BAR_TOTAL = r"\|\s*\d+/(\d+) \["
+
+
+def client_figures(tables: Tables) -> dict[tuple[str, int], ClientFigures]:
+    """Per run holding a benchmark client's results: its successful requests, output tok/s and sent."""
     metric, number = pl.col(C.BENCH_METRIC), pl.col(C.BENCH_NUMBER)
     rows = collect(
         tables.scan(T.BENCHMARKS)
@@ -27,9 +44,58 @@ def client_figures(tables: Tables) -> dict[tuple[str, int], tuple[float | None, 
         .agg(
             number.filter(metric == "Successful requests").sum().alias("ok"),
             number.filter(metric.str.starts_with("Output token throughput")).mean().alias("tput"),
+            number.filter(metric == "Failed requests").sum().alias("failed"),
+            number.filter(metric == "Accept length").mean().alias("accept"),
+            (metric == "Failed requests").any().alias("counted"),
         )
     )
-    return {(s, r): (ok, tput) for s, r, ok, tput in rows.iter_rows()}
+    bars = _bar_totals(tables)
+    out = {}
+    for s, r, ok, tput, failed, accept, counted in rows.iter_rows():
+        sent = ok + failed if counted and ok is not None else bars.get((s, r))
+        out[(s, r)] = ClientFigures(ok, tput, sent, accept)
+    return out
+
+
+def _bar_totals(tables: Tables) -> dict[tuple[str, int], float]:
+    """Per run: the requests a client sent, as the progress bar right above its results counted them."""
+    headers = collect(
+        tables.scan(T.BENCHMARKS).filter(pl.col(C.BENCH_ITEM) == "header").select(*RUN_KEY, C.LINE_NO)
+    ).sort(C.LINE_NO)
+    if not headers.height:
+        return {}
+    bars = collect(
+        tables.scan(T.FOREIGN)
+        .filter(pl.col(C.FORMAT) == "tqdm")
+        .select(
+            C.SOURCE, C.LINE_NO, pl.col(C.MESSAGE).str.extract(_BAR_TOTAL, 1).cast(pl.Float64).alias("sent")
+        )
+        .drop_nulls("sent")
+    ).sort(C.LINE_NO)
+    near = headers.join_asof(
+        bars, on=C.LINE_NO, by=C.SOURCE, strategy="backward", tolerance=_BAR_REACH, check_sortedness=False
+    )
+    return {(s, r): sent for s, r, _, sent in near.iter_rows() if sent is not None}
+
+
+def client_verdict(client: ClientFigures) -> tuple[Status, str]:
+    """A benchmark client's output with no server line, judged as the client's: healthy when every
+    request it sent succeeded, degraded when some failed, broken when none succeeded."""
+    ok, sent = client.ok or 0, client.sent
+    if not ok:
+        return Status.BROKEN, "a benchmark client's results: no request succeeded (no server lines)"
+    speed = f", {client.tput:.0f} output tok/s" if client.tput else ""
+    speed += f", accept length {client.accept:.2f}" if client.accept else ""
+    if sent is not None and sent > ok:
+        return (
+            Status.DEGRADED,
+            f"a benchmark client's results: {ok:.0f} of {sent:.0f} requests succeeded, {sent - ok:.0f} "
+            f"failed{speed} (no server lines)",
+        )
+    return (
+        Status.HEALTHY,
+        f"a benchmark client's results: {ok:.0f} requests succeeded{speed} (no server lines)",
+    )
 
 
 def answered_requests(tables: Tables) -> dict[tuple[str, int], int]:
@@ -39,14 +105,28 @@ def answered_requests(tables: Tables) -> dict[tuple[str, int], int]:
     return {(s, r): int(n) for s, r, n in rows.iter_rows()}
 
 
+# The queues SGLang prints on a prefill line only in a PD prefill node (`#inflight-req` since 2025's
+# autumn beside `#prealloc-req`, its bootstrap queue; `#unbootstrapped-req` / `#transferring-req` and
+# `#bootstrap-req` before): a node's role where no server args line says it.
+_PREFILL_NODE_QUEUES = (C.INFLIGHT_REQ, C.TRANSFERRING_REQ, C.UNBOOTSTRAPPED_REQ, C.BOOTSTRAP_REQ)
+
+
 def roles(tables: Tables) -> dict[tuple[str, int], str]:
-    """Each run's `disaggregation_mode` (prefill, decode) where its server args set one."""
+    """Each run's `disaggregation_mode` (prefill, decode) where its server args set one, else prefill
+    where its prefill lines print a prefill node's own queues."""
     mode = collect(
         tables.scan(T.SERVER_ARGS)
         .filter(pl.col(C.KEY) == "disaggregation_mode")
         .select(*RUN_KEY, pl.col(C.VALUE).str.strip_chars("'\" ").str.to_lowercase())
     )
-    return {(s, r): v for s, r, v in mode.iter_rows() if v in ("prefill", "decode")}
+    out = {(s, r): v for s, r, v in mode.iter_rows() if v in ("prefill", "decode")}
+    queues = pl.any_horizontal(pl.col(q).is_not_null() for q in _PREFILL_NODE_QUEUES)
+    prefill = collect(
+        tables.scan(T.BATCHES).filter((pl.col(C.PHASE) == "prefill") & queues).select(RUN_KEY).unique()
+    )
+    for key in prefill.iter_rows():
+        out.setdefault(key, "prefill")
+    return out
 
 
 @dataclass(frozen=True)

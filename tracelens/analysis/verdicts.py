@@ -25,9 +25,11 @@ from tracelens.analysis.findings import Evidence, Finding, Severity, Status, sev
 from tracelens.analysis.runs import RUN_KEY
 from tracelens.analysis.startup import STOPPED_AT
 from tracelens.analysis.verdict_inputs import (
+    ClientFigures,
     Records,
     answered_requests,
     client_figures,
+    client_verdict,
     record_verdict,
     running_at_prefill,
     running_headline,
@@ -197,7 +199,7 @@ class _Facts:
     last_line: int | None = None
     served: bool = False  # prefill batches (or a prefill node's transfers) seen
     role: str | None = None  # disaggregation_mode: prefill or decode
-    client: tuple[float | None, float | None] | None = None  # a benchmark client's requests and tok/s
+    client: ClientFigures | None = None  # a benchmark client's figures
     answered: int = 0  # requests answered with a 2xx status (uvicorn's access lines)
     records: Records | None = None  # what its request-log and snapshot rows show
     running: int = 0  # the most requests its prefill lines count running (being decoded)
@@ -420,21 +422,15 @@ def run_verdict(
     elif unexplained:
         status = Status.DEGRADED
         first = unexplained[0]
-        # a retraction says its own cause (the KV cache ran full): no search for another is owed
-        headline = gist(first, run) + ("" if first.code == "fault-retract" else "; no cause found")
+        # a retraction (the KV cache ran full) and a total acceptance (a loop) say their own cause
+        headline = gist(first, run) + (
+            "" if first.code in ("fault-retract", "acceptance-total") else "; no cause found"
+        )
         explains = []
         fix = _SYMPTOM_HINTS.get(first.code)
         evidence = _evidence(unexplained, 1)
     elif not decoded and facts.client is not None and not facts.served:
-        # a benchmark client's output with no server line: judged as the client's
-        ok, tput = facts.client
-        status = Status.HEALTHY if ok else Status.BROKEN
-        speed = f", {tput:.0f} output tok/s" if tput else ""
-        headline = (
-            f"a benchmark client's results: {ok:.0f} requests succeeded{speed} (no server lines)"
-            if ok
-            else "a benchmark client's results: no request succeeded (no server lines)"
-        )
+        status, headline = client_verdict(facts.client)  # a client's output alone: judged as the client's
     elif not decoded and chain is not None and "router-log" in chain.notes and not facts.served:
         status = Status.HEALTHY
         headline = "a router's log: no failure (a router serves no batches itself)"

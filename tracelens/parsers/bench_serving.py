@@ -34,6 +34,7 @@ _SCALARS = (
     "Traffic request rate",
     "Max request concurrency",
     "Successful requests",
+    "Failed requests",  # vLLM's `bench serve`, late 2025 on
     "Benchmark duration (s)",
     "Total input tokens",
     "Total input text tokens",

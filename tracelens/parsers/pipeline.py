@@ -308,7 +308,10 @@ def _join_tracebacks(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFrame,
     if state.open_fault is None and not df.get_column(W.CONT).any():
         return _no_continuations(df, state, is_frame)
     prev_cont = pl.col(W.CONT).shift(1, fill_value=state.prev_cont)
-    starts_new = clean.str.strip_chars_start().str.starts_with(TRACEBACK_START) & ~prev_cont
+    # a head starts a traceback of its own, also right after a frame (whose source line it cannot be)
+    starts_new = clean.str.strip_chars_start().str.starts_with(TRACEBACK_START) & (
+        ~prev_cont | pl.col(W.AFTER_FRAME)
+    )
     breaker = ~pl.col(W.CONT) | starts_new
     df = df.with_columns(breaker.cum_sum().alias(W.SEGMENT))
     head_kind = pl.col(C.KIND).first().over(W.SEGMENT)
@@ -390,9 +393,11 @@ def _tested_where(df: pl.DataFrame, rows: pl.Series, tests: list[pl.Expr]) -> li
 
 def _frame_source_line_is_code() -> pl.Expr:
     """A frame's source line (`raise RuntimeError(f"NCCL error: ...")`) is code, never a fault of its
-    own, even in a traceback whose head was not in the log."""
+    own, even in a traceback whose head was not in the log. A traceback's head is no source line: a
+    stack printed without them (a native one's `File "<unknown>", line 0` frames) or cut ends there."""
+    head = pl.col(W.CLEAN).str.strip_chars_start().str.starts_with(TRACEBACK_START)
     return (
-        pl.when(pl.col(W.AFTER_FRAME) & ~pl.col(W.PREFIXED) & (pl.col(C.KIND) == Kind.FAULT))
+        pl.when(pl.col(W.AFTER_FRAME) & ~pl.col(W.PREFIXED) & (pl.col(C.KIND) == Kind.FAULT) & ~head)
         .then(pl.lit(Kind.UNPARSED))
         .otherwise(pl.col(C.KIND))
         .alias(C.KIND)

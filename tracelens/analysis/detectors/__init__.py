@@ -13,6 +13,7 @@ from tracelens.analysis.detectors.hidden_states import aux_counts, fc_width, nor
 from tracelens.analysis.detectors.pd_queues import pd_bootstrap_stuck, pd_decode_stuck
 from tracelens.analysis.detectors.performance import (
     acceptance,
+    all_accepted,
     change_points,
     metrics_acceptance,
     slower_than_baseline,
@@ -34,6 +35,7 @@ DETECTORS: tuple[Callable[[Context], list[Finding]], ...] = (
     truncated,
     acceptance,
     metrics_acceptance,
+    all_accepted,
     slower_than_baseline,
     slower_than_plain_decode,
     change_points,

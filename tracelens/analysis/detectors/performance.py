@@ -151,6 +151,48 @@ def metrics_acceptance(ctx: Context) -> list[Finding]:
     return out
 
 
+# Every drafted token accepted, by vLLM's own counts, over this many drafted tokens and metrics lines: no
+# real draft guesses that well for long.
+ALL_ACCEPTED_DRAFTED = 100
+ALL_ACCEPTED_LINES = 2
+
+
+def all_accepted(ctx: Context) -> list[Finding]:
+    """Runs whose metrics lines count every drafted token accepted (`Accepted: N tokens` equal to
+    `Drafted: N tokens`) in every interval: the output repeats itself (a generation loop, which a draft
+    predicts perfectly), or the draft model is the target itself."""
+    drafted, accepted = pl.col(C.DRAFTED), pl.col(C.ACCEPTED)
+    per_run = collect_lazy(
+        ctx.tables.scan(T.SPEC_METRICS)
+        .filter(drafted.is_not_null() & (drafted > 0) & accepted.is_not_null())
+        .group_by(RUN_KEY)
+        .agg(
+            (accepted == drafted).all().alias("_all"),
+            drafted.sum().alias(C.DRAFTED),
+            pl.len().alias(A.COUNT),
+            pl.col(C.LINE_NO).sort().head(3).alias(C.LINE_NO),
+            pl.col(C.TS).min().alias(C.TS),
+        )
+        .filter(
+            pl.col("_all")
+            & (pl.col(C.DRAFTED) >= ALL_ACCEPTED_DRAFTED)
+            & (pl.col(A.COUNT) >= ALL_ACCEPTED_LINES)
+        )
+    )
+    return [
+        ctx.finding(
+            Severity.WARNING,
+            "acceptance-total",
+            row[C.SOURCE],
+            row[C.RUN],
+            row[C.TS],
+            f"all {row[C.DRAFTED]} drafted tokens accepted: the output loops, or the draft is the target",
+            row[C.LINE_NO],
+        )
+        for row in per_run.to_dicts()
+    ]
+
+
 def slower_than_plain_decode(ctx: Context) -> list[Finding]:
     """A run whose decode lines hold both speculative (with an accept len) and plain ones (a log that
     joins a baseline and a speculative block without a start line between them): speculative decoding
