@@ -16,7 +16,7 @@ from tracelens.analysis.request_scope import as_requests
 from tracelens.tables.exceptions import EXCEPTION_LINE_PATTERN
 from tracelens.tables.first_match import first_match
 from tracelens.tables.frames import Tables, collect
-from tracelens.tables.schema import PROCESS_COLUMNS, C, T
+from tracelens.tables.schema import PROCESS_COLUMNS, C, T, process_types
 
 # Event columns (working names of the events frame).
 TEXT, CODE, RANK, IN_TRACEBACK = "_text", "_code", "_rank", "_in_traceback"
@@ -219,11 +219,8 @@ def _uncoded(spans: pl.DataFrame, coded: pl.DataFrame) -> pl.DataFrame:
 
 def _with_process(frame: pl.DataFrame) -> pl.DataFrame:
     """``frame`` with the process columns (null where it has none: an unparsed line's)."""
-    missing = [pl.lit(None, dtype).alias(c) for c, dtype in _PROCESS_TYPES.items() if c not in frame.columns]
+    missing = [pl.lit(None, dtype).alias(c) for c, dtype in process_types().items() if c not in frame.columns]
     return frame.with_columns(missing) if missing else frame
-
-
-_PROCESS_TYPES = {C.PROCESS: pl.String, C.PID: pl.Int64, C.HOST: pl.String}
 
 
 def _traceback_rows(tables: Tables) -> pl.DataFrame:

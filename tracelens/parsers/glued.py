@@ -15,12 +15,13 @@ from __future__ import annotations
 import polars as pl
 
 from tracelens.parsers.literals import has_literal
+from tracelens.parsers.prefix import PROCESS_WRAPPER
 from tracelens.tables.schema import C, Kind, W
 
 # vLLM's lead (`INFO 01-25 11:26:53 llm_engine.py:706] `, `[loggers.py:116] ` since 0.6), behind any of
 # its process wrappers (in colour or not).
 _ANSI = r"(?:\x1b\[[0-9;]{0,12}m)?"
-_WRAPPERS = rf"(?:{_ANSI}\((?:[\w.]+ ){{0,2}}(?:\w+=\w+ ){{0,4}}pid=\d+(?:, ip=[0-9a-fA-F.:]+)?\){_ANSI} )*"
+_WRAPPERS = rf"(?:{_ANSI}{PROCESS_WRAPPER}{_ANSI} )*"
 _LEAD = r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[\w.]+:\d+\] "
 # A further record with figures is an INFO record (vLLM logs its stats and spec-decoding metrics so):
 # its lead follows a space (its wrapper's, or the record before's), and its level a month. A line

@@ -34,6 +34,11 @@ _SEVERITY_WORDS = (
 _SEVERITIES = "|".join(w for word in _SEVERITY_WORDS.split() for w in (word, word.lower(), word.title()))
 _ISO_STAMP = r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
 
+# A process wrapper, without its trailing space: vLLM's `(APIServer pid=N)`, `(VllmWorker rank=0 pid=N)`,
+# Ray's `(RayWorkerWrapper pid=N, ip=H)`. One pattern for the peeling here, the process columns
+# (`processes`) and the glued records (`glued`).
+PROCESS_WRAPPER = r"\((?:[\w.]+ ){0,2}(?:\w+=\w+ ){0,4}pid=\d+(?:, ip=[0-9a-fA-F.:]+)?\)"
+
 # Wrappers added by users' tooling, in any order and number, at the start of a line.
 WRAPPER_PATTERN = (
     r"^(?:"
@@ -43,7 +48,7 @@ WRAPPER_PATTERN = (
     # `ERROR 2026-01-02T03:04:05.123456Z `; in any of three cases, bracketed or not, `T` or space, any zone or none)
     rf"|\[?(?:{_SEVERITIES})\]?:? {_ISO_STAMP} "
     # Ray actor, vLLM `(APIServer pid=N)`, `(VllmWorker rank=0 pid=N)`, `(VllmWorker TP0 pid=N)`
-    r"|\((?:[\w.]+ ){0,2}(?:\w+=\w+ ){0,4}pid=\d+(?:, ip=[0-9a-fA-F.:]+)?\) "
+    rf"|{PROCESS_WRAPPER} "
     # systemd's journal (`journalctl -u vllm`): `Aug 17 18:42:18 host unit[pid]: `
     r"|[A-Z][a-z]{2} [ 0-3]\d \d\d:\d\d:\d\d [\w.-]+ [\w.@/-]+(?:\[\d+\])?: "
     # a container runtime's or log shipper's stamp: `kubectl logs --timestamps`, the CRI file form

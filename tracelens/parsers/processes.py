@@ -18,14 +18,14 @@ from __future__ import annotations
 import polars as pl
 
 from tracelens.parsers.literals import has_literal
-from tracelens.parsers.prefix import ANSI_PATTERN, WRAPPER_PATTERN
-from tracelens.tables.schema import PROCESS_COLUMNS, C, W
+from tracelens.parsers.prefix import ANSI_PATTERN, PROCESS_WRAPPER, WRAPPER_PATTERN
+from tracelens.tables.schema import PROCESS_COLUMNS, C, W, process_types
 
 # Every line a wrapper names its process in holds this; a block without it (nearly every block of an
 # SGLang log) costs one literal test.
 _MARK = "pid="
 # One process wrapper of a line's lead (the form `WRAPPER_PATTERN` peels), its name, pid and host.
-_PROCESS_WRAPPER = r"\((?:[\w.]+ ){0,2}(?:\w+=\w+ ){0,4}pid=\d+(?:, ip=[0-9a-fA-F.:]+)?\) "
+_PROCESS_WRAPPER = PROCESS_WRAPPER + " "
 _FIELDS = (
     rf"^\((?P<{W.PROCESS_NAME}>(?:[\w.]+ ){{0,2}}(?:\w+=\w+ ){{0,4}})pid=(?P<{W.PROCESS_PID}>\d+)"
     rf"(?:, ip=(?P<{W.PROCESS_HOST}>[0-9a-fA-F.:]+))?\) $"
@@ -42,14 +42,14 @@ _TAGS: dict[str, tuple[str, ...]] = {
     C.TP: (rf"(?:^| |_)TP(\d+){_TAG_END}", r"(?:^| )rank=(\d+)(?: |$)"),
     C.EP: (rf"(?:^| |_)EP(\d+){_TAG_END}",),
 }
-_TYPES: dict[str, pl.DataType] = {C.PROCESS: pl.String(), C.PID: pl.Int64(), C.HOST: pl.String()}
 
 
 def add_process_columns(df: pl.DataFrame) -> pl.DataFrame:
     """PROCESS, PID and HOST of each line of a line frame (with TEXT and the rank columns), null where no
     wrapper names one, and the wrappers' rank tags where the line's own prefix gave none. Only the lines
     that hold `pid=` are read, and their distinct leads (one per process) parsed once each."""
-    nulls = [pl.lit(None, dtype).alias(name) for name, dtype in _TYPES.items()]
+    types = process_types()
+    nulls = [pl.lit(None, dtype).alias(name) for name, dtype in types.items()]
     hits = has_literal(df.get_column(C.TEXT), _MARK)
     if not hits.any():
         return df.with_columns(nulls)
@@ -69,7 +69,7 @@ def add_process_columns(df: pl.DataFrame) -> pl.DataFrame:
 
     tagged = [rank for rank in _TAGS if found.get_column(rank).null_count() < found.height]
     return df.with_columns(
-        *(spread(name, dtype) for name, dtype in _TYPES.items()),
+        *(spread(name, dtype) for name, dtype in types.items()),
         *(pl.coalesce(pl.col(rank), spread(rank, pl.Int32())).alias(rank) for rank in tagged),
     )
 

@@ -43,6 +43,7 @@ __all__ = [
     "conform_parts",
     "empty",
     "polars_schema",
+    "process_types",
 ]
 
 TIMESTAMP = pa.timestamp("us")
@@ -320,6 +321,12 @@ def conform_parts(table: str, parts: list[pl.DataFrame]) -> pl.DataFrame:
 def polars_schema(table: str) -> pl.Schema:
     """The polars view of a table's Arrow schema."""
     return pl.DataFrame(SCHEMAS[table].empty_table()).schema
+
+
+def process_types() -> dict[str, pl.DataType]:
+    """The polars types of `PROCESS_COLUMNS` (as every table that has them holds them)."""
+    schema = polars_schema(T.FAULTS)
+    return {name: schema[name] for name in PROCESS_COLUMNS}
 
 
 @cache
