@@ -154,3 +154,89 @@ def test_a_catch_up_without_updates_holds_a_few_windows_of_rows() -> None:
     view = worker._tables.view()  # the update still sees the newest window whole
     assert view[T.LINES].height <= 2 * window
     assert view[T.LINES].get_column("line_no").max() == len(lines)
+
+
+def test_a_session_whose_worker_is_busy_reads_no_more_than_a_few_blocks_ahead(tmp_path) -> None:
+    """While the worker is busy (its seed analysis of a long run takes a minute), the followers read
+    ahead of it by at most the queue's bytes: a session catching up on a log had read the whole catch-up
+    into its queue (32 events of 4 MiB) and kept the heap that took."""
+    import sys
+    import threading
+
+    from live_support import wait_for
+
+    from tracelens.live import LiveSession, parse_spec
+    from tracelens.sizes import DEFAULT_BLOCK_BYTES, FOLLOW_READ_BYTES
+    from tracelens.sources.events import LinesAppended
+
+    line = (DECODE.format(t=_clock(0), n=4, a=50) + "\n").encode()
+    path = tmp_path / "server.log"
+    path.write_bytes(line * (12 * FOLLOW_READ_BYTES // len(line)))  # 48 MiB: 12 reads
+    session = LiveSession([parse_spec(str(path))], interval=0.5)
+    busy, released = threading.Event(), threading.Event()
+
+    def worker_busy(source: int, first: int, offset: int, data: bytes, final: bool) -> None:
+        busy.set()
+        released.wait(60)
+
+    session._send_parse = worker_busy  # type: ignore[method-assign]
+    read = [0]
+    emit = session._emit
+
+    def counted(event: object) -> None:
+        emit(event)  # type: ignore[arg-type]
+        if isinstance(event, LinesAppended):  # not the tail's preview, read again after it
+            read[0] += len(event.data)
+
+    session._emit = counted  # type: ignore[method-assign]
+
+    def follower_waits() -> bool:
+        follower = next(t for t in threading.enumerate() if t.name.startswith("tracelens follow"))
+        frame = sys._current_frames().get(follower.ident or 0)
+        names = []
+        while frame is not None:
+            names.append(frame.f_code.co_name)
+            frame = frame.f_back
+        return "_emit" in names and "wait" in names
+
+    session.start()
+    try:
+        assert wait_for(busy.is_set)
+        assert wait_for(lambda: follower_waits() or read[0] == path.stat().st_size)
+        # the pump's batch (in the busy send), the queue's bytes and the read that found it full
+        assert read[0] <= 2 * DEFAULT_BLOCK_BYTES + 2 * FOLLOW_READ_BYTES, read[0]
+    finally:
+        released.set()
+        session.stop()
+
+
+def test_the_first_update_waits_for_the_parse_in_progress() -> None:
+    """The worker's first update after its seed waits while a parse runs (the catch-up's first block):
+    a window's analysis beside a block's parse made the worker's peak. Then it analyses at once."""
+    import threading
+
+    from live_support import wait_for
+
+    class CountedEvent(threading.Event):
+        looks = 0
+
+        def is_set(self) -> bool:
+            CountedEvent.looks += 1
+            return super().is_set()
+
+    worker = _worker(1000)
+    worker._parsing = CountedEvent()
+    worker._parsing.set()
+    analysed: list[int] = []
+    worker._analyse_once = lambda through, started: analysed.append(through)  # type: ignore[method-assign]
+    loop = threading.Thread(target=worker._analyse_loop, daemon=True)
+    worker._dirty.set()
+    loop.start()
+    try:
+        assert wait_for(lambda: CountedEvent.looks >= 3)
+        assert analysed == []  # still parsing: no update yet
+        worker._parsing.clear()
+        assert wait_for(lambda: len(analysed) == 1)
+    finally:
+        worker._done.set()
+        loop.join(10)

@@ -324,6 +324,8 @@ class _Site:
 
 # The columns of `batches` the running figures read of each decode line (`live.seed` reads only these).
 DECODE_COLUMNS = (*RUN_KEY, C.LINE_NO, C.TS, C.DP, C.ACCEPT_LEN, C.GEN_THROUGHPUT, C.RUNNING_REQ)
+# ... and of each debug line (`_add_debug`): not its items (lists of key-value strings, most of the bytes)
+DEBUG_COLUMNS = (*SITE_KEY, C.LAYER_ID, C.NUM_AUX, C.NUM_ITEMS, C.SHAPES, C.NORM)
 
 
 class RunningFigures:

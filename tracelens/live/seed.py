@@ -53,7 +53,7 @@ from tracelens.engine.lock import Notify
 from tracelens.engine.manifest import InputRecord, Manifest
 from tracelens.errors import InputError
 from tracelens.live.index import LogIndex, parsed_columns
-from tracelens.live.running import DECODE_COLUMNS
+from tracelens.live.running import DEBUG_COLUMNS, DECODE_COLUMNS
 from tracelens.sizes import DEFAULT_RANGE_BYTES
 from tracelens.sources.generation import FileGeneration
 from tracelens.sources.naming import run_label
@@ -283,7 +283,7 @@ def read_seed(cuts: dict[str, Cut]) -> Seed:
 
 # What `RunningFigures.add` reads of the bulk tables, and how many line numbers one slice spans: the
 # rows of a 1 GiB log are read a bounded slice at a time (274 MiB at most), only these columns of `batches`.
-_RUNNING_TABLES = {T.BATCHES: [*DECODE_COLUMNS, C.PHASE], T.DEBUG: None, T.SPEC_METRICS: None}
+_RUNNING_TABLES = {T.BATCHES: [*DECODE_COLUMNS, C.PHASE], T.DEBUG: list(DEBUG_COLUMNS), T.SPEC_METRICS: None}
 RUNNING_SLICE_LINES = 250_000
 
 

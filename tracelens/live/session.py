@@ -66,6 +66,12 @@ from tracelens.tables.schema import C, T
 Listener = Callable[[Any], None]
 ANALYSIS_INTERVAL = 0.75
 _QUEUE_ITEMS = 32
+# The bytes the followers may have read ahead of the pump (the queue's events). With the worker's own
+# bound (`WorkerClient`'s ``max_bytes``), what a session holds of lines not yet parsed is a few parse
+# blocks whatever the worker is doing: a session opened on a long log read the whole catch-up (32 MiB)
+# while the worker made its seed, held it in four copies and kept the heap it took (the session's
+# process at 207 MiB PSS for good instead of 182, bench/live_one_run.py).
+_QUEUE_BYTES = DEFAULT_BLOCK_BYTES
 _FETCH_TIMEOUT = 120.0  # seconds to wait for the worker's full analysis (`LiveSession.analysis`)
 
 
@@ -136,6 +142,8 @@ class LiveSession:
         self._cut_read: dict[str, threading.Event] = {}
         self.followers: list[Any] = []
         self._queue: queue.Queue[src.SourceEvent] = queue.Queue(maxsize=_QUEUE_ITEMS)
+        self._queued_bytes = 0  # of the events in `_queue` (`_emit` waits while `_QUEUE_BYTES` are)
+        self._queue_room = threading.Condition()
         self._listeners: list[Listener] = []
         self._stop = threading.Event()
         self._next_line = [1 for _ in specs]
@@ -282,13 +290,26 @@ class LiveSession:
                 listener(event)
 
     def _emit(self, event: src.SourceEvent) -> None:
-        """Followers call this; it waits while the queue is full (backpressure) unless stopping."""
+        """Followers call this; it waits while the queue is full, in events or in bytes (backpressure),
+        unless stopping."""
+        size = len(getattr(event, "data", b""))
+        with self._queue_room:
+            while self._queued_bytes >= _QUEUE_BYTES and not self._stop.is_set():
+                self._queue_room.wait(0.1)
+            self._queued_bytes += size
         while not self._stop.is_set():
             try:
                 self._queue.put(event, timeout=0.1)
                 return
             except queue.Full:
                 continue
+
+    def _taken(self, event: src.SourceEvent) -> src.SourceEvent:
+        """The pump took ``event`` from the queue: its bytes no longer count against `_QUEUE_BYTES`."""
+        with self._queue_room:
+            self._queued_bytes -= len(getattr(event, "data", b""))
+            self._queue_room.notify_all()
+        return event
 
     def _run_follower(self, follower: Any, label: str) -> None:
         try:
@@ -327,7 +348,7 @@ class LiveSession:
     def _pump(self) -> None:
         while not self._stop.is_set():
             try:
-                first = self._queue.get(timeout=0.05)
+                first = self._taken(self._queue.get(timeout=0.05))
             except queue.Empty:
                 continue
             self._pumping = True
@@ -336,7 +357,7 @@ class LiveSession:
                 size = len(getattr(first, "data", b""))
                 while size < LIVE_BATCH_BYTES:
                     try:
-                        item = self._queue.get_nowait()
+                        item = self._taken(self._queue.get_nowait())
                     except queue.Empty:
                         break
                     batch.append(item)

@@ -84,9 +84,10 @@ NICE = 10  # how much lower the child's scheduling priority is than its parent's
 _HEADER = struct.Struct("<Q")
 _PARSE_BATCH = 64  # parse messages read ahead and parsed as one block per source
 _READ_AHEAD = 8  # parse messages the child holds before the parent's writes wait
-# An update waits while parse messages are queued (a session catching up on a log), up to this long
-# since the last: a window's analysis beside a block's parse made the live worker's peak (1 GiB log,
-# one run: 364 MiB resident), and the catch-up's every update is superseded by the next anyway.
+# An update waits while lines are parsed or queued (a session catching up on a log), up to this long
+# since the last (or since the worker started): a window's analysis beside a block's parse made the
+# live worker's peak (1 GiB log, one run: 364 MiB resident; after the seed, whose first update did not
+# wait, 318), and the catch-up's every update is superseded by the next anyway.
 BACKLOG_WAIT = 15.0
 
 
@@ -173,6 +174,7 @@ class _Worker:
         self._analyses = 0
         self._dirty = threading.Event()
         self._done = threading.Event()
+        self._parsing = threading.Event()  # set while the parse thread parses a batch
 
     def reply(self, message: FromWorker) -> None:
         with self._out_lock:
@@ -248,6 +250,7 @@ class _Worker:
                     self._inbox.put(None)  # seen after this batch
                     break
                 items.append(item)
+            self._parsing.set()
             try:
                 self._parse_batch(items)
             except Exception as exc:
@@ -255,6 +258,8 @@ class _Worker:
                 # parent hears that every message of it was handled, and why
                 self.reply(RowsParsed(items[-1].seq, items[-1].source))
                 self.reply(ParseFailed(f"parsing failed: {type(exc).__name__}: {exc}"))
+            finally:
+                self._parsing.clear()
         self._done.set()
 
     def _parse_batch(self, items: list[ParseRequested]) -> None:
@@ -298,17 +303,22 @@ class _Worker:
 
     def _analyse_loop(self) -> None:
         wait = self.config.interval
-        last = 0.0
+        last = 0.0  # when the last analysis started (none yet)
+        since = time.monotonic()  # a backlog's wait counts from the last analysis, or from the start
         while not self._done.is_set():
             if not self._dirty.wait(0.1):
                 continue
             pause = last + wait - time.monotonic()
             if pause > 0 and self._done.wait(pause):
                 return
-            if not self._inbox.empty() and time.monotonic() - last < BACKLOG_WAIT:
-                continue  # lines wait to be parsed (a catch-up): parse them first, then analyse once
+            backlog = self._parsing.is_set() or not self._inbox.empty()
+            if backlog and time.monotonic() - since < BACKLOG_WAIT:
+                # lines are being parsed (a catch-up): parse them first, then analyse once
+                if self._done.wait(0.05):
+                    return
+                continue
             self._dirty.clear()
-            last = time.monotonic()
+            last = since = time.monotonic()
             with self._lock:
                 through = self._pending_seq
             try:
@@ -418,7 +428,7 @@ class WorkerClient:
         config: WorkerConfig,
         on_message: Callable[[FromWorker], None],
         on_exit: Callable[[str], None],
-        max_bytes: int = 32 << 20,
+        max_bytes: int = DEFAULT_BLOCK_BYTES,
     ) -> None:
         self.config = config
         self._on_message = on_message
