@@ -189,3 +189,25 @@ def test_a_line_of_sglangs_prefix_closes_every_processs_traceback(tmp_path: Path
     parse_to_dataset([str(path)], str(out), options)
     ranged = pl.read_parquet(out / T.FAULTS / "*.parquet").sort(C.LINE_NO)
     assert ranged.get_column(C.LINE_NO).to_list() == [1, 44]
+
+
+@pytest.mark.parametrize("wrapped", [False, True])
+def test_a_traceback_head_right_after_a_frame_starts_a_traceback_in_either_join(wrapped: bool) -> None:
+    # a worker's native stack (frames without source lines) ends and its Python traceback follows at
+    # once: the head is no frame's source line but a traceback of its own, whether the lines are read
+    # in file order or per process (behind vLLM's wrapper, beside another worker's lines)
+    native = [
+        '  File "<unknown>", line 0, in _PyEval_EvalFrameDefault',
+        '  File "<unknown>", line 0, in Py_RunMain',
+    ]
+    lines = [*native, *RANK1]
+    if wrapped:
+        lines = [
+            *interleaved("(VllmWorker rank=0 pid=4101)", "(VllmWorker rank=1 pid=4102)", RANK0[:2], native),
+            *(f"(VllmWorker rank=1 pid=4102) {line}" for line in RANK1),
+        ]
+    faults = parse_text("\n".join(lines) + "\n", "native.log")[T.FAULTS]
+    own = faults.filter(pl.col(C.TRACEBACK).str.contains("illegal memory access"))
+    assert own.height == 1, faults
+    assert own.item(0, C.TRACEBACK).startswith("Traceback"), own.item(0, C.TRACEBACK)
+    assert own.item(0, C.EXCEPTION_TYPE) == "RuntimeError", own
