@@ -352,6 +352,18 @@ def _unparsed_rows(tables: Tables) -> pl.DataFrame:
     )
 
 
+def _rank_in_text(coded: pl.DataFrame) -> pl.DataFrame:
+    """Events whose line names no rank take the one their words name, where their entry says how
+    (`Failure.rank_in_text`)."""
+    named = [(f.code, f.rank_in_text) for f in FAILURES if f.rank_in_text]
+    if not coded.height or not coded.get_column(CODE).is_in([code for code, _ in named]).any():
+        return coded
+    said = pl.coalesce(
+        *(pl.when(pl.col(CODE) == code).then(pl.col(TEXT).str.extract(pattern, 1)) for code, pattern in named)
+    )
+    return coded.with_columns(pl.coalesce(pl.col(RANK), said.cast(pl.Int32, strict=False)).alias(RANK))
+
+
 def _message_rows(tables: Tables, table: str) -> pl.DataFrame:
     return collect(
         tables.scan(table).select(
@@ -455,8 +467,10 @@ def events(tables: Tables) -> pl.DataFrame:
         rows = rows.with_columns(pl.lit(False).alias(CLIENT))
     rows = rows.with_columns(pl.col(CLIENT).fill_null(False))
     text = pl.col(TEXT)
-    coded = rows.with_columns(_classify(text, pl.col(IN_TRACEBACK)).alias(CODE)).filter(
-        pl.col(CODE).is_not_null()
+    coded = _rank_in_text(
+        rows.with_columns(_classify(text, pl.col(IN_TRACEBACK)).alias(CODE)).filter(
+            pl.col(CODE).is_not_null()
+        )
     )
     if MISPLACED not in coded.columns:
         coded = coded.with_columns(pl.lit(False).alias(MISPLACED))
