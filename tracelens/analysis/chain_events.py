@@ -151,6 +151,8 @@ def _cut_error_frames(foreign: pl.DataFrame, coded: pl.DataFrame, rows: pl.DataF
 # A frame line anywhere in an unparsed line (its wrapper and colour codes are still there), and its function.
 _ANY_FRAME = r'File "[^"]*", line \d+, in \S'
 _FRAME_FUNCTION = r'File "[^"]*", line \d+, in (\w+)\s*$'
+# A frame's source line that is a call (`    scheduler.event_loop_normal()`): the function it calls.
+_SOURCE_CALL = r"^\s+(?:[\w.]+\.)?(\w+)\(.*\)\s*$"
 
 
 def _cut_bare_frames(tables: Tables, unparsed: pl.DataFrame, coded: pl.DataFrame) -> pl.DataFrame:
@@ -291,9 +293,12 @@ def _frames_stage() -> pl.Expr:
     `_wait_and_warmup` / `_execute_server_warmup`, vLLM's `compile_or_warm_up_model`: the last step of a
     start, before the server says it is ready) or a serving loop (SGLang's `event_loop_*`, vLLM's
     `run_busy_loop` / `worker_busy_loop` and the step they call, `_process_engine_step`, V0's
-    `engine_step`) says start-up or serving: a copy that leaves out the loop's own frame keeps its step's."""
+    `engine_step`) says start-up or serving: a copy that leaves out the loop's own frame keeps its step's,
+    and one cut right under the call of the loop (`    scheduler.event_loop_normal()`, a frame's source
+    line) the call's."""
     # sought anywhere in the line: an unparsed one keeps its wrapper and colour codes
-    function = pl.col(TEXT).str.extract(_FRAME_FUNCTION, 1)
+    called = pl.col(TEXT).str.extract(_SOURCE_CALL, 1)
+    function = pl.coalesce(pl.col(TEXT).str.extract(_FRAME_FUNCTION, 1), called)
     stage = (
         pl.when((function == "__init__") | function.str.contains(r"(?i)warm_?up"))
         .then(pl.lit("start-up"))

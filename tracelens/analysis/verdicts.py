@@ -263,11 +263,12 @@ _SYMPTOM_HINTS = {
 
 
 _TAKES = re.compile(r"fc layer takes (\d+) aux")
-_RANKS = re.compile(r"^(\d+) rank\(s\) \([^)]*\)(?: in \S+)?: ")
+# A fault finding's lead (`health.faults`): how many ranks, which (`TP3, TP5`), in which component.
+_RANKS = re.compile(r"^(\d+) rank\(s\) \(([^)]*)\)(?: in (\S+))?: ")
 
 
 def gist(finding: Finding, run: dict[str, Any], limit: int = 80) -> str:
-    """A finding as a clause of a headline: short, numbers kept, rank lists and traceback tails dropped."""
+    """A finding as a clause of a headline: short, numbers kept (a crash's ranks too), traceback tails dropped."""
     rate, mean = run.get(A.MEAN_ACCEPTANCE_RATE), run.get(A.MEAN_ACCEPT_LEN)
     if finding.code == "acceptance-low" and rate is not None and mean is not None:
         return f"only {rate:.0%} of drafted tokens are accepted (accept len {mean:.2f})"
@@ -280,13 +281,18 @@ def gist(finding: Finding, run: dict[str, Any], limit: int = 80) -> str:
     what = crash_what(text[ranks.end() :] if ranks else text)
     if finding.code == "fault-retract":  # SGLang's scheduler gave back running requests: no crash
         what = "requests retracted: the KV cache ran full"
-    if ranks:
-        n = ranks.group(1)
-        text = f"crashed on {n} rank(s): {what}" if finding.code in CRASH_CODES else f"{what} on {n} rank(s)"
-    elif finding.code in CRASH_CODES:
-        text = f"crashed: {what}"
-    text = text.split(". ", 1)[0]
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    head, tail = "", ""
+    if ranks:  # a crash is said as a chain's headline says it: what, then its component and ranks
+        numbers = sorted({int(r) for r in re.findall(r"\d+", ranks.group(2))})
+        where = ", ".join(p for p in (ranks.group(3), ranks_text(numbers)) if p)
+        tail = f" ({where})" if finding.code in CRASH_CODES else f" on {ranks.group(1)} rank(s)"
+    if finding.code in CRASH_CODES:
+        head = "crashed: "
+    elif not ranks:
+        what = text
+    what = what.split(". ", 1)[0]
+    room = limit - len(head) - len(tail)
+    return head + (what if len(what) <= room else what[: room - 1] + "…") + tail
 
 
 def _evidence(findings: Iterable[Finding], per: int) -> list[Evidence]:
