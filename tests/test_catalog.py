@@ -90,3 +90,29 @@ def test_a_fix_in_sglangs_flags_has_one_in_vllms() -> None:
         assert vllm != entry.fix, f"{entry.code}: no fix in vLLM's flags"
         assert not any(f in (vllm or "") for f in SGLANG_ONLY_FLAGS), f"{entry.code}: {vllm}"
         assert entry.fix_for("sglang") == entry.fix
+
+
+def test_a_rank_named_in_an_entrys_words_is_read_from_one_of_its_samples() -> None:
+    # `rank_in_text` is data with its samples as tests: each pattern reads a number off a sample line
+    for entry in FAILURES:
+        if entry.rank_in_text:
+            ranks = pl.Series(entry.samples).str.extract(entry.rank_in_text, 1).drop_nulls()
+            assert len(ranks) and ranks.str.contains(r"^\d+$").all(), entry.code
+
+
+@pytest.mark.parametrize(
+    ("line", "rank"),
+    [
+        (
+            "(EngineCore_0 pid=271) ERROR 08-25 12:24:19 [multiproc_executor.py:146] Worker proc VllmWorker-1 "
+            "died unexpectedly, shutting down executor.",
+            "rank 1",
+        ),
+        ("RuntimeError: Rank 3 scheduler died during initialization (exit code: -11).", "rank 3"),
+    ],
+)
+def test_a_failure_that_names_its_rank_only_in_words_says_the_rank(line: str, rank: str) -> None:
+    from test_chain import broken
+
+    verdict = broken([line])
+    assert rank in verdict.headline, verdict.headline

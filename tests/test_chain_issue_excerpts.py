@@ -238,3 +238,37 @@ def test_a_traceback_head_right_after_a_frame_starts_a_traceback() -> None:
     verdict = broken(lines)
     assert verdict.causes != ["pipe-closed"], verdict.headline
     assert "pipe-closed" in verdict.explains or "EOFError" in verdict.headline, verdict
+
+
+_DECODE = (
+    "[2025-06-01 10:00:{:02d} TP0] Decode batch. #running-req: 4, #token: 900, token usage: 0.01, cuda graph: "
+    "True, gen throughput (token/s): 310.00, #queue-req: 0, "
+)
+
+
+def test_a_crash_of_ranks_whose_tracebacks_are_cut_says_when_where_and_which_ranks() -> None:
+    # two schedulers' heads cut inside their own line while serving: the headline names the component
+    # and the ranks by number, as a chain's does (it said `crashed while serving on 2 rank(s)`)
+    lines = [_DECODE.format(s) for s in range(10, 20)] + [
+        f"[2025-06-01 10:00:21 TP{rank}] Scheduler hit an exception: Traceback (most recent call"
+        for rank in (3, 5)
+    ]
+    verdict = broken(lines)
+    assert verdict.headline.startswith("crashed while serving:"), verdict.headline
+    assert verdict.headline.endswith("(Scheduler, ranks 3, 5)"), verdict.headline
+
+
+def test_a_traceback_cut_under_the_call_of_the_serving_loop_was_serving() -> None:
+    # no serving line in the excerpt: the frame's source line that calls the loop says what the rank did
+    lines = [
+        "[2025-12-18 08:24:01 TP7] Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 2683, in '
+        "run_scheduler_process",
+        "    scheduler.event_loop_normal()",
+        '  File "/usr/local/lib/python3.12/dist-packages/torch/utils/_contextlib.py", line 120, in '
+        "decorate_context",
+        "    return func(*args, **kwargs)",
+    ]
+    verdict = broken(lines)
+    assert verdict.headline.startswith("crashed while serving:"), verdict.headline
+    assert "rank 7" in verdict.headline, verdict.headline

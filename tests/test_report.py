@@ -144,7 +144,7 @@ def test_cards_show_config_layer_ids_and_speedup(sample_report: tuple[WrittenRep
     _, page = sample_report
     card = page[page.index('<span class="label">eagle3_fixed.log#1</span>') :]
     card = card[: card.index("</article>")]
-    for expected in ("EAGLE3 steps=4 topk=1 draft=5", "[2, 30, 58] (debug lines)", "2.88", "47%", "94.0"):
+    for expected in ("EAGLE3 steps=4 topk=1 draft=5", "[2, 30, 58] (debug lines)", "2.88", "47%", "94.1"):
         assert expected in card
     assert "1.05x" in card and "baseline_tp8.log#1" in card and "stat good" in card
 

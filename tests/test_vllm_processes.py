@@ -189,3 +189,49 @@ def test_a_line_of_sglangs_prefix_closes_every_processs_traceback(tmp_path: Path
     parse_to_dataset([str(path)], str(out), options)
     ranged = pl.read_parquet(out / T.FAULTS / "*.parquet").sort(C.LINE_NO)
     assert ranged.get_column(C.LINE_NO).to_list() == [1, 44]
+
+
+@pytest.mark.parametrize("wrapped", [False, True])
+def test_a_traceback_head_right_after_a_frame_starts_a_traceback_in_either_join(wrapped: bool) -> None:
+    # a worker's native stack (frames without source lines) ends and its Python traceback follows at
+    # once: the head is no frame's source line but a traceback of its own, whether the lines are read
+    # in file order or per process (behind vLLM's wrapper, beside another worker's lines)
+    native = [
+        '  File "<unknown>", line 0, in _PyEval_EvalFrameDefault',
+        '  File "<unknown>", line 0, in Py_RunMain',
+    ]
+    lines = [*native, *RANK1]
+    if wrapped:
+        lines = [
+            *interleaved("(VllmWorker rank=0 pid=4101)", "(VllmWorker rank=1 pid=4102)", RANK0[:2], native),
+            *(f"(VllmWorker rank=1 pid=4102) {line}" for line in RANK1),
+        ]
+    faults = parse_text("\n".join(lines) + "\n", "native.log")[T.FAULTS]
+    own = faults.filter(pl.col(C.TRACEBACK).str.contains("illegal memory access"))
+    assert own.height == 1, faults
+    assert own.item(0, C.TRACEBACK).startswith("Traceback"), own.item(0, C.TRACEBACK)
+    assert own.item(0, C.EXCEPTION_TYPE) == "RuntimeError", own
+
+
+def test_a_relays_lead_is_peeled_and_names_the_host() -> None:
+    # an RL framework relays its nodes' output, each line behind a stamp, the pod's name and `>> `, then
+    # Ray's actor wrapper: SGLang's traceback under it is one record of that process on that pod
+    lead = "[2025-12-18T16:24:02+08:00] rl-qwen3-8b-eagle3-20251218-162008s-3da56-cfcd2 >> (SGLangEngine pid=3111) "
+    lines = [
+        f"{lead}[2025-12-18 08:24:01 TP7] Scheduler hit an exception: Traceback (most recent call last):",
+        f'{lead}  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 2683, in '
+        "run_scheduler_process",
+        f"{lead}    scheduler.event_loop_normal()",
+        f'{lead}  File "/usr/local/lib/python3.12/dist-packages/torch/utils/_contextlib.py", line 120, in '
+        "decorate_context",
+        f"{lead}    return func(*args, **kwargs)",
+    ]
+    tables = parse_text("\n".join(lines) + "\n", "relay.log")
+    assert tables[T.UNPARSED].height == 0, tables[T.UNPARSED]
+    faults = tables[T.FAULTS]
+    assert faults.select(C.PROCESS, C.PID, C.HOST, C.TP, C.LAST_LINE).rows() == [
+        ("SGLangEngine", 3111, "rl-qwen3-8b-eagle3-20251218-162008s-3da56-cfcd2", 7, 5)
+    ]
+    assert "event_loop_normal" in faults.item(0, C.TRACEBACK)
+    verdict = broken(lines)
+    assert "rank 7" in verdict.headline, verdict.headline

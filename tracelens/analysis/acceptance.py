@@ -37,13 +37,56 @@ LOGGED_DEFINITIONS: dict[str, pl.Expr] = {
 }
 
 
+# A batch line (prefill or decode) printed with no request running: the server was idle then.
+IDLE = pl.col(C.RUNNING_REQ) == 0
+# The batch lines the series reads: decode lines, and the idle lines that mark an idle gap.
+SERIES_LINES = (pl.col(C.PHASE) == "decode") | IDLE.fill_null(False)
+
+
 def decode_series(batches: pl.DataFrame, runs: pl.DataFrame, ready: pl.DataFrame) -> pl.DataFrame:
     """One row per (run, decode timestamp): DP-combined values, recomputed acceptance, stage, rolling
-    median and spread. ``ready``: source, run, ts of the run's `fired up` line (may be missing)."""
-    decode = batches.filter(pl.col(C.PHASE) == "decode")
+    median and spread. ``batches``: decode lines and the idle ones (`SERIES_LINES`); ``ready``: source,
+    run, ts of the run's `fired up` line (may be missing)."""
+    decode, _ = after_idle(batches)
     no_dp = decode.get_column(C.DP).is_null().all()
     combined = single_rounds(decode) if no_dp else _dp_rounds(decode)
     return with_rolling(round_columns(combined, runs, ready))
+
+
+def after_idle(
+    batches: pl.DataFrame, carried: pl.DataFrame | None = None
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The decode lines of ``batches`` (in line order per run) with W.AFTER_IDLE: whether the server
+    was idle during the interval the line's `gen throughput` is taken over. SGLang's figure is the
+    tokens made since its previous decode line over the time since then; after an idle gap (a batch
+    line with `#running-req: 0` since the previous decode line of its rank: a prefill that found
+    nothing running, or an idle decode line) that time holds the idle seconds, and the figure says
+    nothing of the speed served (a few tok/s where 80 are served). Also returns, per (source, run, DP
+    rank), whether an idle line came after its last decode line (``carried`` in: the same of what came
+    before, for a run read in pieces)."""
+    key = [*RUN_KEY, W.DP_KEY]
+    rows = _by_line(batches).with_columns(pl.col(C.DP).cast(pl.Int64).fill_null(-1).alias(W.DP_KEY))
+    decode = pl.col(C.PHASE) == "decode"
+    idle = IDLE.fill_null(False).cast(pl.Int64)
+    before = pl.lit(0, pl.Int64)
+    if carried is not None and carried.height:
+        rows = rows.join(carried, on=key, how="left", maintain_order="left")
+        before = pl.col(W.IDLE_BEFORE).fill_null(False).cast(pl.Int64)
+    # idle lines before each line of its rank (itself not counted), and the same at the rank's
+    # previous decode line: more now means an idle line came since, or that decode line was idle
+    seen = (idle.cum_sum() - idle).over(key) + before
+    rows = rows.with_columns(seen.alias(W.IDLE_SEEN))
+    previous = pl.when(decode).then(pl.col(W.IDLE_SEEN)).forward_fill().shift(1).over(key).fill_null(0)
+    flagged = rows.with_columns(
+        ((pl.col(W.IDLE_SEEN) > previous) | IDLE.fill_null(False)).alias(W.AFTER_IDLE)
+    )
+    ends = flagged.group_by(key, maintain_order=True).agg(
+        ((pl.col(W.IDLE_SEEN) + idle).last() > pl.col(W.IDLE_SEEN).filter(decode).last().fill_null(0)).alias(
+            W.IDLE_BEFORE
+        )
+    )
+    out = flagged.filter(decode).drop(W.DP_KEY, W.IDLE_SEEN, W.IDLE_BEFORE, strict=False)
+    return out, ends
 
 
 def round_columns(
@@ -77,8 +120,12 @@ def round_columns(
         ((pl.col(C.ACCEPT_LEN) - 1) / pl.col(C.SPEC_NUM_STEPS)).alias(A.ACCEPTANCE_RATE),
         pl.when(warm).then(pl.lit("warmup")).otherwise(pl.lit("steady")).alias(A.STAGE),
         pl.col(C.RUNNING_REQ).alias(A.BATCH_SIZE),
+        # a round whose interval held an idle gap has no speed (`after_idle`); its accept len stands
+        pl.when(~pl.col(W.AFTER_IDLE).fill_null(False))
+        .then(pl.col(C.GEN_THROUGHPUT))
+        .alias(C.GEN_THROUGHPUT),
     )
-    return out.drop(W.READY, C.START_TS)
+    return out.drop(W.READY, C.START_TS, W.AFTER_IDLE)
 
 
 def with_rolling(out: pl.DataFrame) -> pl.DataFrame:
@@ -135,6 +182,7 @@ def round_aggregates() -> list[pl.Expr]:
         pl.col(C.TOKEN_USAGE).mean(),
         _sum_or_null(C.QUEUE_REQ),
         pl.col(C.DP).n_unique().alias(A.DP_RANKS),
+        pl.col(W.AFTER_IDLE).any(),
     ]
 
 
@@ -154,6 +202,7 @@ def single_rounds(decode: pl.DataFrame) -> pl.DataFrame:
             C.TOKEN_USAGE,
             C.QUEUE_REQ,
             pl.lit(1, pl.UInt32).alias(A.DP_RANKS),
+            W.AFTER_IDLE,
         )
     )
 

@@ -197,6 +197,7 @@ FAILURES: tuple[Failure, ...] = (
         ),
         "the rank's own error is above this line; without one it ended on a signal (exit code -N is signal N: "
         "-11 a segfault, -6 an abort, -3 SIGQUIT after another process failed): look there, or at dmesg",
+        rank_in_text=r"\bRank (\d+) scheduler died",
     ),
     Failure(
         "killed",
@@ -230,7 +231,10 @@ FAILURES: tuple[Failure, ...] = (
             "EngineCore failed to start.",
             "terminate called after throwing an instance of 'c10::DistBackendError'",
             "Child process unexpectedly failed with exitcode=1. pid=4321",
+            "Worker proc VllmWorker-1 died unexpectedly, shutting down executor.",
         ),
+        # vLLM's multiproc executor names each worker process `VllmWorker-{rank}`
+        rank_in_text=r"\bWorker proc VllmWorker-(\d+) died",
     ),
     Failure(
         # Ray hands the driver a worker's exception wrapped (`RayTaskError(ValueError): ray::...`); the worker's

@@ -151,6 +151,8 @@ def _cut_error_frames(foreign: pl.DataFrame, coded: pl.DataFrame, rows: pl.DataF
 # A frame line anywhere in an unparsed line (its wrapper and colour codes are still there), and its function.
 _ANY_FRAME = r'File "[^"]*", line \d+, in \S'
 _FRAME_FUNCTION = r'File "[^"]*", line \d+, in (\w+)\s*$'
+# A frame's source line that is a call (`    scheduler.event_loop_normal()`): the function it calls.
+_SOURCE_CALL = r"^\s+(?:[\w.]+\.)?(\w+)\(.*\)\s*$"
 
 
 def _cut_bare_frames(tables: Tables, unparsed: pl.DataFrame, coded: pl.DataFrame) -> pl.DataFrame:
@@ -291,9 +293,12 @@ def _frames_stage() -> pl.Expr:
     `_wait_and_warmup` / `_execute_server_warmup`, vLLM's `compile_or_warm_up_model`: the last step of a
     start, before the server says it is ready) or a serving loop (SGLang's `event_loop_*`, vLLM's
     `run_busy_loop` / `worker_busy_loop` and the step they call, `_process_engine_step`, V0's
-    `engine_step`) says start-up or serving: a copy that leaves out the loop's own frame keeps its step's."""
+    `engine_step`) says start-up or serving: a copy that leaves out the loop's own frame keeps its step's,
+    and one cut right under the call of the loop (`    scheduler.event_loop_normal()`, a frame's source
+    line) the call's."""
     # sought anywhere in the line: an unparsed one keeps its wrapper and colour codes
-    function = pl.col(TEXT).str.extract(_FRAME_FUNCTION, 1)
+    called = pl.col(TEXT).str.extract(_SOURCE_CALL, 1)
+    function = pl.coalesce(pl.col(TEXT).str.extract(_FRAME_FUNCTION, 1), called)
     stage = (
         pl.when((function == "__init__") | function.str.contains(r"(?i)warm_?up"))
         .then(pl.lit("start-up"))
@@ -350,6 +355,18 @@ def _unparsed_rows(tables: Tables) -> pl.DataFrame:
             over_head.alias(MISPLACED),
         )
     )
+
+
+def _rank_in_text(coded: pl.DataFrame) -> pl.DataFrame:
+    """Events whose line names no rank take the one their words name, where their entry says how
+    (`Failure.rank_in_text`)."""
+    named = [(f.code, f.rank_in_text) for f in FAILURES if f.rank_in_text]
+    if not coded.height or not coded.get_column(CODE).is_in([code for code, _ in named]).any():
+        return coded
+    said = pl.coalesce(
+        *(pl.when(pl.col(CODE) == code).then(pl.col(TEXT).str.extract(pattern, 1)) for code, pattern in named)
+    )
+    return coded.with_columns(pl.coalesce(pl.col(RANK), said.cast(pl.Int32, strict=False)).alias(RANK))
 
 
 def _message_rows(tables: Tables, table: str) -> pl.DataFrame:
@@ -455,8 +472,10 @@ def events(tables: Tables) -> pl.DataFrame:
         rows = rows.with_columns(pl.lit(False).alias(CLIENT))
     rows = rows.with_columns(pl.col(CLIENT).fill_null(False))
     text = pl.col(TEXT)
-    coded = rows.with_columns(_classify(text, pl.col(IN_TRACEBACK)).alias(CODE)).filter(
-        pl.col(CODE).is_not_null()
+    coded = _rank_in_text(
+        rows.with_columns(_classify(text, pl.col(IN_TRACEBACK)).alias(CODE)).filter(
+            pl.col(CODE).is_not_null()
+        )
     )
     if MISPLACED not in coded.columns:
         coded = coded.with_columns(pl.lit(False).alias(MISPLACED))

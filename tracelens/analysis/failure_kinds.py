@@ -41,6 +41,9 @@ class Failure:
     # a failure whose cause is named in the lines right after it (NCCL's `Last error:` trailer: `Cuda
     # failure 'out of memory'`): a named fatal event there is the cause, this one what it explains
     trailer: bool = False
+    # where the line names the failing rank in its words, not in a prefix (vLLM's `Worker proc
+    # VllmWorker-1 died`): a pattern whose first group is the rank, read when the line has none
+    rank_in_text: str | None = None
 
     def fix_for(self, engine: str) -> str | None:
         """The fix in the flags of ``engine`` (`sglang` or `vllm`)."""

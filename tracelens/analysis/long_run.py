@@ -79,12 +79,17 @@ def _decode_lines(tables: Tables, key: tuple[str, int]) -> pl.LazyFrame:
 def pieces(
     tables: Tables, key: tuple[str, int], facts: RunFacts, columns: tuple[str, ...]
 ) -> Iterator[tuple[pl.DataFrame, bool]]:
-    """The run's decode lines (``columns``) in order, in ranges of line numbers of about `PIECE_LINES`
+    """The run's decode lines and idle lines (``columns``) in order, in ranges of line numbers of about `PIECE_LINES`
     lines each (assuming they are spread evenly over the run's lines), each with whether it is the last."""
     count = max(1, math.ceil(facts.lines / PIECE_LINES))
     span = facts.last_line - facts.first_line + 1
     bounds = [facts.first_line + span * i // count for i in range(count)] + [facts.last_line + 1]
-    scan = _decode_lines(tables, key)
+    source, run = key
+    # with the idle lines (`acceptance.after_idle`), those before the first decode line too
+    scan = tables.scan(T.BATCHES).filter(
+        (pl.col(C.SOURCE) == source) & (pl.col(C.RUN) == run) & acceptance.SERIES_LINES
+    )
+    bounds[0] = 0
     for lo, hi in itertools.pairwise(bounds):
         rows = scan.filter((pl.col(C.LINE_NO) >= lo) & (pl.col(C.LINE_NO) < hi)).select(columns)
         yield rows.collect().sort(C.LINE_NO), hi > facts.last_line
@@ -100,8 +105,10 @@ class Rounds:
         self.dp_values = dp_values
         self.seen = pl.DataFrame(schema={W.DP_KEY: pl.Int64, W.N: pl.Int64})
         self.waiting: pl.DataFrame | None = None
+        self.idle: pl.DataFrame | None = None  # which ranks were idle after their last decode line
 
     def combine(self, lines: pl.DataFrame, last: bool) -> pl.DataFrame:
+        lines, self.idle = acceptance.after_idle(lines, self.idle)
         if not self.dp_values:
             return acceptance.single_rounds(lines)
         if self.waiting is not None:

@@ -144,8 +144,12 @@ def series_by_run(
 
     # the short runs' rows are read as the pass reaches them (in the order of ``keys``), the long ones by
     # `_long_run` itself
-    short = tables.per_run(T.BATCHES, [key for key in keys if key not in long], BATCH_COLUMNS, DECODE)
-    batches = ((key, None) if key in long else next(short) for key in keys)
+    # a run's idle lines come with its decode lines (`acceptance.after_idle`); a run of idle lines alone
+    # has no series
+    short = tables.per_run(
+        T.BATCHES, [key for key in keys if key not in long], BATCH_COLUMNS, acceptance.SERIES_LINES
+    )
+    batches = ((key, None) if key in long else _with_decode(*next(short)) for key in keys)
     groups = _grouped(batches, alone)
     for made in (made for group in in_order(one_group, groups) for made in group):
         if made is None:
@@ -175,6 +179,11 @@ def series_by_run(
 
 
 Item = tuple[tuple[str, int], pl.DataFrame | None]
+
+
+def _with_decode(key: tuple[str, int], rows: pl.DataFrame) -> Item:
+    """A run's series lines, none when it has no decode line."""
+    return key, rows if rows.select(DECODE.any()).item() else rows.clear()
 
 
 def _grouped(

@@ -18,10 +18,11 @@ import polars as pl
 
 from tracelens.analysis.capture import layer_id_lines
 from tracelens.analysis.catalog import HANG, Weight
-from tracelens.analysis.chain import Chain, chains, ranks_text
-from tracelens.analysis.crash_text import crash_what, in_phase
+from tracelens.analysis.chain import Chain, chains
+from tracelens.analysis.crash_text import in_phase
 from tracelens.analysis.expectations import Expectations
 from tracelens.analysis.findings import Evidence, Finding, Severity, Status, severity_rank
+from tracelens.analysis.headlines import CRASH_CODES, chain_headline, gist
 from tracelens.analysis.runs import RUN_KEY
 from tracelens.analysis.startup import STOPPED_AT
 from tracelens.analysis.verdict_inputs import (
@@ -51,8 +52,6 @@ CRASH_SYMPTOMS = (
     "shapes-inconsistent",
     "debug-truncated",
 )
-# A run that crashed with no rule to explain it was still stopped by something found: the fault itself.
-CRASH_CODES = ("fault-exception", "fault-oom", "fault-nccl", "fault-watchdog", "fault-sigquit")
 # Fault findings the failure chain judges by itself (`chain`): with a chain, they are its events.
 CHAIN_CODES = (*CRASH_CODES, "fault-health")
 
@@ -263,62 +262,10 @@ _SYMPTOM_HINTS = {
 
 
 _TAKES = re.compile(r"fc layer takes (\d+) aux")
-_RANKS = re.compile(r"^(\d+) rank\(s\) \([^)]*\)(?: in \S+)?: ")
-
-
-def gist(finding: Finding, run: dict[str, Any], limit: int = 80) -> str:
-    """A finding as a clause of a headline: short, numbers kept, rank lists and traceback tails dropped."""
-    rate, mean = run.get(A.MEAN_ACCEPTANCE_RATE), run.get(A.MEAN_ACCEPT_LEN)
-    if finding.code == "acceptance-low" and rate is not None and mean is not None:
-        return f"only {rate:.0%} of drafted tokens are accepted (accept len {mean:.2f})"
-    if finding.code == "acceptance-useless" and mean is not None:
-        return f"the target rejects almost every drafted token (accept len {mean:.2f})"
-    if finding.code == "slower-than-baseline" and run.get(A.SPEEDUP) is not None:
-        return f"it is slower than its baseline ({run[A.SPEEDUP]:.2f}x)"
-    text = finding.message
-    ranks = _RANKS.match(text)
-    what = crash_what(text[ranks.end() :] if ranks else text)
-    if finding.code == "fault-retract":  # SGLang's scheduler gave back running requests: no crash
-        what = "requests retracted: the KV cache ran full"
-    if ranks:
-        n = ranks.group(1)
-        text = f"crashed on {n} rank(s): {what}" if finding.code in CRASH_CODES else f"{what} on {n} rank(s)"
-    elif finding.code in CRASH_CODES:
-        text = f"crashed: {what}"
-    text = text.split(". ", 1)[0]
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _evidence(findings: Iterable[Finding], per: int) -> list[Evidence]:
     return [e for f in findings for e in f.evidence[:per]]
-
-
-def chain_headline(chain: Chain) -> str:
-    """One sentence: what broke, in which component and ranks, when, and what it explains."""
-    where = ", ".join(p for p in (chain.component, ranks_text(chain.ranks)) if p)
-    when = {"serving": "while serving", "start-up": "at start-up"}.get(chain.phase, "")
-    times = f", {chain.count} times" if chain.weight == Weight.ERROR and chain.count > 1 else ""
-    name = (
-        chain.name
-        if chain.exception is None or chain.exception in chain.name
-        else f"{chain.name}: {chain.exception}"
-    )
-    what = f"{name} ({where}{times})" + (f" after {chain.detail[0]}" if chain.detail else "")
-    when = f" {when}" if when else ""
-    if chain.hangs:
-        since = f" since {chain.since:%Y-%m-%d %H:%M:%S}" if chain.since else ""
-        head = f"hung{when}{since}: {what}"
-    elif chain.weight == Weight.ERROR:
-        head = f"{what}{when}" + ("; the server went on serving after it" if chain.went_on else "")
-    elif chain.weight == Weight.CONSEQUENCE:
-        head = f"stopped{when}: {what}; the failure behind it is not in the log"
-    else:
-        head = f"crashed{when}: {what}"
-    # the detail named before ("after NCCL warning") is not named again among what follows
-    follows = [e for e in chain.explains if chain.detail is None or e != chain.detail[0]]
-    if follows and chain.weight != Weight.CONSEQUENCE:
-        head += f"; what follows ({', '.join(follows[:2])}) is its consequence"
-    return head
 
 
 def _chain_evidence(chain: Chain, source: str) -> list[Evidence]:

@@ -42,7 +42,7 @@ import numpy as np
 import polars as pl
 
 from tracelens.analysis import Analysis
-from tracelens.analysis.acceptance import ROLLING_WINDOW, is_warm, rolling_medians
+from tracelens.analysis.acceptance import ROLLING_WINDOW, SERIES_LINES, after_idle, is_warm, rolling_medians
 from tracelens.analysis.capture import (
     SITE_KEY,
     bad_norms,
@@ -64,7 +64,7 @@ PENDING_LIMIT = 10_000  # rounds waiting for a rank: beyond this the run's runni
 # Figures of a run partly outside the window that a live status can only give of the window.
 WINDOW_ALWAYS = ("series",)
 WINDOW_MEANS = ("mean_accept_len", "mean_acceptance_rate", "mean_gen_throughput", "speedup")
-_PARTIAL = (W.LEN_SUM, W.LEN_N, W.TPUT_SUM, W.TPUT_N, W.REQ_SUM, W.REQ_N, W.N)
+_PARTIAL = (W.LEN_SUM, W.LEN_N, W.TPUT_SUM, W.TPUT_N, W.REQ_SUM, W.REQ_N, W.N, W.IDLE_SEEN)
 _SUMS = (  # of a group of rounds, in the order of `_Sums.by_size`'s values
     pl.col(C.ACCEPT_LEN).sum().alias(W.LEN_SUM),
     pl.col(C.ACCEPT_LEN).count().alias(W.LEN_N),
@@ -121,6 +121,7 @@ class _RunDecode:
     ready: dt.datetime | None = None
     early_last: dt.datetime | None = None  # the latest round folded before the ready time was known
     all: _Sums = field(default_factory=_Sums)
+    idle: pl.DataFrame | None = None  # which DP ranks were idle after their last decode line
     early_steady: _Sums = field(default_factory=_Sums)  # steady by index, folded before ready was known
     steady: _Sums = field(default_factory=_Sums)  # steady by the ready time, folded after it was known
     broken: str | None = None  # why the sums cannot give the batch figures (the window's are shown)
@@ -153,9 +154,12 @@ class _RunDecode:
         self.ready = ready
 
     def add(self, rows: pl.DataFrame) -> None:
-        """New decode lines of the run (in line order)."""
+        """New decode lines and idle lines (`acceptance.SERIES_LINES`) of the run (in line order)."""
         if self.final is not None:  # a line of an ended run parsed late: its figures are not kept
             self.broken = self.broken or "lines of the run were parsed after it ended"
+            return
+        rows, self.idle = after_idle(rows, self.idle)
+        if not rows.height:
             return
         if (
             not self.broken
@@ -171,7 +175,7 @@ class _RunDecode:
                     pl.int_range(start, start + rows.height, dtype=pl.Int64).alias(W.ROUND),
                     C.TS,
                     C.ACCEPT_LEN,
-                    C.GEN_THROUGHPUT,
+                    pl.when(~pl.col(W.AFTER_IDLE)).then(pl.col(C.GEN_THROUGHPUT)).alias(C.GEN_THROUGHPUT),
                     pl.col(C.RUNNING_REQ).alias(A.BATCH_SIZE),
                 )
             )
@@ -198,6 +202,7 @@ class _RunDecode:
             pl.col(C.RUNNING_REQ).sum().alias(W.REQ_SUM),
             pl.col(C.RUNNING_REQ).count().alias(W.REQ_N),
             pl.len().alias(W.N),
+            pl.col(W.AFTER_IDLE).cast(pl.Int64).sum().alias(W.IDLE_SEEN),  # the round's idle lines
         )
         if self.pending is not None and self.pending.height:
             partial = (
@@ -299,7 +304,10 @@ def _rounds(partial: pl.DataFrame) -> pl.DataFrame:
         W.ROUND,
         C.TS,
         pl.when(pl.col(W.LEN_N) > 0).then(pl.col(W.LEN_SUM) / pl.col(W.LEN_N)).alias(C.ACCEPT_LEN),
-        pl.when(pl.col(W.TPUT_N) > 0).then(pl.col(W.TPUT_SUM)).alias(C.GEN_THROUGHPUT),
+        # a round with an idle line has no speed (`acceptance.after_idle`)
+        pl.when((pl.col(W.TPUT_N) > 0) & (pl.col(W.IDLE_SEEN) == 0))
+        .then(pl.col(W.TPUT_SUM))
+        .alias(C.GEN_THROUGHPUT),
         pl.when(pl.col(W.REQ_N) > 0).then(pl.col(W.REQ_SUM)).alias(A.BATCH_SIZE),
     )
 
@@ -322,8 +330,9 @@ class _Site:
     bad: int = 0
 
 
-# The columns of `batches` the running figures read of each decode line (`live.seed` reads only these).
-DECODE_COLUMNS = (*RUN_KEY, C.LINE_NO, C.TS, C.DP, C.ACCEPT_LEN, C.GEN_THROUGHPUT, C.RUNNING_REQ)
+# The columns of `batches` the running figures read of each decode line and idle line
+# (`acceptance.SERIES_LINES`; `live.seed` reads only these).
+DECODE_COLUMNS = (*RUN_KEY, C.LINE_NO, C.TS, C.DP, C.PHASE, C.ACCEPT_LEN, C.GEN_THROUGHPUT, C.RUNNING_REQ)
 # ... and of each debug line (`_add_debug`): not its items (lists of key-value strings, most of the bytes)
 DEBUG_COLUMNS = (*SITE_KEY, C.LAYER_ID, C.NUM_AUX, C.NUM_ITEMS, C.SHAPES, C.NORM)
 
@@ -343,7 +352,7 @@ class RunningFigures:
         if lifecycle.height:
             for source, run, ts in ready_times(lifecycle).filter(pl.col(C.TS).is_not_null()).iter_rows():
                 self._run(source, run).set_ready(ts)
-        decode = tables[T.BATCHES].filter(pl.col(C.PHASE) == "decode")
+        decode = tables[T.BATCHES].filter(SERIES_LINES)
         if decode.height:
             for (source, run), rows in decode.select(DECODE_COLUMNS).group_by(RUN_KEY, maintain_order=True):
                 self._run(str(source), int(run)).add(rows.sort(C.LINE_NO))

@@ -46,6 +46,7 @@ import numpy as np
 import polars as pl
 
 from tracelens.analysis import Evidence, Finding
+from tracelens.analysis.acceptance import SERIES_LINES
 from tracelens.engine.cache import resolve_args
 from tracelens.engine.engine import EngineOptions, Progress, Report, parse_to_dataset, reading_dataset
 from tracelens.engine.executors import stop_fork_server
@@ -283,13 +284,13 @@ def read_seed(cuts: dict[str, Cut]) -> Seed:
 
 # What `RunningFigures.add` reads of the bulk tables, and how many line numbers one slice spans: the
 # rows of a 1 GiB log are read a bounded slice at a time (274 MiB at most), only these columns of `batches`.
-_RUNNING_TABLES = {T.BATCHES: [*DECODE_COLUMNS, C.PHASE], T.DEBUG: list(DEBUG_COLUMNS), T.SPEC_METRICS: None}
+_RUNNING_TABLES = {T.BATCHES: list(DECODE_COLUMNS), T.DEBUG: list(DEBUG_COLUMNS), T.SPEC_METRICS: None}
 RUNNING_SLICE_LINES = 250_000
 
 
 def running_rows(cuts: dict[str, Cut], slice_lines: int = RUNNING_SLICE_LINES) -> Iterator[Tables]:
     """The rows before each cut that the running figures are fed, a slice of line numbers at a time in
-    line order, decode lines only. A dataset rewritten since the session opened gives nothing."""
+    line order, of batches decode and idle lines only. A dataset rewritten since the session opened gives nothing."""
     for label, cut in cuts.items():
         with reading_dataset(cut.dataset) as manifest:
             if not _still_there(manifest, cut):
@@ -301,7 +302,7 @@ def running_rows(cuts: dict[str, Cut], slice_lines: int = RUNNING_SLICE_LINES) -
                 for name, columns in _RUNNING_TABLES.items():
                     rows = _rows(data, name, cut, label).filter(within)
                     if name == T.BATCHES:
-                        rows = rows.filter(pl.col(C.PHASE) == "decode")
+                        rows = rows.filter(SERIES_LINES)
                     frames[name] = (rows.select(columns) if columns else rows).collect()
                 yield Tables(frames)
 

@@ -30,10 +30,11 @@ from tracelens.parsers.literals import has_literal
 from tracelens.parsers.prefix import add_prefix_columns
 from tracelens.parsers.process_records import (
     NO_PROCESS,
-    TRACEBACK_START,
     Carried,
     by_process,
     join_by_process,
+    starts_traceback,
+    traceback_head,
 )
 from tracelens.parsers.processes import add_process_columns
 from tracelens.parsers.requests import parse_requests
@@ -293,7 +294,6 @@ def _roll_days(df: pl.DataFrame, state: ParseState, options: ParseOptions) -> tu
 
 def _join_tracebacks(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFrame, ParseState]:
     """Give traceback continuation lines the kind and record of the fault line they follow."""
-    clean = pl.col(W.CLEAN)
     blank = pl.col(C.KIND) == Kind.BLANK
     is_frame, continues = _on_unprefixed(df, (FRAME_PATTERN, CONTINUATION_PATTERN))
     shape = ~pl.col(W.PREFIXED) & (pl.col(C.FORMAT).is_null()) & (continues | pl.col(W.AFTER_FRAME))
@@ -308,11 +308,7 @@ def _join_tracebacks(df: pl.DataFrame, state: ParseState) -> tuple[pl.DataFrame,
     if state.open_fault is None and not df.get_column(W.CONT).any():
         return _no_continuations(df, state, is_frame)
     prev_cont = pl.col(W.CONT).shift(1, fill_value=state.prev_cont)
-    # a head starts a traceback of its own, also right after a frame (whose source line it cannot be)
-    starts_new = clean.str.strip_chars_start().str.starts_with(TRACEBACK_START) & (
-        ~prev_cont | pl.col(W.AFTER_FRAME)
-    )
-    breaker = ~pl.col(W.CONT) | starts_new
+    breaker = ~pl.col(W.CONT) | starts_traceback(prev_cont)
     df = df.with_columns(breaker.cum_sum().alias(W.SEGMENT))
     head_kind = pl.col(C.KIND).first().over(W.SEGMENT)
     head_line = pl.col(C.LINE_NO).first().over(W.SEGMENT)
@@ -395,9 +391,10 @@ def _frame_source_line_is_code() -> pl.Expr:
     """A frame's source line (`raise RuntimeError(f"NCCL error: ...")`) is code, never a fault of its
     own, even in a traceback whose head was not in the log. A traceback's head is no source line: a
     stack printed without them (a native one's `File "<unknown>", line 0` frames) or cut ends there."""
-    head = pl.col(W.CLEAN).str.strip_chars_start().str.starts_with(TRACEBACK_START)
     return (
-        pl.when(pl.col(W.AFTER_FRAME) & ~pl.col(W.PREFIXED) & (pl.col(C.KIND) == Kind.FAULT) & ~head)
+        pl.when(
+            pl.col(W.AFTER_FRAME) & ~pl.col(W.PREFIXED) & (pl.col(C.KIND) == Kind.FAULT) & ~traceback_head()
+        )
         .then(pl.lit(Kind.UNPARSED))
         .otherwise(pl.col(C.KIND))
         .alias(C.KIND)

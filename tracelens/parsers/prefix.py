@@ -39,11 +39,16 @@ _ISO_STAMP = r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)
 # (`processes`) and the glued records (`glued`).
 PROCESS_WRAPPER = r"\((?:[\w.]+ ){0,2}(?:\w+=\w+ ){0,4}pid=\d+(?:, ip=[0-9a-fA-F.:]+)?\)"
 
+# A relay's name for the node or pod a line came from, before the line it forwards (an RL framework
+# gathering its nodes' output: `<pod> >> (SGLangEngine pid=N) [T TP7] ...`), as compose's `service | `.
+RELAY_LEAD = r"[A-Za-z0-9][\w.-]* >> "
+
 # Wrappers added by users' tooling, in any order and number, at the start of a line.
 WRAPPER_PATTERN = (
     r"^(?:"
     r"> ?(?:[-*+] )?"  # markdown quote, of a list item too
     r"|[A-Za-z0-9][\w.-]*\s+\| "  # docker-compose `service  | `
+    rf"|{RELAY_LEAD}"  # an RL framework's relay: `<pod> >> `
     # a cloud console's or log shipper's export: a severity word, then an ISO-8601 stamp (GCP's
     # `ERROR 2026-01-02T03:04:05.123456Z `; in any of three cases, bracketed or not, `T` or space, any zone or none)
     rf"|\[?(?:{_SEVERITIES})\]?:? {_ISO_STAMP} "

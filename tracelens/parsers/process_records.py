@@ -27,6 +27,19 @@ _KEY = list(PROCESS_COLUMNS)
 _OPEN, _PREV_CONT, _PREV_FRAME = W.OPEN_FAULT, W.PREV_CONT, W.PREV_FRAME
 
 
+def traceback_head() -> pl.Expr:
+    """Whether a line is a traceback's `Traceback (most recent call last):` head (indent allowed)."""
+    return pl.col(W.CLEAN).str.strip_chars_start().str.starts_with(TRACEBACK_START)
+
+
+def starts_traceback(prev_cont: pl.Expr) -> pl.Expr:
+    """Whether a line starts a traceback of its own, given whether the line before it (in file order,
+    or in its process) could continue one (``prev_cont``) and W.AFTER_FRAME: a head that continues
+    nothing, or one right after a frame, whose source line it cannot be (a native stack printed
+    without source lines, or cut, ends there). Both joins use this one test, so they cannot drift."""
+    return traceback_head() & (~prev_cont | pl.col(W.AFTER_FRAME))
+
+
 def by_process(df: pl.DataFrame, carried: Carried, traceback: pl.Series) -> bool:
     """Whether a block's tracebacks are joined per process: a process other than the unnamed one has
     state from the block before, or some line a wrapper names may be a traceback's (``traceback``). A
@@ -73,8 +86,7 @@ def join_by_process(
     next_is_cont = pl.when(~blank).then(pl.col(W.CONT)).backward_fill().fill_null(False)
     df = df.with_columns((pl.col(W.CONT) | (blank & next_is_cont)).alias(W.CONT))
     prev_cont = pl.col(W.CONT).shift(1).over(process).fill_null(pl.col(_PREV_CONT).fill_null(False))
-    starts_new = pl.col(W.CLEAN).str.strip_chars_start().str.starts_with(TRACEBACK_START) & ~prev_cont
-    breaker = ~pl.col(W.CONT) | starts_new
+    breaker = ~pl.col(W.CONT) | starts_traceback(prev_cont)
     df = df.with_columns(breaker.cum_sum().over(process).alias(W.SEGMENT))
     segment = [*process, W.SEGMENT]
     head_kind = pl.col(C.KIND).first().over(segment)

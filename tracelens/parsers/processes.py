@@ -18,7 +18,7 @@ from __future__ import annotations
 import polars as pl
 
 from tracelens.parsers.literals import has_literal
-from tracelens.parsers.prefix import ANSI_PATTERN, PROCESS_WRAPPER, WRAPPER_PATTERN
+from tracelens.parsers.prefix import ANSI_PATTERN, PROCESS_WRAPPER, RELAY_LEAD, WRAPPER_PATTERN
 from tracelens.tables.schema import PROCESS_COLUMNS, C, W, process_types
 
 # Every line a wrapper names its process in holds this; a block without it (nearly every block of an
@@ -35,6 +35,8 @@ _FIELDS = (
 # is named `...Worker...`): an engine core's or API server's index names an engine, and vLLM prints
 # `EngineCore_DP0` or `EngineCore_0` beside a single engine too, whose failure is no rank's.
 _RANKED = "Worker"
+# The node a relay names before the wrapper (`<pod> >> `): the host when the wrapper gives no `ip=`.
+_RELAY = rf"(?:^|\s)({RELAY_LEAD.removesuffix(' >> ')}) >> "
 _TAG_END = r"(?:[ _]|$)"
 _TAGS: dict[str, tuple[str, ...]] = {
     C.DP: (rf"(?:^| |_)DP(\d+){_TAG_END}",),
@@ -105,7 +107,7 @@ def _identities(leads: pl.Series) -> pl.DataFrame:
             leads.alias(W.PROCESS_LEAD),
             name.alias(C.PROCESS),
             fields.struct.field(W.PROCESS_PID).cast(pl.Int64, strict=False).alias(C.PID),
-            fields.struct.field(W.PROCESS_HOST).alias(C.HOST),
+            fields.struct.field(W.PROCESS_HOST).fill_null(leads.str.extract(_RELAY, 1)).alias(C.HOST),
             *(_tag(joined, patterns).alias(rank) for rank, patterns in _TAGS.items()),
         ]
     ).with_columns(

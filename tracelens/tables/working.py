@@ -144,6 +144,10 @@ class W:
     REQ_SUM = "_req_sum"  # the same of running requests (a round's batch size)
     REQ_N = "_req_n"
     WARM = "_warm"  # a decode round is warm-up (`acceptance.is_warm`)
+    # A decode line's throughput interval held an idle gap (`acceptance.after_idle`), and its helpers.
+    AFTER_IDLE = "_after_idle"
+    IDLE_SEEN = "_idle_seen"  # idle lines of its rank before a line
+    IDLE_BEFORE = "_idle_before"  # an idle line came after a rank's last decode line (carried on)
     FINITE_SUM = "_finite_sum"  # sum and count of a debug site's finite norms
     FINITE_N = "_finite_n"
 

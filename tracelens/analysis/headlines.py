@@ -1,0 +1,75 @@
+"""How a run's cause is said in one sentence: a failure chain's headline, and a finding's words as a
+clause of one (a crash's component and ranks named as a chain's are)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from tracelens.analysis.catalog import Weight
+from tracelens.analysis.chain import Chain, ranks_text
+from tracelens.analysis.crash_text import crash_what
+from tracelens.analysis.findings import Finding
+from tracelens.tables.schema import A
+
+# A run that crashed with no rule to explain it was still stopped by something found: the fault itself.
+CRASH_CODES = ("fault-exception", "fault-oom", "fault-nccl", "fault-watchdog", "fault-sigquit")
+
+# A fault finding's lead (`health.faults`): how many ranks, which (`TP3, TP5`), in which component.
+_RANKS = re.compile(r"^(\d+) rank\(s\) \(([^)]*)\)(?: in (\S+))?: ")
+
+
+def gist(finding: Finding, run: dict[str, Any], limit: int = 80) -> str:
+    """A finding as a clause of a headline: short, numbers kept (a crash's ranks too), traceback tails dropped."""
+    rate, mean = run.get(A.MEAN_ACCEPTANCE_RATE), run.get(A.MEAN_ACCEPT_LEN)
+    if finding.code == "acceptance-low" and rate is not None and mean is not None:
+        return f"only {rate:.0%} of drafted tokens are accepted (accept len {mean:.2f})"
+    if finding.code == "acceptance-useless" and mean is not None:
+        return f"the target rejects almost every drafted token (accept len {mean:.2f})"
+    if finding.code == "slower-than-baseline" and run.get(A.SPEEDUP) is not None:
+        return f"it is slower than its baseline ({run[A.SPEEDUP]:.2f}x)"
+    text = finding.message
+    ranks = _RANKS.match(text)
+    what = crash_what(text[ranks.end() :] if ranks else text)
+    if finding.code == "fault-retract":  # SGLang's scheduler gave back running requests: no crash
+        what = "requests retracted: the KV cache ran full"
+    head, tail = "", ""
+    if ranks:  # a crash is said as a chain's headline says it: what, then its component and ranks
+        numbers = sorted({int(r) for r in re.findall(r"\d+", ranks.group(2))})
+        where = ", ".join(p for p in (ranks.group(3), ranks_text(numbers)) if p)
+        tail = f" ({where})" if finding.code in CRASH_CODES else f" on {ranks.group(1)} rank(s)"
+    if finding.code in CRASH_CODES:
+        head = "crashed: "
+    elif not ranks:
+        what = text
+    what = what.split(". ", 1)[0]
+    room = limit - len(head) - len(tail)
+    return head + (what if len(what) <= room else what[: room - 1] + "…") + tail
+
+
+def chain_headline(chain: Chain) -> str:
+    """One sentence: what broke, in which component and ranks, when, and what it explains."""
+    where = ", ".join(p for p in (chain.component, ranks_text(chain.ranks)) if p)
+    when = {"serving": "while serving", "start-up": "at start-up"}.get(chain.phase, "")
+    times = f", {chain.count} times" if chain.weight == Weight.ERROR and chain.count > 1 else ""
+    name = (
+        chain.name
+        if chain.exception is None or chain.exception in chain.name
+        else f"{chain.name}: {chain.exception}"
+    )
+    what = f"{name} ({where}{times})" + (f" after {chain.detail[0]}" if chain.detail else "")
+    when = f" {when}" if when else ""
+    if chain.hangs:
+        since = f" since {chain.since:%Y-%m-%d %H:%M:%S}" if chain.since else ""
+        head = f"hung{when}{since}: {what}"
+    elif chain.weight == Weight.ERROR:
+        head = f"{what}{when}" + ("; the server went on serving after it" if chain.went_on else "")
+    elif chain.weight == Weight.CONSEQUENCE:
+        head = f"stopped{when}: {what}; the failure behind it is not in the log"
+    else:
+        head = f"crashed{when}: {what}"
+    # the detail named before ("after NCCL warning") is not named again among what follows
+    follows = [e for e in chain.explains if chain.detail is None or e != chain.detail[0]]
+    if follows and chain.weight != Weight.CONSEQUENCE:
+        head += f"; what follows ({', '.join(follows[:2])}) is its consequence"
+    return head
