@@ -285,6 +285,15 @@ def _exception_line(text: pl.Expr) -> pl.Expr:
     return stripped.str.contains(EXCEPTION_LINE_PATTERN) & ~stripped.str.contains(r"^\S*Warning\b")
 
 
+# The steps of a start that tracebacks show without an `__init__` frame (a paste cut to its deepest
+# frames): loading the weights, sizing the KV cache, capturing CUDA graphs, setting up the device. The
+# outermost staged frame decides, so a weight update a serving loop calls stays `serving`.
+_START_STEPS = (
+    r"^(?:load_model|load_weights|init_device|init_worker|initialize_kv_cache|determine_available_memory|"
+    r"profile_run|init_memory_pool|init_cuda_graphs|capture_model|capture_one_batch_size)$"
+)
+
+
 def _frames_stage() -> pl.Expr:
     """What a traceback's process was doing, from its frames: the first frame that is an object's
     `__init__` (the scheduler, engine core or worker being built), a warm-up (SGLang's
@@ -295,7 +304,11 @@ def _frames_stage() -> pl.Expr:
     # sought anywhere in the line: an unparsed one keeps its wrapper and colour codes
     function = pl.col(TEXT).str.extract(_FRAME_FUNCTION, 1)
     stage = (
-        pl.when((function == "__init__") | function.str.contains(r"(?i)warm_?up"))
+        pl.when(
+            (function == "__init__")
+            | function.str.contains(r"(?i)warm_?up")
+            | function.str.contains(_START_STEPS)
+        )
         .then(pl.lit("start-up"))
         .when(function.str.contains(r"^(?:event_loop\w*|\w*busy_loop|_process_engine_step|engine_step)$"))
         .then(pl.lit("serving"))
