@@ -1,0 +1,51 @@
+"""When a failure struck, and what it was, from what a paste of it holds: a start-up step's frames, an
+engine's own word that it failed to start, a kernel build's failed `ninja` command. The lines that
+name each are real lines from users' logs in issues."""
+
+from __future__ import annotations
+
+from test_chain import broken
+
+_CI = "2025-10-09T04:13:06.6371779Z [rank0]: "
+
+
+def test_a_cut_traceback_in_cuda_graph_capture_is_at_start_up() -> None:
+    # frames only (cut at both ends), torch's `[rank0]:` output prefix behind a CI runner's stamps: the
+    # capture of CUDA graphs is a step of a server's start
+    frames = [
+        '  File "/sgl/python/sglang/srt/model_executor/cuda_graph_runner.py", line 485, in capture',
+        "    ) = self.capture_one_batch_size(bs, forward)",
+        '  File "/sgl/python/sglang/srt/model_executor/cuda_graph_runner.py", line 661, in capture_one_batch_size',
+        "    run_once()",
+        '  File "/sgl/python/sglang/srt/model_executor/cuda_graph_runner.py", line 650, in run_once',
+        "    logits_output_or_pp_proxy_tensors = forward(",
+    ]
+    verdict = broken([_CI + f for f in frames])
+    assert "start-up" in verdict.headline, verdict.headline
+
+
+def test_an_engine_that_failed_to_start_failed_at_start_up() -> None:
+    # vLLM says the engine core failed to start, then its traceback, cut before any frame of a start step
+    lead = "ERROR 07-10 14:49:36 [core.py:515] "
+    lines = [
+        "DEBUG 07-10 14:49:33 [utils.py:485] Waiting for 1 local, 0 remote core engine proc(s) to start.",
+        f"{lead}EngineCore failed to start.",
+        f"{lead}Traceback (most recent call last):",
+        f'{lead}  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py", line 506, in run_engine_core',
+        f"{lead}    engine_core = EngineCoreProc(*args, **kwargs)",
+    ]
+    verdict = broken(lines)
+    assert "start-up" in verdict.headline, verdict.headline
+
+
+def test_a_kernel_builds_failed_ninja_command_is_a_jit_compile_failure() -> None:
+    lines = [
+        "[2026-01-04 01:42:55 TP1] Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/envs/slime/lib/python3.12/site-packages/flashinfer/jit/cpp_ext.py", line 299, in run_ninja',
+        "    subprocess.run(",
+        "subprocess.CalledProcessError: Command '['ninja', '-v', '-C', '/root/.cache/flashinfer/0.5.3/80/"
+        "cached_ops', '-f', '/root/.cache/flashinfer/0.5.3/80/cached_ops/batch_prefill/build.ninja']' returned "
+        "non-zero exit status 1.",
+    ]
+    verdict = broken(lines)
+    assert verdict.causes[0] == "jit-compile", (verdict.causes, verdict.headline)
