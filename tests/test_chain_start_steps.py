@@ -49,3 +49,27 @@ def test_a_kernel_builds_failed_ninja_command_is_a_jit_compile_failure() -> None
     ]
     verdict = broken(lines)
     assert verdict.causes[0] == "jit-compile", (verdict.causes, verdict.headline)
+
+
+def test_torchs_rank_prefix_on_its_glog_lines_names_the_ranks() -> None:
+    # c10d's watchdog lines behind torch's per-rank prefix, which on glog lines has no space (`[rank2]:[E`)
+    def timeout(rank: int) -> str:
+        return (
+            f"[rank{rank}]:[E1001 16:06:04.537131842 ProcessGroupNCCL.cpp:607] [Rank {rank}] Watchdog caught "
+            "collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=128, NumelOut=128, "
+            "Timeout(ms)=600000) ran for 600009 milliseconds before timing out."
+        )
+
+    verdict = broken([timeout(2), timeout(0), timeout(1)])
+    assert "ranks 0-2" in verdict.headline, verdict.headline
+
+
+def test_torchs_rank_prefix_names_the_rank_of_a_c10d_line() -> None:
+    # a c10d line no catalog phrase routes as a fault is read in its own format: its rank prefix too
+    lines = [
+        "[rank3]:[E227 16:30:43.526290891 ProcessGroupNCCL.cpp:1785] [PG ID 2 PG GUID 3 Rank 3] Exception "
+        "(either an error or timeout) detected by watchdog at work: 32, last enqueued NCCL work: 32, last "
+        "completed NCCL work: 31.",
+    ]
+    verdict = broken(lines)
+    assert "rank 3" in verdict.headline, verdict.headline

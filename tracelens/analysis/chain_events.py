@@ -228,11 +228,16 @@ def _traceback_rows(tables: Tables) -> pl.DataFrame:
     faults = tables[T.FAULTS]
     if not faults.height:
         return pl.DataFrame()
+    # torch's per-rank prefix on its glog lines (`[rank2]:[E1001 ... ProcessGroupNCCL.cpp:607] ...`, no
+    # space: no wrapper peels it; a shipper's stamp may precede it) names the rank where no SGLang prefix did
+    glog_rank = (
+        pl.col(C.TRACEBACK).str.extract(r"\[rank(\d+)\]:\[[IWEF](?:\d{4})? ", 1).cast(pl.Int32, strict=False)
+    )
     heads = faults.select(
         C.SOURCE,
         C.RUN,
         pl.col(C.LINE_NO).alias(C.RECORD),
-        pl.coalesce(C.TP, C.DP).alias(RANK),
+        pl.coalesce(C.TP, C.DP, glog_rank).alias(RANK),
         *PROCESS_COLUMNS,
         C.TS,
         C.COMPONENT,
