@@ -73,3 +73,18 @@ def test_torchs_rank_prefix_names_the_rank_of_a_c10d_line() -> None:
     ]
     verdict = broken(lines)
     assert "rank 3" in verdict.headline, verdict.headline
+
+
+def test_a_cut_traceback_through_a_kernel_build_is_a_jit_compile_failure() -> None:
+    # cut before its exception line, but its frames run ninja for a kernel build: the build failed
+    lead = "ERROR 07-02 07:04:46 [core.py:500] "
+    lines = [
+        f"{lead}EngineCore failed to start.",
+        f"{lead}Traceback (most recent call last):",
+        f'{lead}  File "/venv/lib/python3.12/site-packages/torch/utils/cpp_extension.py", line 2506, in '
+        "_run_ninja_build",
+        f"{lead}    subprocess.run(",
+        f'{lead}  File "/usr/lib/python3.12/subprocess.py", line 571, in run',
+    ]
+    verdict = broken(lines)
+    assert verdict.causes[0] == "jit-compile", (verdict.causes, verdict.headline)
