@@ -70,6 +70,8 @@ def test_leads_arranged_otherwise_are_read_as_sglangs() -> None:
         "^[[0;36m[2026-11-20 09:00:04 TP1] coloured in caret notation^[[0m\n"
         "[Sidecar k00]: 2026-11-20T09:00:05.672Z 1 stdout: [2026-11-20 09:00:05 TP2] shipped\n"
         "2026-11-20T09:00:06.123456789Z stderr F [2026-11-20 09:00:06 EP4] from a CRI log file\n"
+        # the same config as the first line, on a prefix without its leading space (DP-attention ranks)
+        "2026-11-20 09:00:07 INFO 31223 [DP3 TP3 EP3 scheduler_metrics_mixin.py:222] Decode batch. #token: 9\n"
     )
     df = assert_same_reading(lines_of_text(text))
     assert df.get_column("_body").to_list() == [
@@ -79,11 +81,14 @@ def test_leads_arranged_otherwise_are_read_as_sglangs() -> None:
         "coloured in caret notation",
         "shipped",
         "from a CRI log file",
+        "Decode batch. #token: 9",
     ]
-    assert df.get_column("tp").to_list() == [3, None, None, 1, 2, None]
-    assert df.get_column("ep").to_list()[5] == 4
+    assert df.get_column("tp").to_list() == [3, None, None, 1, 2, None, 3]
+    assert df.get_column("ep").to_list()[5:] == [4, 3]
+    assert df.get_column("dp").to_list()[6] == 3
     assert df.get_column("level").to_list()[:3] == ["INFO", "INFO", "WARNING"]
-    assert [t.second for t in df.get_column("ts").to_list()] == [1, 2, 3, 4, 5, 6]
+    assert df.get_column("level").to_list()[6] == "INFO"
+    assert [t.second for t in df.get_column("ts").to_list()] == [1, 2, 3, 4, 5, 6, 7]
     assert df.get_column("ts").to_list()[0].microsecond == 874000
 
 

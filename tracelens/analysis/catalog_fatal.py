@@ -115,10 +115,13 @@ FATAL: tuple[Failure, ...] = (
         "kernel JIT compile failed (FlashInfer / Triton / ninja)",
         "FlashInfer",
         _F,
-        r"ninja: build stopped|CompilationError|Error building extension|nvcc fatal|"
-        r"(?i)jit.*compil\w* (?:failed|error)",
+        r"ninja: build stopped|CompilationError|Error building extension|nvcc fatal|Ninja build failed|"
+        r"CalledProcessError: Command '\['ninja'|(?i)jit.*compil\w* (?:failed|error)",
         (
             "ninja: build stopped: subcommand failed.",
+            "subprocess.CalledProcessError: Command '['ninja', '-v', '-C', '/root/.cache/flashinfer/0.5.3/80/"
+            "cached_ops']' returned non-zero exit status 1.",
+            "RuntimeError: Ninja build failed. Ninja output:",
             "triton.compiler.errors.CompilationError: at 12:4:",
             "RuntimeError: Error building extension 'batch_prefill'",
         ),

@@ -401,6 +401,9 @@ def _chain(
     chain.count = int(cause[_COUNT])
     # a traceback's own frames say it best; else what the log showed before the cause
     chain.phase = str(cause.get(STAGE) or _phase(cause[C.LINE_NO], direction > 0, serving, starting))
+    # the engine's own word that its start failed (vLLM prints no start-up milestones)
+    if not chain.phase and any(_START_FAILED.search(str(r[TEXT])) for r in ordered):
+        chain.phase = "start-up"
     before = ordered[: ordered.index(cause)] if cause in ordered else []
     if cause.get(CUT):
         # a traceback that names nothing is best told by the last error or note before it (the NCCL
@@ -473,6 +476,10 @@ def _beat_time(beat: str, tic: str | None, ts: dt.datetime) -> dt.datetime | Non
 
 
 _BEAT = re.compile(HANG.pattern)
+# An engine saying that its start failed (vLLM's `EngineCore failed to start.`, `Engine core
+# initialization failed`, `WorkerProc initialization failed`; SGLang's `scheduler died during
+# initialization`): whatever failed in that run failed while it started.
+_START_FAILED = re.compile(r"failed to start\b|initialization failed|died during initialization")
 _EXCEPTION_TYPE = re.compile(r"^((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Timeout\w*))\b")
 _TIC = re.compile(r"tic start time: ([0-9][0-9:.]*[0-9])")
 

@@ -230,11 +230,16 @@ def _traceback_rows(tables: Tables) -> pl.DataFrame:
     faults = tables[T.FAULTS]
     if not faults.height:
         return pl.DataFrame()
+    # torch's per-rank prefix on its glog lines (`[rank2]:[E1001 ... ProcessGroupNCCL.cpp:607] ...`, no
+    # space: no wrapper peels it; a shipper's stamp may precede it) names the rank where no SGLang prefix did
+    glog_rank = (
+        pl.col(C.TRACEBACK).str.extract(r"\[rank(\d+)\]:\[[IWEF](?:\d{4})? ", 1).cast(pl.Int32, strict=False)
+    )
     heads = faults.select(
         C.SOURCE,
         C.RUN,
         pl.col(C.LINE_NO).alias(C.RECORD),
-        pl.coalesce(C.TP, C.DP).alias(RANK),
+        pl.coalesce(C.TP, C.DP, glog_rank).alias(RANK),
         *PROCESS_COLUMNS,
         C.TS,
         C.COMPONENT,
@@ -287,6 +292,15 @@ def _exception_line(text: pl.Expr) -> pl.Expr:
     return stripped.str.contains(EXCEPTION_LINE_PATTERN) & ~stripped.str.contains(r"^\S*Warning\b")
 
 
+# The steps of a start that tracebacks show without an `__init__` frame (a paste cut to its deepest
+# frames): loading the weights, sizing the KV cache, capturing CUDA graphs, setting up the device. The
+# outermost staged frame decides, so a weight update a serving loop calls stays `serving`.
+_START_STEPS = (
+    r"^(?:load_model|load_weights|init_device|init_worker|initialize_kv_cache|determine_available_memory|"
+    r"profile_run|init_memory_pool|init_cuda_graphs|capture_model|capture_one_batch_size)$"
+)
+
+
 def _frames_stage() -> pl.Expr:
     """What a traceback's process was doing, from its frames: the first frame that is an object's
     `__init__` (the scheduler, engine core or worker being built), a warm-up (SGLang's
@@ -300,7 +314,11 @@ def _frames_stage() -> pl.Expr:
     called = pl.col(TEXT).str.extract(_SOURCE_CALL, 1)
     function = pl.coalesce(pl.col(TEXT).str.extract(_FRAME_FUNCTION, 1), called)
     stage = (
-        pl.when((function == "__init__") | function.str.contains(r"(?i)warm_?up"))
+        pl.when(
+            (function == "__init__")
+            | function.str.contains(r"(?i)warm_?up")
+            | function.str.contains(_START_STEPS)
+        )
         .then(pl.lit("start-up"))
         .when(function.str.contains(r"^(?:event_loop\w*|\w*busy_loop|_process_engine_step|engine_step)$"))
         .then(pl.lit("serving"))

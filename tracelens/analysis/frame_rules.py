@@ -5,10 +5,12 @@ traceback, and the unknown exception line that frame makes that code."""
 
 from __future__ import annotations
 
+import re
 from typing import NamedTuple
 
 import polars as pl
 
+from tracelens.analysis.crash_text import CUT_TRACEBACK
 from tracelens.analysis.request_scope import stretches
 from tracelens.tables.schema import C
 
@@ -24,6 +26,13 @@ FRAME_RULES: tuple[FrameRule, ...] = (
         "worker-rpc-timeout",
         r'shm_broadcast\.py", line \d+, in (?:acquire_read|dequeue)\b',
         r"^(?:[\w.]+\.)?TimeoutError\b",
+    ),
+    # a traceback cut before its exception line, through the runner of a kernel build's ninja (torch's
+    # extension builder, FlashInfer's JIT): what that runner raises is the build's failure
+    FrameRule(
+        "jit-compile",
+        r'(?:cpp_extension\.py", line \d+, in _run_ninja_build|jit/cpp_ext\.py", line \d+, in run_ninja)\b',
+        rf"^{re.escape(CUT_TRACEBACK)}$",
     ),
 )
 

@@ -319,7 +319,7 @@ def run_verdict(
     ]
     crashes = [f for f in unexplained if f.code in CRASH_CODES and f.severity == Severity.ERROR]
     cause_findings = [f for c in causes for f in by_code[c]]
-    server_lines = facts.last_phase is not None or bool(run.get(C.MODEL))
+    server_lines = facts.last_phase is not None or bool(run.get(C.MODEL) or facts.running)
     by_records = None if decoded or not facts.records else record_verdict(facts.records, run, server_lines)
     label = run[A.LABEL]
     fix: str | None = None

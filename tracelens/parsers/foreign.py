@@ -64,7 +64,7 @@ FOREIGN_FORMATS: tuple[ForeignFormat, ...] = (
     ),
     ForeignFormat(
         "c10d",
-        r"^(?:\[rank\d+\]:)?\[?(?P<level>[IWEF])\d{3,4} [\d:.]+ (?:\d+ )?[^\]\s]+\] ?(?P<msg>.*)$",
+        r"^(?:\[rank(?P<rank>\d+)\]:)?\[?(?P<level>[IWEF])\d{3,4} [\d:.]+ (?:\d+ )?[^\]\s]+\] ?(?P<msg>.*)$",
         starts=("[rank", "[I", "[W", "[E", "[F", "I", "W", "E", "F"),
         contains=("]",),
     ),
@@ -146,9 +146,15 @@ def parse_foreign(df: pl.DataFrame) -> pl.DataFrame:
             if "ts" in names
             else pl.col(C.TS)
         )
+        # torch's per-rank prefix (`[rank2]:[E1001 ...`): the rank that printed the line, where no SGLang
+        # prefix named one (one rank path: a worker's `rank=N` fills tp too)
+        rank = (
+            pl.col("_group_rank").cast(pl.Int32, strict=False) if "rank" in names else pl.lit(None, pl.Int32)
+        )
+        read = {C.TS: ts, C.TP: pl.coalesce(C.TP, rank)}
         parts.append(
             sub.select(
-                *(ts.alias(C.TS) if name == C.TS else pl.col(name) for name in COMMON_COLUMNS),
+                *(read.get(name, pl.col(name)).alias(name) for name in COMMON_COLUMNS),
                 *PROCESS_COLUMNS,
                 pl.col(C.FORMAT),
                 level.alias(C.LEVEL),

@@ -83,11 +83,14 @@ OUTER_TS_PATTERN = r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?\] (\[\d)"
 # otherwise, with the same fields (time, rank tags, level, file:line), put in SGLang's order
 # `[T TAGS] LEVEL file.py:N: message`; each is anchored and read on few lines (`_rearranged`).
 _T = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d{1,6})?"
-_TAGS = r"(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*"
+_TAG = r"(?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+"
+_TAGS = rf"(?: {_TAG})*"
 _LEVELS = r"DEBUG|INFO|WARNING|ERROR|CRITICAL"
 REARRANGED: tuple[tuple[str, str], ...] = (
     # `T LEVEL PID [ TAGS file.py:N] message`
     (rf"^({_T}) ({_LEVELS}) (?:\d+ )?\[({_TAGS}) ?([\w.]+:\d+)\] ", "[${1}${3}] ${2} ${4}: "),
+    # the same config on a prefix without its leading space (DP-attention ranks: `[DP3 TP3 EP3 file.py:N]`)
+    (rf"^({_T}) ({_LEVELS}) (?:\d+ )?\[({_TAG}{_TAGS}) ([\w.]+:\d+)\] ", "[${1} ${3}] ${2} ${4}: "),
     # `[T TAGS][file.py:N][LEVEL]: message`
     (rf"^\[({_T}{_TAGS})\]\[([\w.]+:\d+)\]\[({_LEVELS})\]:? ", "[${1}] ${3} ${2}: "),
     # `[Router (Rust)] T - LEVEL - message` (the Rust router of early 2025); Python's own `T,mmm - LEVEL -`
