@@ -101,6 +101,20 @@ def test_interleaved_worker_tracebacks_in_error_lines_name_the_failing_rank() ->
     assert "NCCL error" in verdict.explains, verdict.explains
 
 
+def test_leads_with_a_path_in_vllms_package_are_read_as_vllms() -> None:
+    """vLLM logging at DEBUG (or told to) names the file by its path in the package, shortened when long
+    (`[v1/executor/multiproc_executor.py:470]`, `[v1/engine/.../core.py:7]`): the same records, each
+    failing worker's traceback its own, the rank named (every such line was unparsed)."""
+    lead0 = "(EngineCore_DP0 pid=4100) (Worker_TP0 pid=4101) ERROR 05-06 10:02:11 [v1/executor/multiproc_executor.py:470]"
+    lead1 = "(EngineCore_DP0 pid=4100) (Worker_TP1 pid=4102) ERROR 05-06 10:02:11 [v1/executor/.../executor.py:470]"
+    hit = ["WorkerProc hit an exception."]
+    lines = [*SERVING, *interleaved(lead0, lead1, hit + RANK0, hit + RANK1)]
+    assert parse_text("\n".join(lines))[T.UNPARSED].height == 0
+    verdict = broken(lines)
+    assert verdict.causes == ["illegal-memory-access"], verdict.headline
+    assert "(CUDA, rank 1)" in verdict.headline, verdict.headline
+
+
 @pytest.mark.parametrize("tag", ["rank=0", "TP0"])
 def test_a_workers_traceback_cut_among_anothers_is_its_own(tag: str) -> None:
     # rank 0's copy stops inside its traceback, after rank 1's ended in its exception line: rank 0's is

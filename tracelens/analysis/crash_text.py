@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import re
 
-# the head, behind the vLLM lead a traceback's lines keep (`ERROR 01-04 17:21:04 [executor.py:401] `)
+# the head, behind the vLLM lead a traceback's lines keep (`ERROR 01-04 17:21:04 [executor.py:401] `, or
+# a path there: `parsers.prefix.VLLM_FILE_INFO`)
 _HIT = re.compile(
     r"^(?:exception: )?(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? "
-    r"\[?[\w.]+:\d+\] )?\w+ hit an exception: "
+    r"\[?[\w./-]+:\d+\] )?\w+ hit an exception: "
 )
 TRACEBACK_HEAD = "Traceback (most recent call last)"
 CUT_TRACEBACK = "a traceback with no exception line in the log"

@@ -10,6 +10,7 @@ import polars as pl
 
 from tracelens.parsers.distinct import groups_expr, without_captures
 from tracelens.parsers.literals import has_literal
+from tracelens.parsers.prefix import VLLM_FILE_INFO
 from tracelens.tables.schema import COMMON_COLUMNS, PROCESS_COLUMNS, C, T, W, conform, project
 
 _LEVELS = r"DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL"
@@ -37,7 +38,7 @@ _LEVEL_STARTS = tuple(f"{level} " for level in _LEVELS.split("|"))
 FOREIGN_FORMATS: tuple[ForeignFormat, ...] = (
     ForeignFormat(
         "vllm",
-        rf"^(?P<level>{_LEVELS}) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[\w.]+:\d+\] (?P<msg>.*)$",
+        rf"^(?P<level>{_LEVELS}) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? {VLLM_FILE_INFO}(?P<msg>.*)$",
         starts=_LEVEL_STARTS,
         contains=("] ",),
     ),

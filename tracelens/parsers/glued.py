@@ -15,14 +15,14 @@ from __future__ import annotations
 import polars as pl
 
 from tracelens.parsers.literals import has_literal
-from tracelens.parsers.prefix import PROCESS_WRAPPER
+from tracelens.parsers.prefix import PROCESS_WRAPPER, VLLM_FILE_INFO
 from tracelens.tables.schema import C, Kind, W
 
 # vLLM's lead (`INFO 01-25 11:26:53 llm_engine.py:706] `, `[loggers.py:116] ` since 0.6), behind any of
 # its process wrappers (in colour or not).
 _ANSI = r"(?:\x1b\[[0-9;]{0,12}m)?"
 _WRAPPERS = rf"(?:{_ANSI}{PROCESS_WRAPPER}{_ANSI} )*"
-_LEAD = r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[\w.]+:\d+\] "
+_LEAD = rf"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? {VLLM_FILE_INFO}"
 # A further record with figures is an INFO record (vLLM logs its stats and spec-decoding metrics so):
 # its lead follows a space (its wrapper's, or the record before's), and its level a month. A line
 # without one holds no record to split off (an SGLang line, a vLLM line not wrapped). Two literals:

@@ -458,6 +458,10 @@ SAMPLES: dict[str, tuple[Sample, ...]] = {
             "INFO 02-21 21:52:48 __init__.py:190] Automatically detected platform cuda.",
             {C.FORMAT: "vllm", C.LEVEL: "INFO", C.MESSAGE: "Automatically detected platform cuda."},
         ),
+        Sample(  # a path in vLLM's package where its logging is at DEBUG (its formatter shortens it)
+            "WARNING 10-30 17:31:58 [v1/worker/.../gpu_model_runner.py:2500] Cascade attention is off.",
+            {C.FORMAT: "vllm", C.LEVEL: "WARNING", C.MESSAGE: "Cascade attention is off."},
+        ),
         Sample(
             "E0528 06:32:54.247906 735017 tcp_transport.cpp:136] Session::writeBody failed",
             {C.FORMAT: "glog", C.LEVEL: "ERROR", C.MESSAGE: "Session::writeBody failed"},

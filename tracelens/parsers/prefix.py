@@ -39,6 +39,11 @@ _ISO_STAMP = r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)
 # (`processes`) and the glued records (`glued`).
 PROCESS_WRAPPER = r"\((?:[\w.]+ ){0,2}(?:\w+=\w+ ){0,4}pid=\d+(?:, ip=[0-9a-fA-F.:]+)?\)"
 
+# Where vLLM's lead says a record was logged: `[llm_engine.py:706]` (`llm_engine.py:706]` before 0.6),
+# or a path in its package when its logging is at DEBUG or told to (`[v1/executor/multiproc_executor.py:671]`;
+# its formatter shortens long ones: `[v1/engine/.../core.py:7]`), with the space after it.
+VLLM_FILE_INFO = r"\[?[\w./-]+:\d+\] "
+
 # A relay's name for the node or pod a line came from, before the line it forwards (an RL framework
 # gathering its nodes' output: `<pod> >> (SGLangEngine pid=N) [T TP7] ...`), as compose's `service | `.
 RELAY_LEAD = r"[A-Za-z0-9][\w.-]* >> "

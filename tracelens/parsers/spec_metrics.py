@@ -9,6 +9,7 @@ import polars as pl
 from tracelens.parsers.batch import PERCENT
 from tracelens.parsers.distinct import groups_expr
 from tracelens.parsers.literals import has_literal
+from tracelens.parsers.prefix import VLLM_FILE_INFO
 from tracelens.tables.schema import COMMON_COLUMNS, C, T, W, conform
 
 # The line a vLLM server prints as it starts (every version since 0.4): it starts a run.
@@ -24,7 +25,7 @@ VLLM_STARTS = (VLLM_SERVER_START, VLLM_BANNER_VERSION, VLLM_PLAIN_START)
 _STAMP_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 _VLLM_STAMP = (
     rf"^(?:{'|'.join(_STAMP_LEVELS)}) (?P<month>\d\d)-(?P<day>\d\d) "
-    r"(?P<time>\d\d:\d\d:\d\d(?:\.\d{1,6})?) \[?[\w.]+:\d+\] "
+    r"(?P<time>\d\d:\d\d:\d\d(?:\.\d{1,6})?) " + VLLM_FILE_INFO
 )
 # Every line the stamp matches starts with one of these (the pattern's first words).
 _STAMP_STARTS = tuple(f"{level} " for level in _STAMP_LEVELS)
