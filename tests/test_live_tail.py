@@ -106,11 +106,16 @@ def test_copytruncate_resumes_from_the_start(tmp_path: Path) -> None:
     path.write_text("")
     session = _session(path)
     try:
-        # more than the store keeps in memory, so that the first lines are read back from the file
-        before = 2 * RECENT_BYTES // len("before 0000000\n")
+        # more than the store keeps in memory after the first lines, so that they are read back from the
+        # file: they are read first, on their own (the newest read is kept in memory whole, and one read of
+        # every line, when the follower came late, kept the first ones there too)
+        first, before = 100, 2 * RECENT_BYTES // len("before 0000000\n")
         with path.open("a") as fh:  # O_APPEND, as loggers open their files
             for i in range(before):
                 fh.write(f"before {i:07d}\n")
+                if i + 1 == first:
+                    fh.flush()
+                    assert wait_for(lambda: session.index.count() == first)
             fh.flush()
             assert wait_for(lambda: session.index.count() == before)
             os.truncate(path, 0)
