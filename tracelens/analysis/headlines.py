@@ -36,7 +36,7 @@ def gist(finding: Finding, run: dict[str, Any], limit: int = 80) -> str:
     head, tail = "", ""
     if ranks:  # a crash is said as a chain's headline says it: what, then its component and ranks
         numbers = sorted({int(r) for r in re.findall(r"\d+", ranks.group(2))})
-        where = ", ".join(p for p in (ranks.group(3), ranks_text(numbers)) if p)
+        where = _where(ranks.group(3), numbers)
         tail = f" ({where})" if finding.code in CRASH_CODES else f" on {ranks.group(1)} rank(s)"
     if finding.code in CRASH_CODES:
         head = "crashed: "
@@ -47,9 +47,14 @@ def gist(finding: Finding, run: dict[str, Any], limit: int = 80) -> str:
     return head + (what if len(what) <= room else what[: room - 1] + "…") + tail
 
 
+def _where(component: str | None, ranks: list[int]) -> str:
+    """`Scheduler, ranks 3, 5`: the component and ranks a headline names (either may be missing)."""
+    return ", ".join(p for p in (component, ranks_text(ranks)) if p)
+
+
 def chain_headline(chain: Chain) -> str:
     """One sentence: what broke, in which component and ranks, when, and what it explains."""
-    where = ", ".join(p for p in (chain.component, ranks_text(chain.ranks)) if p)
+    where = _where(chain.component, chain.ranks)
     when = {"serving": "while serving", "start-up": "at start-up"}.get(chain.phase, "")
     times = f", {chain.count} times" if chain.weight == Weight.ERROR and chain.count > 1 else ""
     name = (

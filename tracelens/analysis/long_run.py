@@ -59,7 +59,7 @@ class RunFacts:
 
 
 def run_facts(tables: Tables, key: tuple[str, int]) -> RunFacts:
-    rows = _decode_lines(tables, key).select(
+    rows = _run_lines(tables, key, DECODE).select(
         pl.len().alias("lines"),
         pl.when(pl.col(C.DP).is_not_null().any()).then(pl.col(C.DP).n_unique()).otherwise(0).alias("dp"),
         pl.col(C.TS).min().alias("first_ts"),
@@ -71,9 +71,10 @@ def run_facts(tables: Tables, key: tuple[str, int]) -> RunFacts:
     return RunFacts(int(lines), int(dp), first_ts, last_ts, int(first_line or 0), int(last_line or 0))
 
 
-def _decode_lines(tables: Tables, key: tuple[str, int]) -> pl.LazyFrame:
+def _run_lines(tables: Tables, key: tuple[str, int], which: pl.Expr) -> pl.LazyFrame:
+    """The run's batch lines that ``which`` keeps."""
     source, run = key
-    return tables.scan(T.BATCHES).filter((pl.col(C.SOURCE) == source) & (pl.col(C.RUN) == run) & DECODE)
+    return tables.scan(T.BATCHES).filter((pl.col(C.SOURCE) == source) & (pl.col(C.RUN) == run) & which)
 
 
 def pieces(
@@ -84,11 +85,8 @@ def pieces(
     count = max(1, math.ceil(facts.lines / PIECE_LINES))
     span = facts.last_line - facts.first_line + 1
     bounds = [facts.first_line + span * i // count for i in range(count)] + [facts.last_line + 1]
-    source, run = key
     # with the idle lines (`acceptance.after_idle`), those before the first decode line too
-    scan = tables.scan(T.BATCHES).filter(
-        (pl.col(C.SOURCE) == source) & (pl.col(C.RUN) == run) & acceptance.SERIES_LINES
-    )
+    scan = _run_lines(tables, key, acceptance.SERIES_LINES)
     bounds[0] = 0
     for lo, hi in itertools.pairwise(bounds):
         rows = scan.filter((pl.col(C.LINE_NO) >= lo) & (pl.col(C.LINE_NO) < hi)).select(columns)

@@ -64,7 +64,7 @@ PENDING_LIMIT = 10_000  # rounds waiting for a rank: beyond this the run's runni
 # Figures of a run partly outside the window that a live status can only give of the window.
 WINDOW_ALWAYS = ("series",)
 WINDOW_MEANS = ("mean_accept_len", "mean_acceptance_rate", "mean_gen_throughput", "speedup")
-_PARTIAL = (W.LEN_SUM, W.LEN_N, W.TPUT_SUM, W.TPUT_N, W.REQ_SUM, W.REQ_N, W.N, W.IDLE_SEEN)
+_PARTIAL = (W.LEN_SUM, W.LEN_N, W.TPUT_SUM, W.TPUT_N, W.REQ_SUM, W.REQ_N, W.N, W.AFTER_IDLE)
 _SUMS = (  # of a group of rounds, in the order of `_Sums.by_size`'s values
     pl.col(C.ACCEPT_LEN).sum().alias(W.LEN_SUM),
     pl.col(C.ACCEPT_LEN).count().alias(W.LEN_N),
@@ -202,7 +202,7 @@ class _RunDecode:
             pl.col(C.RUNNING_REQ).sum().alias(W.REQ_SUM),
             pl.col(C.RUNNING_REQ).count().alias(W.REQ_N),
             pl.len().alias(W.N),
-            pl.col(W.AFTER_IDLE).cast(pl.Int64).sum().alias(W.IDLE_SEEN),  # the round's idle lines
+            pl.col(W.AFTER_IDLE).cast(pl.Int64).sum().alias(W.AFTER_IDLE),  # the round's lines after idle
         )
         if self.pending is not None and self.pending.height:
             partial = (
@@ -305,7 +305,7 @@ def _rounds(partial: pl.DataFrame) -> pl.DataFrame:
         C.TS,
         pl.when(pl.col(W.LEN_N) > 0).then(pl.col(W.LEN_SUM) / pl.col(W.LEN_N)).alias(C.ACCEPT_LEN),
         # a round with an idle line has no speed (`acceptance.after_idle`)
-        pl.when((pl.col(W.TPUT_N) > 0) & (pl.col(W.IDLE_SEEN) == 0))
+        pl.when((pl.col(W.TPUT_N) > 0) & (pl.col(W.AFTER_IDLE) == 0))
         .then(pl.col(W.TPUT_SUM))
         .alias(C.GEN_THROUGHPUT),
         pl.when(pl.col(W.REQ_N) > 0).then(pl.col(W.REQ_SUM)).alias(A.BATCH_SIZE),

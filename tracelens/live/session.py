@@ -75,6 +75,11 @@ _QUEUE_BYTES = DEFAULT_BLOCK_BYTES
 _FETCH_TIMEOUT = 120.0  # seconds to wait for the worker's full analysis (`LiveSession.analysis`)
 
 
+def _data_bytes(event: src.SourceEvent) -> int:
+    """The bytes of lines an event carries (a state change carries none)."""
+    return len(getattr(event, "data", b""))
+
+
 @dataclass
 class SourceState:
     """What the header shows about one source."""
@@ -292,7 +297,7 @@ class LiveSession:
     def _emit(self, event: src.SourceEvent) -> None:
         """Followers call this; it waits while the queue is full, in events or in bytes (backpressure),
         unless stopping."""
-        size = len(getattr(event, "data", b""))
+        size = _data_bytes(event)
         with self._queue_room:
             while self._queued_bytes >= _QUEUE_BYTES and not self._stop.is_set():
                 self._queue_room.wait(0.1)
@@ -307,7 +312,7 @@ class LiveSession:
     def _taken(self, event: src.SourceEvent) -> src.SourceEvent:
         """The pump took ``event`` from the queue: its bytes no longer count against `_QUEUE_BYTES`."""
         with self._queue_room:
-            self._queued_bytes -= len(getattr(event, "data", b""))
+            self._queued_bytes -= _data_bytes(event)
             self._queue_room.notify_all()
         return event
 
@@ -354,14 +359,14 @@ class LiveSession:
             self._pumping = True
             try:
                 batch = [first]
-                size = len(getattr(first, "data", b""))
+                size = _data_bytes(first)
                 while size < LIVE_BATCH_BYTES:
                     try:
                         item = self._taken(self._queue.get_nowait())
                     except queue.Empty:
                         break
                     batch.append(item)
-                    size += len(getattr(item, "data", b""))
+                    size += _data_bytes(item)
                 self._handle(batch)
             except Exception as exc:
                 self._notify(ev.SessionFailed(f"reading lines failed: {type(exc).__name__}: {exc}"))
