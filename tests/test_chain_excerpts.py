@@ -148,7 +148,8 @@ def test_a_crash_whose_exception_is_cut_says_when_it_came() -> None:
     said = "a traceback with no exception line in the log (Scheduler, rank 0)"
     assert served.headline == f"crashed while serving: {said}", served.headline
     loading = broken([server_args(0, spec=False), f"{stamp(2)} Load weight begin. avail mem=78.94 GB", *cut])
-    assert loading.headline == f"crashed at start-up: {said}", loading.headline
+    # the log's last start-up milestone before the crash names its step
+    assert loading.headline == f"crashed at start-up during weight loading: {said}", loading.headline
     # without a line of the log to tell, the traceback's own frames do: an `__init__` is a start-up's
     building = [*cut, '  File "/sglang/srt/managers/scheduler.py", line 312, in __init__']
     assert broken([server_args(0, spec=False), *building]).headline == f"crashed at start-up: {said}"
@@ -354,7 +355,7 @@ def test_a_failed_warm_up_is_at_start_up_after_uvicorn_is_up() -> None:
         '    assert res.status_code == 200, f"{res=}, {res.text=}"',
         "AssertionError: res=<Response [502]>, res.text=''",
     ]
-    assert broken(lines).headline.startswith("crashed at start-up: warmup request failed")
+    assert broken(lines).headline.startswith("crashed at start-up during warm-up: warmup request failed")
 
 
 def test_a_ci_runners_bracketed_stamp_is_peeled() -> None:

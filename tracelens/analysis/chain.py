@@ -33,6 +33,7 @@ from tracelens.analysis.chain_events import (
     WARNED,
     events,
 )
+from tracelens.analysis.startup import STOPPED_AT
 from tracelens.tables.frames import Tables, collect, largest
 from tracelens.tables.schema import C, T
 
@@ -84,6 +85,7 @@ class Chain:
     went_on: bool = False  # the run served on after its fatal-looking cause (`_went_on`)
     hangs: bool = False  # the cause says the serving loop stopped (`Failure.hangs`): the run hung
     phase: str = ""  # `serving` or `start-up`: what the run was doing when the cause struck (`_phase`)
+    step: str = ""  # a start-up's step, in words (`during weight loading`): frames', else the log's milestone
     after_stop: int = 0  # failure lines after the graceful stop (the stop's noise)
     noise: set[int] = field(default_factory=set)  # records (traceback heads) that are noise as a whole
     notes: set[str] = field(default_factory=set)  # codes of the run's notes (`router-log`, `nccl-warn`)
@@ -177,11 +179,13 @@ def chains(tables: Tables) -> dict[tuple[str, int], Chain]:
     }
     noise = _noise_records(found)
     vllm = _vllm_runs(tables)
+    marks = _milestones(tables)
     out: dict[tuple[str, int], Chain] = {}
     for (source, run), group in _reduce(found).group_by(C.SOURCE, C.RUN, maintain_order=True):
         key = (str(source), int(run))
         engine = "vllm" if key in vllm else "sglang"  # the fix in the flags of the engine that printed it
         out[key] = _chain(group, backwards.get(key, 1), serving.get(key), starting.get(key), engine)
+        _step_from_milestones(out[key], marks.get(key, []))
         # a ready line counts only after a start-up failure: a log that joins two servers' excerpts
         # holds the second one's ready line after the first one's crash
         became_ready = ready.get(key, 0) if out[key].phase != "serving" else 0
@@ -245,6 +249,33 @@ def _span(*frames: pl.LazyFrame) -> dict[tuple[str, int], tuple[int, int]]:
         )
     )
     return {(s, r): (a, b) for s, r, a, b in spans.iter_rows()}
+
+
+# Start-up milestones that say a step (the server's arguments say none), in `STOPPED_AT`'s words.
+_STEP_MILESTONES = [e for e in STOPPED_AT if e != "server_args"]
+
+
+def _milestones(tables: Tables) -> dict[tuple[str, int], list[tuple[int, str]]]:
+    """Per run, its start-up milestones (line, event) in line order."""
+    rows = collect(
+        tables.scan(T.LIFECYCLE)
+        .filter(pl.col(C.EVENT).is_in(_STEP_MILESTONES))
+        .select(C.SOURCE, C.RUN, C.LINE_NO, C.EVENT)
+        .sort(C.SOURCE, C.RUN, C.LINE_NO)
+    )
+    out: dict[tuple[str, int], list[tuple[int, str]]] = {}
+    for source, run, line, event in rows.iter_rows():
+        out.setdefault((str(source), int(run)), []).append((int(line), str(event)))
+    return out
+
+
+def _step_from_milestones(chain: Chain, marks: list[tuple[int, str]]) -> None:
+    """A start-up failure whose frames named no step is in the step of the last milestone before it."""
+    if chain.phase != "start-up" or chain.step or chain.line is None or not chain.forward:
+        return
+    before = [event for line, event in marks if line < chain.line]
+    if before:
+        chain.step = STOPPED_AT[before[-1]]
 
 
 def _phase(
@@ -400,7 +431,11 @@ def _chain(
     chain.ranks = list(cause[_RANKS] or [])
     chain.count = int(cause[_COUNT])
     # a traceback's own frames say it best; else what the log showed before the cause
-    chain.phase = str(cause.get(STAGE) or _phase(cause[C.LINE_NO], direction > 0, serving, starting))
+    stage = str(cause.get(STAGE) or "")
+    chain.step = "" if stage in ("", "serving", "start-up") else stage
+    chain.phase = (
+        "start-up" if chain.step else stage or _phase(cause[C.LINE_NO], direction > 0, serving, starting)
+    )
     # the engine's own word that its start failed (vLLM prints no start-up milestones)
     if not chain.phase and any(_START_FAILED.search(str(r[TEXT])) for r in ordered):
         chain.phase = "start-up"

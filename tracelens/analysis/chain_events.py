@@ -13,6 +13,7 @@ from tracelens.analysis.catalog import FAILURES, Weight
 from tracelens.analysis.crash_text import CUT_TRACEBACK, TRACEBACK_HEAD
 from tracelens.analysis.frame_rules import by_frames
 from tracelens.analysis.request_scope import as_requests
+from tracelens.analysis.start_steps import frame_step
 from tracelens.tables.exceptions import EXCEPTION_LINE_PATTERN
 from tracelens.tables.first_match import first_match
 from tracelens.tables.frames import Tables, collect
@@ -22,7 +23,9 @@ from tracelens.tables.schema import PROCESS_COLUMNS, C, T, process_types
 TEXT, CODE, RANK, IN_TRACEBACK = "_text", "_code", "_rank", "_in_traceback"
 CLIENT, NEXT = "_client", "_next"  # a client's traceback; the text of the line after
 WARNED = "_warned"  # a line its program logged as a warning
-STAGE = "_stage"  # start-up or serving, as a traceback's frames say (`_frames_stage`)
+# start-up or serving, as a traceback's frames say (`_frames_stage`); a start-up's step words in its place
+# when a frame names the step (`start_steps`)
+STAGE = "_stage"
 CUT = "_cut"  # the head of a traceback that ends before its exception line (`_cut_tracebacks`)
 GENERIC = "exception"  # the code of an exception line no catalog entry knows
 # Frames of code that calls a server (benchmarks, tests, HTTP clients) and of a server's own code.
@@ -151,8 +154,9 @@ def _cut_error_frames(foreign: pl.DataFrame, coded: pl.DataFrame, rows: pl.DataF
 # A frame line anywhere in an unparsed line (its wrapper and colour codes are still there), and its function.
 _ANY_FRAME = r'File "[^"]*", line \d+, in \S'
 _FRAME_FUNCTION = r'File "[^"]*", line \d+, in (\w+)\s*$'
-# A frame's source line that is a call (`    scheduler.event_loop_normal()`): the function it calls.
-_SOURCE_CALL = r"^\s+(?:[\w.]+\.)?(\w+)\(.*\)\s*$"
+# A frame's source line that is a call (`    scheduler.event_loop_normal()`, `    free = self.determine_
+# available_memory()`): the function it calls.
+_SOURCE_CALL = r"^\s+(?:[\w.,\s]+=\s*)?(?:[\w.]+\.)?(\w+)\(.*\)\s*$"
 
 
 def _cut_bare_frames(tables: Tables, unparsed: pl.DataFrame, coded: pl.DataFrame) -> pl.DataFrame:
@@ -292,15 +296,6 @@ def _exception_line(text: pl.Expr) -> pl.Expr:
     return stripped.str.contains(EXCEPTION_LINE_PATTERN) & ~stripped.str.contains(r"^\S*Warning\b")
 
 
-# The steps of a start that tracebacks show without an `__init__` frame (a paste cut to its deepest
-# frames): loading the weights, sizing the KV cache, capturing CUDA graphs, setting up the device. The
-# outermost staged frame decides, so a weight update a serving loop calls stays `serving`.
-_START_STEPS = (
-    r"^(?:load_model|load_weights|init_device|init_worker|initialize_kv_cache|determine_available_memory|"
-    r"profile_run|init_memory_pool|init_cuda_graphs|capture_model|capture_one_batch_size)$"
-)
-
-
 def _frames_stage() -> pl.Expr:
     """What a traceback's process was doing, from its frames: the first frame that is an object's
     `__init__` (the scheduler, engine core or worker being built), a warm-up (SGLang's
@@ -309,21 +304,21 @@ def _frames_stage() -> pl.Expr:
     `run_busy_loop` / `worker_busy_loop` and the step they call, `_process_engine_step`, V0's
     `engine_step`) says start-up or serving: a copy that leaves out the loop's own frame keeps its step's,
     and one cut right under the call of the loop (`    scheduler.event_loop_normal()`, a frame's source
-    line) the call's."""
+    line) the call's. A start-up is said by its step instead when a frame names one (the deepest:
+    `start_steps`)."""
     # sought anywhere in the line: an unparsed one keeps its wrapper and colour codes
     called = pl.col(TEXT).str.extract(_SOURCE_CALL, 1)
     function = pl.coalesce(pl.col(TEXT).str.extract(_FRAME_FUNCTION, 1), called)
+    # a step of a start (`start_steps`) shows a start-up without an `__init__` frame: a paste cut to its
+    # deepest frames. The outermost staged frame decides, so a weight update a serving loop calls stays
+    # serving; the deepest step names a start-up's.
+    step = frame_step(function)
+    serving_loop = function.str.contains(r"^(?:event_loop\w*|\w*busy_loop|_process_engine_step|engine_step)$")
+    starting = (function == "__init__") | function.str.contains(r"(?i)warm_?up") | step.is_not_null()
     stage = (
-        pl.when(
-            (function == "__init__")
-            | function.str.contains(r"(?i)warm_?up")
-            | function.str.contains(_START_STEPS)
-        )
-        .then(pl.lit("start-up"))
-        .when(function.str.contains(r"^(?:event_loop\w*|\w*busy_loop|_process_engine_step|engine_step)$"))
-        .then(pl.lit("serving"))
+        first_match([(starting, pl.lit("start-up")), (serving_loop, pl.lit("serving"))]).drop_nulls().first()
     )
-    return stage.drop_nulls().first()
+    return pl.when(stage == "start-up").then(pl.coalesce(step.drop_nulls().last(), stage)).otherwise(stage)
 
 
 _RANK_OUTPUT = r"^\[rank(\d+)\]: "

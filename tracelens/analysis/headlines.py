@@ -56,6 +56,8 @@ def chain_headline(chain: Chain) -> str:
     """One sentence: what broke, in which component and ranks, when, and what it explains."""
     where = _where(chain.component, chain.ranks)
     when = {"serving": "while serving", "start-up": "at start-up"}.get(chain.phase, "")
+    if when and chain.phase == "start-up" and chain.step:
+        when = f"{when} {chain.step}"
     times = f", {chain.count} times" if chain.weight == Weight.ERROR and chain.count > 1 else ""
     name = (
         chain.name
