@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -22,10 +23,12 @@ FIXED = SAMPLE_LOGS / "eagle3_fixed.log"
 BASELINE = SAMPLE_LOGS / "baseline_tp8.log"
 
 
-def run(*args: str, cache: Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "TRACELENS_DEBUG"}
-    env["XDG_CACHE_HOME"] = str(cache)
-    return subprocess.run([*TRACELENS, *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=300)
+def run(
+    *args: str, cache: Path, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    full = {k: v for k, v in os.environ.items() if k != "TRACELENS_DEBUG"} | (env or {})
+    full["XDG_CACHE_HOME"] = str(cache)
+    return subprocess.run([*TRACELENS, *args], capture_output=True, text=True, cwd=cwd, env=full, timeout=300)
 
 
 @pytest.fixture
@@ -163,6 +166,28 @@ def test_a_second_command_on_the_same_logs_reads_nothing_again(cache: Path, tmp_
         fh.write(BASELINE.read_bytes().split(b"\n", 200)[-1])
     grown = summary_json(str(log), cache=cache)
     assert grown["runs"][-1]["lines"] > first["runs"][-1]["lines"]
+
+
+def test_a_changed_parser_never_answers_from_the_old_parsers_dataset(cache: Path, tmp_path: Path) -> None:
+    # an upgrade that parses a line differently must parse again: a copy of the package whose parser
+    # changed (an edit is enough) gets a dataset of its own; the same code reuses its own (run from
+    # tmp_path: `-m` puts the working folder before PYTHONPATH)
+    package = Path(__import__("tracelens").__file__).parent
+    copy = tmp_path / "code"
+    shutil.copytree(package, copy / "tracelens", ignore=shutil.ignore_patterns("__pycache__"))
+    env = {"PYTHONPATH": str(copy)}
+
+    def datasets() -> set[str]:
+        return {p.name for p in (cache / "tracelens" / "datasets").iterdir()}
+
+    assert run("summary", str(FIXED), cache=cache, env=env, cwd=tmp_path).returncode == 0
+    first = datasets()
+    assert run("summary", str(FIXED), cache=cache, env=env, cwd=tmp_path).returncode == 0
+    assert datasets() == first
+    with (copy / "tracelens" / "parsers" / "pipeline.py").open("a") as fh:
+        fh.write("\n# a parser of another release\n")
+    assert run("summary", str(FIXED), cache=cache, env=env, cwd=tmp_path).returncode == 0
+    assert len(datasets()) == 2, datasets()
 
 
 def test_dataset_option_names_the_dataset_and_no_cache_leaves_nothing(cache: Path, tmp_path: Path) -> None:

@@ -3,12 +3,15 @@
 Each set of command-line paths (resolved: `logs/` from two folders are two keys, the same folder named
 two ways is one) and `--date` has its own dataset under `$XDG_CACHE_HOME/tracelens/datasets/<key>`
 (`~/.cache/tracelens/...` without the variable). The key holds the paths, not the files found under
-them, so a folder that gained a log keeps its dataset and the engine reads only the new file.
+them, so a folder that gained a log keeps its dataset and the engine reads only the new file; and a
+digest of the code that writes datasets, so a new parser never answers from an old one's dataset (the
+old one ages out of the cache by its size limit, or `tracelens cache --clear`).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import json
 import os
@@ -66,8 +69,33 @@ def resolve_args(paths: list[str]) -> list[str]:
     return out
 
 
+# The packages whose code decides what a dataset holds: how a log is read, cut into lines, parsed and
+# written. A cached dataset is theirs: one another version of them wrote is no answer of this one.
+_WRITING_PACKAGES = ("sources", "parsers", "tables", "engine")
+
+
+@functools.cache
+def code_fingerprint() -> str:
+    """A digest of the source of the packages that write datasets: an upgrade (or a local edit) that
+    changes how a log is parsed gives the cache new keys, so no command answers from a stale parse.
+    Hashed from the files themselves (a few ms, once a process), never from a version number someone
+    must remember to bump."""
+    root = Path(__file__).resolve().parents[1]
+    digest = hashlib.blake2b(digest_size=10)
+    for package in _WRITING_PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
 def key_of(resolved: list[str], base_date: dt.date | None) -> str:
-    text = json.dumps({"paths": sorted(set(resolved)), "date": base_date.isoformat() if base_date else None})
+    text = json.dumps(
+        {
+            "paths": sorted(set(resolved)),
+            "date": base_date.isoformat() if base_date else None,
+            "code": code_fingerprint(),
+        }
+    )
     return hashlib.blake2b(text.encode(), digest_size=10).hexdigest()
 
 
