@@ -16,6 +16,7 @@ from test_chain import broken
 from tracelens.analysis.chain_events import CUT, RANK, events
 from tracelens.engine import EngineOptions, parse_to_dataset
 from tracelens.engine.ingest import parse_paths, parse_text
+from tracelens.tables.frames import Tables
 from tracelens.tables.schema import C, T
 
 SITE = "/usr/local/lib/python3.12/dist-packages/vllm"
@@ -172,19 +173,23 @@ def test_an_engine_cores_failure_names_no_rank() -> None:
     assert verdict.causes == ["kv-no-memory"] and "rank" not in verdict.headline, verdict.headline
 
 
-def test_a_block_cut_inside_interleaved_tracebacks_changes_nothing(tmp_path: Path) -> None:
-    # each process' open traceback is carried to the next block: the tables are those of one block
-    body = "\n".join(interleaved("(VllmWorker TP0 pid=4101)", "(VllmWorker TP1 pid=4102)")) + "\n"
-    stats = "INFO 05-06 10:01:00 [loggers.py:116] Engine 000: Running: 4 reqs, Waiting: 0 reqs\n"
-    pad = stats * ((4096 - len(body) // 2) // len(stats))
-    assert len(pad) < 4096 < len(pad) + len(body)  # a 4 KiB block ends inside the tracebacks
-    path = tmp_path / "raw.log"
+def cut_in_blocks(path: Path, body: str, filler: str) -> Tables:
+    """The tables of ``body`` written after lines of ``filler`` so that a 4 KiB block ends inside it,
+    checked to be those of one block: each process' open traceback is carried to the next block."""
+    pad = filler * ((4096 - len(body) // 2) // len(filler))
+    assert len(pad) < 4096 < len(pad) + len(body)  # a 4 KiB block ends inside the body
     path.write_text(pad + body)
     whole = parse_paths([path])
     small = parse_paths([path], block_bytes=4096)
     for table in (T.LINES, T.FAULTS, T.FOREIGN, T.UNPARSED):
         assert small[table].equals(whole[table]), table
-    assert whole[T.FAULTS].height == 2
+    return whole
+
+
+def test_a_block_cut_inside_interleaved_tracebacks_changes_nothing(tmp_path: Path) -> None:
+    body = "\n".join(interleaved("(VllmWorker TP0 pid=4101)", "(VllmWorker TP1 pid=4102)")) + "\n"
+    stats = "INFO 05-06 10:01:00 [loggers.py:116] Engine 000: Running: 4 reqs, Waiting: 0 reqs\n"
+    assert cut_in_blocks(tmp_path / "raw.log", body, stats)[T.FAULTS].height == 2
 
 
 def test_a_line_of_sglangs_prefix_closes_every_processs_traceback(tmp_path: Path) -> None:

@@ -14,10 +14,10 @@ from tracelens.analysis.crash_text import CUT_TRACEBACK, TRACEBACK_HEAD
 from tracelens.analysis.frame_rules import by_frames
 from tracelens.analysis.request_scope import as_requests
 from tracelens.analysis.start_steps import frame_step
-from tracelens.tables.exceptions import EXCEPTION_LINE_PATTERN
+from tracelens.tables.exceptions import EXCEPTION_LINE_PATTERN, TORCH_RANK
 from tracelens.tables.first_match import first_match
 from tracelens.tables.frames import Tables, collect
-from tracelens.tables.schema import PROCESS_COLUMNS, C, T, process_types
+from tracelens.tables.schema import PROCESS_COLUMNS, C, Kind, T, process_types
 
 # Event columns (working names of the events frame).
 TEXT, CODE, RANK, IN_TRACEBACK = "_text", "_code", "_rank", "_in_traceback"
@@ -234,16 +234,11 @@ def _traceback_rows(tables: Tables) -> pl.DataFrame:
     faults = tables[T.FAULTS]
     if not faults.height:
         return pl.DataFrame()
-    # torch's per-rank prefix on its glog lines (`[rank2]:[E1001 ... ProcessGroupNCCL.cpp:607] ...`, no
-    # space: no wrapper peels it; a shipper's stamp may precede it) names the rank where no SGLang prefix did
-    glog_rank = (
-        pl.col(C.TRACEBACK).str.extract(r"\[rank(\d+)\]:\[[IWEF](?:\d{4})? ", 1).cast(pl.Int32, strict=False)
-    )
     heads = faults.select(
         C.SOURCE,
         C.RUN,
         pl.col(C.LINE_NO).alias(C.RECORD),
-        pl.coalesce(C.TP, C.DP, glog_rank).alias(RANK),
+        pl.coalesce(C.TP, C.DP).alias(RANK),
         *PROCESS_COLUMNS,
         C.TS,
         C.COMPONENT,
@@ -321,15 +316,23 @@ def _frames_stage() -> pl.Expr:
     return pl.when(stage == "start-up").then(pl.coalesce(step.drop_nulls().last(), stage)).otherwise(stage)
 
 
-_RANK_OUTPUT = r"^\[rank(\d+)\]: "
+# torch's per-rank prefix at the start of an unparsed line's text, which the table keeps whole
+_RANK_OUTPUT = f"^{TORCH_RANK} "
 
 
 def _unparsed_rows(tables: Tables) -> pl.DataFrame:
-    """Unparsed lines, each given the run whose start precedes it."""
+    """Unparsed lines, each given the run whose start precedes it and the rank the parser read (tp: an
+    unparsed line has no SGLang prefix, so a wrapper's or torch's `[rankN]: `)."""
     starts = tables[T.RUNS].select(C.SOURCE, C.RUN, pl.col(C.START_LINE).cast(pl.Int64)).sort(C.START_LINE)
     lines = collect(tables.scan(T.UNPARSED).select(C.SOURCE, C.LINE_NO, pl.col(C.TEXT).alias(TEXT)))
     if not lines.height or not starts.height:
         return pl.DataFrame()
+    ranks = collect(
+        tables.scan(T.LINES)
+        .filter((pl.col(C.KIND) == Kind.UNPARSED) & pl.col(C.TP).is_not_null())
+        .select(C.SOURCE, C.LINE_NO, pl.col(C.TP).alias(RANK))
+    )
+    lines = lines.join(ranks, on=[C.SOURCE, C.LINE_NO], how="left")
     above = pl.col(C.LINE_NO).shift(1).over(C.SOURCE) == pl.col(C.LINE_NO) - 1
     under_frame = (above & pl.col(TEXT).shift(1).over(C.SOURCE).str.contains(r"^\s+\S")).fill_null(False)
     # an exception line right above another traceback's head is the end of a traceback (its own head
@@ -341,7 +344,7 @@ def _unparsed_rows(tables: Tables) -> pl.DataFrame:
     over_head = pl.col("_head").fill_null(False) & _exception_line(pl.col(TEXT)) & ~under_frame
     # torch's `[rankN]: ` prefix marks a rank's uncaught-exception output: its exception line is one even
     # when the excerpt kept no frame above it
-    rank_output = pl.col(TEXT).str.extract(_RANK_OUTPUT, 1)
+    rank_output = pl.col(TEXT).str.contains(_RANK_OUTPUT)
     return (
         lines.sort(C.LINE_NO)
         .join_asof(
@@ -358,11 +361,11 @@ def _unparsed_rows(tables: Tables) -> pl.DataFrame:
             C.RUN,
             C.LINE_NO,
             pl.lit(None, pl.Datetime("us")).alias(C.TS),
-            rank_output.cast(pl.Int32, strict=False).alias(RANK),
+            pl.col(RANK).cast(pl.Int32),
             pl.col(TEXT).str.replace(_RANK_OUTPUT, ""),
             # a traceback pasted without its `Traceback (most recent call last):` header: an exception
             # line right under an indented frame or source line is its exception line
-            (under_frame | over_head | rank_output.is_not_null()).alias(IN_TRACEBACK),
+            (under_frame | over_head | rank_output).alias(IN_TRACEBACK),
             pl.lit(None, pl.String).alias(C.COMPONENT),
             pl.col(C.LINE_NO).alias(C.RECORD),
             over_head.alias(MISPLACED),

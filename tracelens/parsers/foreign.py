@@ -10,7 +10,7 @@ import polars as pl
 
 from tracelens.parsers.distinct import groups_expr, without_captures
 from tracelens.parsers.literals import has_literal
-from tracelens.parsers.prefix import VLLM_FILE_INFO
+from tracelens.parsers.prefix import TORCH_RANK_LEAD, VLLM_FILE_INFO
 from tracelens.tables.schema import COMMON_COLUMNS, PROCESS_COLUMNS, C, T, W, conform, project
 
 _LEVELS = r"DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL"
@@ -65,7 +65,9 @@ FOREIGN_FORMATS: tuple[ForeignFormat, ...] = (
     ),
     ForeignFormat(
         "c10d",
-        r"^(?:\[rank(?P<rank>\d+)\]:)?\[?(?P<level>[IWEF])\d{3,4} [\d:.]+ (?:\d+ )?[^\]\s]+\] ?(?P<msg>.*)$",
+        # torch's per-rank prefix (`[rank2]:[E1001 ...`) names the rank that printed the line: read into tp
+        # with every line's that has it (`processes`)
+        rf"^(?:{TORCH_RANK_LEAD})?\[?(?P<level>[IWEF])\d{{3,4}} [\d:.]+ (?:\d+ )?[^\]\s]+\] ?(?P<msg>.*)$",
         starts=("[rank", "[I", "[W", "[E", "[F", "I", "W", "E", "F"),
         contains=("]",),
     ),
@@ -147,12 +149,7 @@ def parse_foreign(df: pl.DataFrame) -> pl.DataFrame:
             if "ts" in names
             else pl.col(C.TS)
         )
-        # torch's per-rank prefix (`[rank2]:[E1001 ...`): the rank that printed the line, where no SGLang
-        # prefix named one (one rank path: a worker's `rank=N` fills tp too)
-        rank = (
-            pl.col("_group_rank").cast(pl.Int32, strict=False) if "rank" in names else pl.lit(None, pl.Int32)
-        )
-        read = {C.TS: ts, C.TP: pl.coalesce(C.TP, rank)}
+        read = {C.TS: ts}
         parts.append(
             sub.select(
                 *(read.get(name, pl.col(name)).alias(name) for name in COMMON_COLUMNS),

@@ -29,6 +29,7 @@ from tracelens.parsers.lifecycle import parse_lifecycle
 from tracelens.parsers.literals import has_literal
 from tracelens.parsers.prefix import add_prefix_columns
 from tracelens.parsers.process_records import (
+    KEY_LEN,
     NO_PROCESS,
     Carried,
     by_process,
@@ -121,7 +122,7 @@ class ParseState:
 
     def open_records(self) -> list[int]:
         """The head lines of the records the next block may continue."""
-        named = [row[3] for row in self.processes if row[3] is not None]
+        named = [head for *_, head, _, _ in self.processes if head is not None]
         return [n for n in (self.open_fault, self.open_args, *named) if n is not None]
 
 
@@ -347,7 +348,7 @@ def _join_by_process(
 ) -> tuple[pl.DataFrame, ParseState]:
     """`_join_tracebacks` for a block whose lines a wrapper names by process (`process_records`)."""
     unnamed = (*NO_PROCESS, state.open_fault, state.prev_cont, state.prev_frame)
-    carried = (unnamed, *(row for row in state.processes if row[:3] != NO_PROCESS))
+    carried = (unnamed, *(row for row in state.processes if row[:KEY_LEN] != NO_PROCESS))
     df, carried = join_by_process(df, carried, shape, is_frame)
     df = df.with_columns(_frame_source_line_is_code()).with_columns(
         pl.when(pl.col(C.RECORD) != pl.col(C.LINE_NO))
@@ -355,7 +356,7 @@ def _join_by_process(
         .otherwise(pl.col(C.KIND))
         .alias(C.KIND)
     )
-    (_, _, _, open_fault, prev_cont, prev_frame), *named = carried
+    (*_, open_fault, prev_cont, prev_frame), *named = carried
     state = replace(
         state, open_fault=open_fault, prev_cont=prev_cont, prev_frame=prev_frame, processes=tuple(named)
     )

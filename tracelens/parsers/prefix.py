@@ -13,6 +13,7 @@ import polars as pl
 
 from tracelens.parsers.distinct import groups_expr, without_captures
 from tracelens.parsers.literals import has_literal
+from tracelens.tables.exceptions import TORCH_RANK
 from tracelens.tables.schema import C, W, discard, project
 
 # ANSI SGR codes, also when the ESC byte was lost in a copy-paste (bare `[36m`). Without the ESC a
@@ -48,6 +49,10 @@ VLLM_FILE_INFO = r"\[?[\w./-]+:\d+\] "
 # gathering its nodes' output: `<pod> >> (SGLangEngine pid=N) [T TP7] ...`), as compose's `service | `.
 RELAY_LEAD = r"[A-Za-z0-9][\w.-]* >> "
 
+# torch's per-rank prefix (`[rank3]:`) without its group: the wrapper, the c10d format and the rank's reader
+# (`processes`) share it.
+TORCH_RANK_LEAD = without_captures(TORCH_RANK)
+
 # Wrappers added by users' tooling, in any order and number, at the start of a line.
 WRAPPER_PATTERN = (
     r"^(?:"
@@ -70,7 +75,7 @@ WRAPPER_PATTERN = (
     r"|\[\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)\] "
     # torch's per-rank prefix on each line of a rank's uncaught exception (`[rank0]: Traceback ...`);
     # its glog lines (`[rank4]:[W208 ...`, no space) are the c10d format's and keep it
-    r"|\[rank\d+\]: "
+    rf"|{TORCH_RANK_LEAD} "
     r")+"
 )
 # Another process's output spliced in front of an SGLang record (`ml-h2[2025-06-03 20:04:36] INFO: ...`,

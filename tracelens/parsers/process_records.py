@@ -5,8 +5,10 @@ the worker's `(NAME pid=N) ` in front of every line (`processes.py`): the lines 
 interleave, and read in file order every frame would join the last head. A line named by a wrapper
 continues the traceback of its own process instead: the previous line, the open record and the
 segments are taken per process (PROCESS, PID, HOST; lines that no wrapper names are one process of
-their own, as before). Only a block with a wrapper named line, or one whose previous block left a
-process' record open, takes this way.
+their own, as before). torch prints each rank's traceback with `[rankN]: ` before every line, which
+names no process but the rank (in tp: `processes.py`): an unprefixed line's tp is part of the key, so
+ranks that crash together have a traceback each. Only a block with a line a wrapper names or torch's
+prefix ranks, or one whose previous block left a process' record open, takes this way.
 """
 
 from __future__ import annotations
@@ -15,15 +17,16 @@ import polars as pl
 
 from tracelens.tables.schema import PROCESS_COLUMNS, C, Kind, W
 
-# A process' state at the end of a block: its key (process, pid, host), the head line of its open
+# A process' state at the end of a block: its key (process, pid, host, rank), the head line of its open
 # traceback (or None), whether its last line could continue one, whether it was a frame.
-Carried = tuple[tuple[str | None, int | None, str | None, int | None, bool, bool], ...]
-NO_PROCESS: tuple[None, None, None] = (None, None, None)
+Carried = tuple[tuple[str | None, int | None, str | None, int | None, int | None, bool, bool], ...]
+NO_PROCESS: tuple[None, None, None, None] = (None, None, None, None)
+KEY_LEN = len(NO_PROCESS)
 TRACEBACK_START = "Traceback (most recent call last)"
 # The processes whose state a block hands on: a log of more (a fleet behind one stream) may join a
 # traceback cut by a block's end to the wrong record, as it did before processes were told apart.
 MAX_CARRIED = 256
-_KEY = list(PROCESS_COLUMNS)
+_KEY = [*PROCESS_COLUMNS, W.LINE_RANK]
 _OPEN, _PREV_CONT, _PREV_FRAME = W.OPEN_FAULT, W.PREV_CONT, W.PREV_FRAME
 
 
@@ -42,11 +45,19 @@ def starts_traceback(prev_cont: pl.Expr) -> pl.Expr:
 
 def by_process(df: pl.DataFrame, carried: Carried, traceback: pl.Series) -> bool:
     """Whether a block's tracebacks are joined per process: a process other than the unnamed one has
-    state from the block before, or some line a wrapper names may be a traceback's (``traceback``). A
-    block of wrapped lines and no wrapped traceback (a serving vLLM's) reads as before."""
-    if any(row[:3] != NO_PROCESS for row in carried):
+    state from the block before, or some line a wrapper names or ranks may be a traceback's
+    (``traceback``, only ever true on lines without SGLang's prefix: their tp is a wrapper's or torch's).
+    A block of wrapped lines and no wrapped traceback (a serving vLLM's) reads as before."""
+    if any(row[:KEY_LEN] != NO_PROCESS for row in carried):
         return True
-    return bool((traceback & df.get_column(C.PID).is_not_null()).any())
+    named = df.get_column(C.PID).is_not_null() | df.get_column(C.TP).is_not_null()
+    return bool((traceback & named).any())
+
+
+def _line_rank() -> pl.Expr:
+    """The rank part of a line's process key: tp of a line without SGLang's prefix (a wrapper's or
+    torch's `[rankN]: `). A prefixed line's is null: its traceback's lines follow it without a prefix."""
+    return pl.when(~pl.col(W.PREFIXED)).then(pl.col(C.TP))
 
 
 def join_by_process(
@@ -61,6 +72,7 @@ def join_by_process(
             C.PROCESS: pl.String,
             C.PID: pl.Int64,
             C.HOST: pl.String,
+            W.LINE_RANK: pl.Int32,
             _OPEN: pl.Int64,
             _PREV_CONT: pl.Boolean,
             _PREV_FRAME: pl.Boolean,
@@ -71,7 +83,7 @@ def join_by_process(
     # one: `engine`): the lines after it take no state from before it.
     epoch = pl.col(W.PREFIXED).cum_sum()
     df = (
-        df.with_columns(is_frame.alias(W.IS_FRAME), epoch.alias(W.EPOCH))
+        df.with_columns(is_frame.alias(W.IS_FRAME), epoch.alias(W.EPOCH), _line_rank().alias(W.LINE_RANK))
         .join(state, on=_KEY, how="left", maintain_order="left", nulls_equal=True)
         .with_columns(
             pl.when(pl.col(W.EPOCH) == 0).then(pl.col(c)).alias(c) for c in (_OPEN, _PREV_CONT, _PREV_FRAME)
@@ -121,9 +133,12 @@ def join_by_process(
     if last_epoch:
         kept = kept.clear()
     rows = [*kept.rows(), *ends.sort(W.LAST_LINE).drop(W.LAST_LINE).rows()]
-    unnamed = [r for r in rows if tuple(r[:3]) == NO_PROCESS] or [(*NO_PROCESS, None, False, False)]
+    k = KEY_LEN
+    unnamed = [r for r in rows if tuple(r[:k]) == NO_PROCESS] or [(*NO_PROCESS, None, False, False)]
     # a process whose last line neither is nor may continue a traceback has nothing to hand on
-    named = [r for r in rows if tuple(r[:3]) != NO_PROCESS and (r[3] is not None or r[4] or r[5])]
+    named = [r for r in rows if tuple(r[:k]) != NO_PROCESS and (r[k] is not None or r[k + 1] or r[k + 2])]
     named = named[-MAX_CARRIED:]
-    out = df.drop(_OPEN, _PREV_CONT, _PREV_FRAME, W.IS_FRAME, W.EPOCH, W.SEGMENT, W.HEAD_KIND, W.HEAD_LINE)
-    return out, tuple((*r[:3], r[3], bool(r[4]), bool(r[5])) for r in [*unnamed, *named])
+    out = df.drop(
+        _OPEN, _PREV_CONT, _PREV_FRAME, W.IS_FRAME, W.EPOCH, W.SEGMENT, W.HEAD_KIND, W.HEAD_LINE, W.LINE_RANK
+    )
+    return out, tuple((*r[:k], r[k], bool(r[k + 1]), bool(r[k + 2])) for r in [*unnamed, *named])

@@ -11,6 +11,9 @@ and host (PROCESS, PID, HOST), and the rank tags of every wrapper of the line in
 line's SGLang prefix fills (a worker's `TP1` -> tp; a later wrapper's tag wins), so that the analysis groups
 interleaved tracebacks by process and names the rank as it names SGLang's `TP1`. vLLM's `rank=N` is a
 worker's rank in its engine's tensor x pipeline group: the TP rank unless pipeline-parallel, kept in tp.
+torch's `[rankN]:` before a rank's exception output and its C++ log lines names no process but the rank:
+its global rank goes into tp where nothing else named one, and a rank's tracebacks join per rank
+(`process_records`).
 """
 
 from __future__ import annotations
@@ -18,12 +21,22 @@ from __future__ import annotations
 import polars as pl
 
 from tracelens.parsers.literals import has_literal
-from tracelens.parsers.prefix import ANSI_PATTERN, PROCESS_WRAPPER, RELAY_LEAD, WRAPPER_PATTERN
+from tracelens.parsers.prefix import (
+    ANSI_PATTERN,
+    PROCESS_WRAPPER,
+    RELAY_LEAD,
+    TORCH_RANK_LEAD,
+    WRAPPER_PATTERN,
+)
 from tracelens.tables.schema import PROCESS_COLUMNS, C, W, process_types
 
 # Every line a wrapper names its process in holds this; a block without it (nearly every block of an
 # SGLang log) costs one literal test.
 _MARK = "pid="
+# The same for torch's per-rank prefix (`TORCH_RANK_LEAD`).
+_TORCH_MARK = "[rank"
+# torch's prefix glued to a c10d line's glog lead (`[rank3]:[E227 ...`, `[rank0]:[W ProcessGroupNCCL.cpp:...`)
+_GLUED_RANK = TORCH_RANK_LEAD + r"\[[IWEF]"
 # One process wrapper of a line's lead (the form `WRAPPER_PATTERN` peels), its name, pid and host.
 _PROCESS_WRAPPER = PROCESS_WRAPPER + " "
 _FIELDS = (
@@ -48,8 +61,40 @@ _TAGS: dict[str, tuple[str, ...]] = {
 
 def add_process_columns(df: pl.DataFrame) -> pl.DataFrame:
     """PROCESS, PID and HOST of each line of a line frame (with TEXT and the rank columns), null where no
-    wrapper names one, and the wrappers' rank tags where the line's own prefix gave none. Only the lines
-    that hold `pid=` are read, and their distinct leads (one per process) parsed once each."""
+    wrapper names one, and the wrappers' rank tags where the line's own prefix gave none, then torch's
+    per-rank prefix (`_with_torch_rank`). Only the lines that hold `pid=` are read, and their distinct
+    leads (one per process) parsed once each."""
+    return _with_torch_rank(_with_process_wrappers(df))
+
+
+def _with_torch_rank(df: pl.DataFrame) -> pl.DataFrame:
+    """torch's per-rank prefix (`[rank3]: ` on its exception output, `[rank3]:[E...` glued to its C++
+    log lines, maybe behind other wrappers) in tp, where neither the line's own prefix nor a process
+    wrapper named a rank: torch's global rank. Only lines that hold `[rank` are read (a literal test). The
+    prefix with a space counts among the wrappers `prefix.clean` peeled; the glued form, which nothing
+    but torch prints, anywhere in the clean text (behind a lead no wrapper peels: a pasted table's `| `)."""
+    text = df.get_column(C.TEXT)
+    hits = has_literal(text, _TORCH_MARK)
+    if not hits.any():
+        return df
+    idx = hits.arg_true()
+    clean = df.get_column(W.CLEAN).gather(idx)
+    lead = _leads(text.gather(idx), clean)
+    rank = (
+        lead.str.extract_all(TORCH_RANK_LEAD)
+        .list.last()
+        .fill_null(clean.str.extract(_GLUED_RANK, 0))
+        .str.extract(r"(\d+)", 1)
+        .cast(pl.Int32, strict=False)
+    )
+    if not rank.is_not_null().any():
+        return df
+    found = pl.repeat(None, df.height, dtype=pl.Int32, eager=True).scatter(idx, rank)
+    return df.with_columns(pl.coalesce(pl.col(C.TP), found).alias(C.TP))
+
+
+def _with_process_wrappers(df: pl.DataFrame) -> pl.DataFrame:
+    """PROCESS, PID, HOST and the process wrappers' rank tags (`add_process_columns`)."""
     types = process_types()
     nulls = [pl.lit(None, dtype).alias(name) for name, dtype in types.items()]
     hits = has_literal(df.get_column(C.TEXT), _MARK)

@@ -42,6 +42,7 @@ class W:
     PROCESS_PID = "_process_pid"
     PROCESS_HOST = "_process_host"
     IS_FRAME = "_is_frame"  # a traceback frame line (parsers/process_records.py)
+    LINE_RANK = "_line_rank"  # the rank in a line's process key: tp of a line without SGLang's prefix
     OPEN_FAULT = "_open_fault"  # a process' open traceback, from the block before
     PREV_CONT = "_prev_cont"  # a process' last line before the block could continue a traceback
     PREV_FRAME = "_prev_frame"  # a process' last line before the block was a frame
