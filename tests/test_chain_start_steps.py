@@ -88,3 +88,15 @@ def test_a_cut_traceback_through_a_kernel_build_is_a_jit_compile_failure() -> No
     ]
     verdict = broken(lines)
     assert verdict.causes[0] == "jit-compile", (verdict.causes, verdict.headline)
+
+
+def test_a_traceback_cut_at_the_schedulers_construction_is_at_start_up() -> None:
+    # the scheduler process failed while its `Scheduler` was being built; the paste ends at that call
+    lines = [
+        "[2025-09-08 18:19:22 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 2586, in run_scheduler_process',
+        "    scheduler = Scheduler(",
+        "                ^^^^^^^^^^",
+    ]
+    verdict = broken(lines)
+    assert "at start-up" in verdict.headline, verdict.headline

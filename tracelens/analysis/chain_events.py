@@ -151,8 +151,12 @@ def _cut_error_frames(foreign: pl.DataFrame, coded: pl.DataFrame, rows: pl.DataF
 # A frame line anywhere in an unparsed line (its wrapper and colour codes are still there), and its function.
 _ANY_FRAME = r'File "[^"]*", line \d+, in \S'
 _FRAME_FUNCTION = r'File "[^"]*", line \d+, in (\w+)\s*$'
-# A frame's source line that is a call (`    scheduler.event_loop_normal()`): the function it calls.
-_SOURCE_CALL = r"^\s+(?:[\w.]+\.)?(\w+)\(.*\)\s*$"
+# A frame's source line that is a call (`    scheduler.event_loop_normal()`, `    scheduler = Scheduler(`
+# with its arguments on the lines below): the function it calls.
+_SOURCE_CALL = r"^\s+(?:[\w.]+(?:\s*,\s*[\w.]+)*\s*=\s*)?(?:[\w.]+\.)?(\w+)\((?:.*\))?\s*$"
+# The classes of a server's processes, whose construction is its start (SGLang's `Scheduler`, `TpModelWorker`,
+# `ModelRunner`; vLLM's `EngineCoreProc`, `WorkerProc`, `LLMEngine`): a call of one is a start-up frame.
+_PROCESS_CLASS = r"^(?:[A-Z]\w*)?(?:Scheduler|Worker|Runner|Engine|Core|Proc|Manager|Executor)(?:Class)?$"
 
 
 def _cut_bare_frames(tables: Tables, unparsed: pl.DataFrame, coded: pl.DataFrame) -> pl.DataFrame:
@@ -316,6 +320,7 @@ def _frames_stage() -> pl.Expr:
     stage = (
         pl.when(
             (function == "__init__")
+            | function.str.contains(_PROCESS_CLASS)
             | function.str.contains(r"(?i)warm_?up")
             | function.str.contains(_START_STEPS)
         )
