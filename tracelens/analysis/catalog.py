@@ -162,6 +162,21 @@ FAILURES: tuple[Failure, ...] = (
         "each worker's log and /health, and at the router's health-check and circuit-breaker settings",
     ),
     Failure(
+        # a client's own log: httpx (under the openai client, in benchmark scripts and test harnesses) logs
+        # each request with the status it got
+        "client-server-error",
+        "a client's requests answered with a server error (5xx)",
+        "client",
+        _E,
+        r'HTTP Request: [A-Z]+ \S+ "HTTP/[\d.]+ 5\d\d\b',
+        (
+            "2025-04-09 12:04:36,150 - INFO - HTTP Request: POST http://192.168.50.13/v1/chat/completions "
+            '"HTTP/1.1 503 Service Unavailable"',
+        ),
+        "the server (or the gateway in front of it) failed these requests: its log at that time says why (503: "
+        "overloaded or not ready; 500/502: a failure behind it)",
+    ),
+    Failure(
         # vLLM's API server logs a request that failed in its handler under its own head line: the traceback
         # below it is that request's (`request_scope`)
         "request-error",
