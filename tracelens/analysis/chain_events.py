@@ -305,6 +305,16 @@ _START_STEPS = (
 )
 
 
+# The serving loops and the steps they call: SGLang's `event_loop_*` (2024's `forward_step` and its
+# `forward_decode_batch`) and its workers' `forward_batch_generation`; vLLM's `run_busy_loop` /
+# `worker_busy_loop`, `_process_engine_step`, V0's `engine_step`, and the model runner's `execute_model` and
+# `sample_tokens` (a start runs its dummy batches through `_dummy_run`, not these).
+_SERVING_STEPS = (
+    r"^(?:event_loop\w*|\w*busy_loop|_process_engine_step|engine_step|execute_model|sample_tokens|"
+    r"forward_batch_generation|forward_step|forward_decode_batch)$"
+)
+
+
 def _frames_stage() -> pl.Expr:
     """What a traceback's process was doing, from its frames: the first frame that is an object's
     `__init__` (the scheduler, engine core or worker being built), a warm-up (SGLang's
@@ -325,7 +335,7 @@ def _frames_stage() -> pl.Expr:
             | function.str.contains(_START_STEPS)
         )
         .then(pl.lit("start-up"))
-        .when(function.str.contains(r"^(?:event_loop\w*|\w*busy_loop|_process_engine_step|engine_step)$"))
+        .when(function.str.contains(_SERVING_STEPS))
         .then(pl.lit("serving"))
     )
     return stage.drop_nulls().first()
