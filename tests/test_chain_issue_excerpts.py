@@ -114,6 +114,17 @@ def test_a_benchmark_client_that_sent_more_than_succeeded_is_degraded() -> None:
     assert "1 of 100 requests succeeded" in verdict.headline, verdict.headline
 
 
+def test_a_benchmark_clients_command_line_says_how_many_requests_it_sent() -> None:
+    # no failed count and no progress bar: the command pasted above the results asked for 300 prompts
+    command = "python3 -m sglang.bench_serving --backend sglang --dataset-name random --num-prompts 300"
+    verdict = only(run([command, *_client("Successful requests:                     164")]))
+    assert verdict.status == "degraded", verdict.headline
+    assert "164 of 300 requests succeeded" in verdict.headline, verdict.headline
+    # argparse's prefix form, and a run that sent them all
+    command = "python3 -m sglang.bench_serving --port 8000 --num-prompt 164 --random-input 650"
+    assert only(run([command, *_client("Successful requests:                     164")])).status == "healthy"
+
+
 def test_a_benchmark_client_whose_requests_all_succeeded_is_healthy() -> None:
     bar = _BAR.format(done=64, total=64)
     rows = ("Successful requests:                     64", "Failed requests:                         0")

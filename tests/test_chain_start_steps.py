@@ -88,3 +88,37 @@ def test_a_cut_traceback_through_a_kernel_build_is_a_jit_compile_failure() -> No
     ]
     verdict = broken(lines)
     assert verdict.causes[0] == "jit-compile", (verdict.causes, verdict.headline)
+
+
+def test_a_traceback_cut_at_the_schedulers_construction_is_at_start_up() -> None:
+    # the scheduler process failed while its `Scheduler` was being built; the paste ends at that call
+    lines = [
+        "[2025-09-08 18:19:22 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 2586, in run_scheduler_process',
+        "    scheduler = Scheduler(",
+        "                ^^^^^^^^^^",
+    ]
+    verdict = broken(lines)
+    assert "at start-up" in verdict.headline, verdict.headline
+
+
+def test_a_traceback_cut_inside_a_model_step_is_while_serving() -> None:
+    # no serving loop's frame in the paste: the model runner's sampling step (vLLM) and a worker's
+    # generation step (SGLang's overlap thread) run only on requests
+    lead = "(EngineCore_DP0 pid=6819) ERROR 01-27 01:24:41 [core.py:937] "
+    vllm = [
+        f'{lead}  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/gpu_worker.py", line 579, in sample_tokens',
+        f"{lead}    return self.model_runner.sample_tokens(grammar_output)",
+        f'{lead}  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/gpu_model_runner.py", line 3656, in '
+        "sample_tokens",
+        f"{lead}    propose_draft_token_ids(sampled_token_ids)",
+    ]
+    assert "while serving" in broken(vllm).headline, broken(vllm).headline
+    sglang = [
+        "[2025-03-10 10:46:09 TP0] TpModelWorkerClient hit an exception: Traceback (most recent call last):",
+        '  File "/sglang/srt/managers/tp_worker_overlap_thread.py", line 109, in forward_thread_func',
+        "    self.forward_thread_func_()",
+        '  File "/sglang/srt/managers/tp_worker_overlap_thread.py", line 140, in forward_thread_func_',
+        "    logits_output, next_token_ids = self.worker.forward_batch_generation(",
+    ]
+    assert "while serving" in broken(sglang).headline, broken(sglang).headline

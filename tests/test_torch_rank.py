@@ -96,9 +96,9 @@ def test_the_verdict_names_the_ranks_of_interleaved_tracebacks() -> None:
     lines = [SERVER_ARGS, *interleaved(crash(3, OOM), crash(1, OOM, CI))]
     verdict = broken(lines)
     assert verdict.causes == ["oom"], verdict.headline
-    assert verdict.headline.startswith("crashed at start-up: GPU out of memory (CUDA, ranks 1, 3)"), (
-        verdict.headline
-    )
+    assert verdict.headline.startswith(
+        "crashed at start-up during weight loading: GPU out of memory (CUDA, ranks 1, 3)"
+    ), verdict.headline
 
 
 def test_a_block_cut_inside_two_ranks_tracebacks_changes_nothing(tmp_path: Path) -> None:

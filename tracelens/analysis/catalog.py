@@ -46,13 +46,26 @@ FAILURES: tuple[Failure, ...] = (
         r"writeBody failed|readBody failed|transport retry counter exceeded|KVTransferError|"
         r"(?:Decode|Prefill) transfer failed|(?i)handshake.*(?:reset|fail)|Failed to (?:send|transfer) kv|"
         # vLLM's Mooncake connector (and vllm-ascend's)
-        r"Mooncake transfer failed",
+        r"Mooncake transfer failed|"
+        # Mooncake's transfer engine and store in their own glog lines: an RDMA work request the NIC
+        # refused, a NIC taken out of service, a peer's segment its metadata server does not know, a batch
+        # or a put that never completed
+        r"local protection error|Context is not active|Worker: Process failed for slice|"
+        r"Failed to retrieve segment descriptor|Failed to complete transfers after|TRANSFER_FAIL",
         (
             "E0528 06:26:02.123 tcp_transport.cpp:120] Session::writeBody failed. Error: Bad address",
             "Decode transfer failed for request rank=0 req_rid='abc' with exception KVTransferError",
             "ERROR 03-31 02:49:30 [mooncake_connector.py:547] Mooncake transfer failed for request chatcmpl-1",
             "Failed to transfer KV cache for request cmpl-1-0: Mooncake transfer failed, ret: -1",
             "Worker: Process failed for slice (opcode: 1, source_addr: 0x7f): transport retry counter exceeded",
+            "E0724 03:14:20.707079 104002 rdma_context.cpp:261] Context is not active: mlx5_bond_2",
+            "f00, local_nic: mlx5_bond_2, peer_nic: 10.0.2.98:15992@mlx5_bond_1, dest_rkey: 2146656, "
+            "retry_cnt: 0): local protection error",
+            "W0414 03:56:41.856264 77969 transfer_metadata.cpp:153] Failed to retrieve segment descriptor, name "
+            "10.6.131.6_58f33e4e",
+            "E1120 11:10:27.133715 203020 transfer_task.cpp:305] Failed to complete transfers after 60 seconds "
+            "for batch 2586731328",
+            "E0523 06:50:40.085733   223 store_py.cpp:367] Put operation failed with error: TRANSFER_FAIL",
         ),
         "the KV transfer between prefill and decode fails: check the RDMA devices "
         "(--disaggregation-ib-device), that both nodes reach each other, and the transfer backend",
@@ -131,6 +144,37 @@ FAILURES: tuple[Failure, ...] = (
         ),
         "the workers behind the router fail requests: the log of the worker named (a prefill or decode node) "
         "says why",
+    ),
+    Failure(
+        # a router with no worker to send a request to: every worker's circuit breaker is open or its health
+        # check fails, and the router turns the request away (at its start, waiting for workers is no failure)
+        "router-no-workers",
+        "the router has no healthy worker for a request",
+        "router",
+        _E,
+        r"Failed to select PD pair|No available (?:prefill |decode )?workers?\b",
+        (
+            '2025-10-29 21:49:19 ERROR http_request{method=POST uri=/generate version=HTTP/1.1 request_id="gnt-1"}: '
+            "sglang_router_rs::routers::http::pd_router: src/routers/http/pd_router.rs:142: Failed to select PD "
+            "pair error=No available prefill workers (all circuits open or unhealthy)",
+        ),
+        "the workers behind the router are down or fail their health checks (circuit breakers open): look at "
+        "each worker's log and /health, and at the router's health-check and circuit-breaker settings",
+    ),
+    Failure(
+        # a client's own log: httpx (under the openai client, in benchmark scripts and test harnesses) logs
+        # each request with the status it got
+        "client-server-error",
+        "a client's requests answered with a server error (5xx)",
+        "client",
+        _E,
+        r'HTTP Request: [A-Z]+ \S+ "HTTP/[\d.]+ 5\d\d\b',
+        (
+            "2025-04-09 12:04:36,150 - INFO - HTTP Request: POST http://192.168.50.13/v1/chat/completions "
+            '"HTTP/1.1 503 Service Unavailable"',
+        ),
+        "the server (or the gateway in front of it) failed these requests: its log at that time says why (503: "
+        "overloaded or not ready; 500/502: a failure behind it)",
     ),
     Failure(
         # vLLM's API server logs a request that failed in its handler under its own head line: the traceback
@@ -220,7 +264,10 @@ FAILURES: tuple[Failure, ...] = (
         r"exitcode=-?\d+|died unexpectedly|EngineDeadError|Engine core proc .* died|Possible solutions|"
         r"ChildFailedError|terminate called after throwing|Engine core initialization failed|"
         r"MQLLMEngine is already dead|EngineCore failed to start|Engine core .*failed to start|"
-        r"WorkerProc initialization failed",  # vLLM's executor: a worker's own traceback holds the cause
+        r"WorkerProc initialization failed|"  # vLLM's executor: a worker's own traceback holds the cause
+        # vLLM's engine core on an exception in its step (the traceback under it holds it), and its executor
+        # on a worker process that died (that worker's own lines do)
+        r"EngineCore encountered a fatal error|got fatal signal from worker processes",
         (
             "Exception: WorkerProc initialization failed due to an exception in a background process. See "
             "stack trace for root cause.",
@@ -232,6 +279,9 @@ FAILURES: tuple[Failure, ...] = (
             "terminate called after throwing an instance of 'c10::DistBackendError'",
             "Child process unexpectedly failed with exitcode=1. pid=4321",
             "Worker proc VllmWorker-1 died unexpectedly, shutting down executor.",
+            "EngineCore encountered a fatal error.",
+            "MulitprocExecutor got fatal signal from worker processes, shutting down. See stack trace above for "
+            "root cause issue.",
         ),
         # vLLM's multiproc executor names each worker process `VllmWorker-{rank}`
         rank_in_text=r"\bWorker proc VllmWorker-(\d+) died",

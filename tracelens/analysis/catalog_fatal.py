@@ -185,8 +185,14 @@ FATAL: tuple[Failure, ...] = (
         "segmentation fault",
         "native",
         _F,
-        r"Segmentation fault|SIGSEGV|signal 11\b",
-        ("Fatal Python error: Segmentation fault", "Caught signal 11 (SIGSEGV)"),
+        # `!!!!!!! Segfault encountered !!!!!!!`: the banner a native signal handler prints above its
+        # frames (seen under vLLM, SpecForge and Megatron runs alike)
+        r"Segmentation fault|SIGSEGV|signal 11\b|Segfault encountered",
+        (
+            "Fatal Python error: Segmentation fault",
+            "Caught signal 11 (SIGSEGV)",
+            "!!!!!!! Segfault encountered !!!!!!!",
+        ),
         "a native crash: the frames under `Fatal Python error` name the library (NCCL, a kernel, a "
         "tokenizer); update it or run without the feature it serves",
     ),
@@ -254,8 +260,10 @@ FATAL: tuple[Failure, ...] = (
         "scheduler watchdog timeout (the scheduler hung)",
         "server",
         _F,
-        r"(?i)watchdog timeout|Scheduler watchdog",
-        ("Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)",),
+        # `Scheduler debug info:` heads the dump SGLang's watchdog prints when it fires, before its timeout
+        # line (a paste may hold the dump alone)
+        r"(?i)watchdog timeout|Scheduler watchdog|^Scheduler debug info:\s*$",
+        ("Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)", "Scheduler debug info:"),
         "the scheduler made no progress: the stack dump above names the hung call (often a collective)",
         hangs=True,
     ),
@@ -278,13 +286,27 @@ FATAL: tuple[Failure, ...] = (
         serving_only=True,
     ),
     Failure(
+        # Ray tells the caller that an actor's process died; it says nothing of why (its own log does)
+        "ray-actor-died",
+        "a Ray actor's process died",
+        "Ray",
+        _F,
+        r"ActorDiedError|The actor died unexpectedly|The actor is dead because",
+        (
+            "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.",
+            "The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR Worker exit "
+            "detail: Worker unexpectedly exits with a connection error code 2. End of file.",
+        ),
+        "the actor's process ended without a Python error (the OOM killer, a SIGKILL, a segfault): its own "
+        "log in the Ray session's logs (worker-*.err on the node at the ip named) and dmesg say which",
+    ),
+    Failure(
         "ray",
         "Ray error",
         "Ray",
         _F,
         # `RayTaskError(ValueError)` carries a worker's own exception: `ray-task-error`, a consequence
-        r"RayChannelTimeoutError|RayTaskError(?:$|[^(])|ActorDiedError|RaySystemError|"
-        r"The actor died unexpectedly|raylet .*died",
+        r"RayChannelTimeoutError|RayTaskError(?:$|[^(])|RaySystemError|raylet .*died",
         (
             "ray.exceptions.RayChannelTimeoutError: System error: If the execution is expected to take a long "
             "time, increase RAY_CGRAPH_get_timeout which is currently 10 seconds.",

@@ -154,9 +154,12 @@ def _cut_error_frames(foreign: pl.DataFrame, coded: pl.DataFrame, rows: pl.DataF
 # A frame line anywhere in an unparsed line (its wrapper and colour codes are still there), and its function.
 _ANY_FRAME = r'File "[^"]*", line \d+, in \S'
 _FRAME_FUNCTION = r'File "[^"]*", line \d+, in (\w+)\s*$'
-# A frame's source line that is a call (`    scheduler.event_loop_normal()`, `    free = self.determine_
-# available_memory()`): the function it calls.
-_SOURCE_CALL = r"^\s+(?:[\w.,\s]+=\s*)?(?:[\w.]+\.)?(\w+)\(.*\)\s*$"
+# A frame's source line that is a call (`    scheduler.event_loop_normal()`, `    scheduler = Scheduler(`
+# with its arguments on the lines below): the function it calls.
+_SOURCE_CALL = r"^\s+(?:[\w.]+(?:\s*,\s*[\w.]+)*\s*=\s*)?(?:[\w.]+\.)?(\w+)\((?:.*\))?\s*$"
+# The classes of a server's processes, whose construction is its start (SGLang's `Scheduler`, `TpModelWorker`,
+# `ModelRunner`; vLLM's `EngineCoreProc`, `WorkerProc`, `LLMEngine`): a call of one is a start-up frame.
+_PROCESS_CLASS = r"^(?:[A-Z]\w*)?(?:Scheduler|Worker|Runner|Engine|Core|Proc|Manager|Executor)(?:Class)?$"
 
 
 def _cut_bare_frames(tables: Tables, unparsed: pl.DataFrame, coded: pl.DataFrame) -> pl.DataFrame:
@@ -291,16 +294,25 @@ def _exception_line(text: pl.Expr) -> pl.Expr:
     return stripped.str.contains(EXCEPTION_LINE_PATTERN) & ~stripped.str.contains(r"^\S*Warning\b")
 
 
+# The serving loops and the steps they call: SGLang's `event_loop_*` (2024's `forward_step` and its
+# `forward_decode_batch`) and its workers' `forward_batch_generation`; vLLM's `run_busy_loop` /
+# `worker_busy_loop`, `_process_engine_step`, V0's `engine_step`, and the model runner's `execute_model` and
+# `sample_tokens` (a start runs its dummy batches through `_dummy_run`, not these).
+_SERVING_STEPS = (
+    r"^(?:event_loop\w*|\w*busy_loop|_process_engine_step|engine_step|execute_model|sample_tokens|"
+    r"forward_batch_generation|forward_step|forward_decode_batch)$"
+)
+
+
 def _frames_stage() -> pl.Expr:
     """What a traceback's process was doing, from its frames: the first frame that is an object's
-    `__init__` (the scheduler, engine core or worker being built), a warm-up (SGLang's
-    `_wait_and_warmup` / `_execute_server_warmup`, vLLM's `compile_or_warm_up_model`: the last step of a
-    start, before the server says it is ready) or a serving loop (SGLang's `event_loop_*`, vLLM's
-    `run_busy_loop` / `worker_busy_loop` and the step they call, `_process_engine_step`, V0's
-    `engine_step`) says start-up or serving: a copy that leaves out the loop's own frame keeps its step's,
-    and one cut right under the call of the loop (`    scheduler.event_loop_normal()`, a frame's source
-    line) the call's. A start-up is said by its step instead when a frame names one (the deepest:
-    `start_steps`)."""
+    `__init__` or the call that builds a server's process object (`_PROCESS_CLASS`), a step of a start
+    (`start_steps`), a warm-up (SGLang's `_wait_and_warmup` / `_execute_server_warmup`, vLLM's
+    `compile_or_warm_up_model`: the last step of a start, before the server says it is ready) or a
+    serving loop or a step only requests run (`_SERVING_STEPS`) says start-up or serving: a copy that
+    leaves out the loop's own frame keeps its step's, and one cut right under the call of the loop
+    (`    scheduler.event_loop_normal()`, a frame's source line) the call's. A start-up is said by its
+    step instead when a frame names one (the deepest)."""
     # sought anywhere in the line: an unparsed one keeps its wrapper and colour codes
     called = pl.col(TEXT).str.extract(_SOURCE_CALL, 1)
     function = pl.coalesce(pl.col(TEXT).str.extract(_FRAME_FUNCTION, 1), called)
@@ -308,11 +320,14 @@ def _frames_stage() -> pl.Expr:
     # deepest frames. The outermost staged frame decides, so a weight update a serving loop calls stays
     # serving; the deepest step names a start-up's.
     step = frame_step(function)
-    serving_loop = function.str.contains(r"^(?:event_loop\w*|\w*busy_loop|_process_engine_step|engine_step)$")
-    starting = (function == "__init__") | function.str.contains(r"(?i)warm_?up") | step.is_not_null()
-    stage = (
-        first_match([(starting, pl.lit("start-up")), (serving_loop, pl.lit("serving"))]).drop_nulls().first()
+    starting = (
+        (function == "__init__")
+        | function.str.contains(_PROCESS_CLASS)
+        | function.str.contains(r"(?i)warm_?up")
+        | step.is_not_null()
     )
+    serving = function.str.contains(_SERVING_STEPS)
+    stage = first_match([(starting, pl.lit("start-up")), (serving, pl.lit("serving"))]).drop_nulls().first()
     return pl.when(stage == "start-up").then(pl.coalesce(step.drop_nulls().last(), stage)).otherwise(stage)
 
 

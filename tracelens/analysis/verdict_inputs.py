@@ -20,7 +20,8 @@ from tracelens.tables.schema import A, C, T, W
 @dataclass(frozen=True)
 class ClientFigures:
     """A benchmark client's results: requests that succeeded, output tok/s, and requests it sent when
-    it says (its own failed count, else the total of the progress bar it drew right above the results)."""
+    it says (its own failed count, else the total of the progress bar it drew right above the results,
+    else the `--num-prompts` of its command line pasted above them)."""
 
     ok: float | None
     tput: float | None
@@ -32,6 +33,9 @@ class ClientFigures:
 # and concurrency between them).
 _BAR_REACH = 10
 _BAR_TOTAL = r"\|\s*\d+/(\d+) \["
+# A client's command line (SGLang's `bench_serving`, vLLM's `bench serve` / `benchmark_serving.py`) with the
+# requests it sends; argparse takes `--num-prompt` for `--num-prompts` too.
+_COMMAND_TOTAL = r"(?:bench_serving|bench serve|benchmark_serving)\b.*--num-prompts?[= ](\d+)\b"
 
 
 def client_figures(tables: Tables) -> dict[tuple[str, int], ClientFigures]:
@@ -50,30 +54,42 @@ def client_figures(tables: Tables) -> dict[tuple[str, int], ClientFigures]:
         )
     )
     bars = _bar_totals(tables)
+    commands = _command_totals(tables)
     out = {}
     for s, r, ok, tput, failed, accept, counted in rows.iter_rows():
-        sent = ok + failed if counted and ok is not None else bars.get((s, r))
+        sent = ok + failed if counted and ok is not None else bars.get((s, r), commands.get((s, r)))
         out[(s, r)] = ClientFigures(ok, tput, sent, accept)
     return out
 
 
 def _bar_totals(tables: Tables) -> dict[tuple[str, int], float]:
     """Per run: the requests a client sent, as the progress bar right above its results counted them."""
+    bars = tables.scan(T.FOREIGN).filter(pl.col(C.FORMAT) == "tqdm")
+    return _total_above_results(tables, bars, pl.col(C.MESSAGE).str.extract(_BAR_TOTAL, 1), _BAR_REACH)
+
+
+def _command_totals(tables: Tables) -> dict[tuple[str, int], float]:
+    """Per run: the requests a client was told to send, by the last command line above its results."""
+    return _total_above_results(
+        tables, tables.scan(T.UNPARSED), pl.col(C.TEXT).str.extract(_COMMAND_TOTAL, 1)
+    )
+
+
+def _total_above_results(
+    tables: Tables, lines: pl.LazyFrame, total: pl.Expr, reach: int | None = None
+) -> dict[tuple[str, int], float]:
+    """Per run: the `total` of the nearest of `lines` above the head of its benchmark results (at most
+    `reach` lines above, where given)."""
     headers = collect(
         tables.scan(T.BENCHMARKS).filter(pl.col(C.BENCH_ITEM) == "header").select(*RUN_KEY, C.LINE_NO)
     ).sort(C.LINE_NO)
     if not headers.height:
         return {}
-    bars = collect(
-        tables.scan(T.FOREIGN)
-        .filter(pl.col(C.FORMAT) == "tqdm")
-        .select(
-            C.SOURCE, C.LINE_NO, pl.col(C.MESSAGE).str.extract(_BAR_TOTAL, 1).cast(pl.Float64).alias("sent")
-        )
-        .drop_nulls("sent")
+    found = collect(
+        lines.select(C.SOURCE, C.LINE_NO, total.cast(pl.Float64).alias("sent")).drop_nulls("sent")
     ).sort(C.LINE_NO)
     near = headers.join_asof(
-        bars, on=C.LINE_NO, by=C.SOURCE, strategy="backward", tolerance=_BAR_REACH, check_sortedness=False
+        found, on=C.LINE_NO, by=C.SOURCE, strategy="backward", tolerance=reach, check_sortedness=False
     )
     return {(s, r): sent for s, r, _, sent in near.iter_rows() if sent is not None}
 
