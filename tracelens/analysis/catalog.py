@@ -263,7 +263,7 @@ FAILURES: tuple[Failure, ...] = (
         _C,
         r"exitcode=-?\d+|died unexpectedly|EngineDeadError|Engine core proc .* died|Possible solutions|"
         r"ChildFailedError|terminate called after throwing|Engine core initialization failed|"
-        r"MQLLMEngine is already dead|EngineCore failed to start|Engine core .*failed to start|"
+        r"MQLLMEngine is already dead|(?:EngineCore|WorkerProc) failed to start|Engine core .*failed to start|"
         r"WorkerProc initialization failed|"  # vLLM's executor: a worker's own traceback holds the cause
         # vLLM's engine core on an exception in its step (the traceback under it holds it), and its executor
         # on a worker process that died (that worker's own lines do)
@@ -276,6 +276,7 @@ FAILURES: tuple[Failure, ...] = (
             "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue.",
             "MQLLMEngine is already dead, terminating server process",
             "EngineCore failed to start.",
+            "WorkerProc failed to start.",
             "terminate called after throwing an instance of 'c10::DistBackendError'",
             "Child process unexpectedly failed with exitcode=1. pid=4321",
             "Worker proc VllmWorker-1 died unexpectedly, shutting down executor.",

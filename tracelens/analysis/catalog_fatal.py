@@ -30,11 +30,15 @@ FATAL: tuple[Failure, ...] = (
         "NVSHMEM transport cannot reach a peer GPU",
         "NVSHMEM",
         _F,
-        r"(?i)Peer GPU \d+ is not accessible|building transport map failed|nvshmem\w*.*(?:error|failed|abort)",
+        # NVSHMEM's error macro prints `<its source file>:<line>: non-zero status: <code> <message>`: a path
+        # under its own tree names it even when the message is empty (an IBRC queue pair that failed)
+        r"(?i)Peer GPU \d+ is not accessible|building transport map failed|nvshmem\w*.*(?:error|failed|abort)|"
+        r"nvshmem\S*/src/\S+:\d+: non-zero status: \d+",
         (
             "/dvs/p4/build/sw/rel/gpgpu/toolkit/r12.8/main_nvshmem/src/host/transport/transport.cpp:420: "
             "non-zero status: 7 Peer GPU 8 is not accessible, exiting ...",
             "src/host/init/init.cu:nvshmemi_common_init:997: building transport map failed",
+            "/sgl-workspace/nvshmem/src/modules/transport/ibrc/ibrc.cpp:1433: non-zero status: 7 ",
         ),
         "NVSHMEM (DeepEP) needs GPUDirect RDMA between the nodes: mlx5 NICs with IBGDA, nvidia_peermem "
         "loaded, NVSHMEM_HCA_LIST / NVSHMEM_IB_ENABLE_IBGDA set for this NIC; or run without DeepEP",
@@ -416,8 +420,17 @@ FATAL: tuple[Failure, ...] = (
         "Ascend NPU error",
         "torch_npu",
         _F,
-        r"\bE[ZEIH]9999\b|ACL_ERROR_\w+|(?i)npu (?:function|kernel) error|aclnn\w+ failed",
-        ("RuntimeError: The Inner error is reported as above. EZ9999: Inner Error!",),
+        # CANN's own log lines: `[ERROR] <module>(<pid>,<process>):<date>-<time> [<file>:<line>]...` (the graph
+        # engine GE, ASCENDCL, RUNTIME, HCCL, ...), printed to the console with ASCEND_SLOG_PRINT_TO_STDOUT
+        r"\bE[ZEIH]9999\b|ACL_ERROR_\w+|(?i)npu (?:function|kernel) error|aclnn\w+ failed|"
+        r"^\[ERROR\] [A-Z][A-Z_]*\(\d+,[^)]*\):\d{4}-\d\d-\d\d-\d\d:\d\d:\d\d",
+        (
+            "RuntimeError: The Inner error is reported as above. EZ9999: Inner Error!",
+            "[ERROR] GE(173913,):2025-12-25-17:14:00.937.954 [tiling.cc:312]174006 BuildTilingParseOutputs: "
+            "ErrorNo: 1343225857(Parameter invalid!) Failed to find func by type TransData",
+            "[ERROR] RUNTIME(2861,python):2025-03-04-10:12:01.514.206 [stream.cc:1148]2861 GetError: "
+            "report error module_type=1, module_name=EZ9999",
+        ),
         "look up the error code in the CANN error reference; check that CANN, torch_npu and the driver match",
     ),
     Failure(
