@@ -56,6 +56,7 @@ from tracelens.analysis.runs import RUN_KEY
 from tracelens.analysis.startup import ready_times
 from tracelens.live.status import EMBED_WORDS, Level, RunStatus, Snapshot, site_statuses
 from tracelens.tables.frames import Tables
+from tracelens.tables.names import VLLM_V0_METRICS
 from tracelens.tables.schema import A, C, T, W
 
 RunKey = tuple[str, int]  # source label, run
@@ -360,11 +361,23 @@ class RunningFigures:
         metrics = tables[T.SPEC_METRICS]
         if metrics.height:
             lengths = metrics.filter(pl.col(C.MEAN_ACCEPTANCE_LENGTH).is_not_nan())
-            grouped = lengths.group_by(RUN_KEY).agg(pl.col(C.MEAN_ACCEPTANCE_LENGTH).sum(), pl.len())
+            v0 = pl.col(C.LAYOUT) == VLLM_V0_METRICS
+            grouped = (
+                lengths.filter(~v0).group_by(RUN_KEY).agg(pl.col(C.MEAN_ACCEPTANCE_LENGTH).sum(), pl.len())
+            )
             for source, run, total, count in grouped.iter_rows():
                 held = self._vllm.setdefault((source, run), [0.0, 0])
                 held[0] += total
                 held[1] += count
+            # V0 counts from the server's start: its newest line's length is the run's mean so far
+            newest = (
+                lengths.filter(v0)
+                .sort(C.LINE_NO)
+                .group_by(RUN_KEY)
+                .agg(pl.col(C.MEAN_ACCEPTANCE_LENGTH).last())
+            )
+            for source, run, length in newest.iter_rows():
+                self._vllm[(source, run)] = [length, 1]
 
     def end(self, runs: Iterable[RunKey]) -> None:
         """The ``runs`` have ended: their decode figures are final (`_RunDecode.close`)."""
