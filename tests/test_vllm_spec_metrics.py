@@ -110,3 +110,33 @@ def test_v0_counters_become_intervals_and_start_over_when_they_go_back() -> None
     # emitted / (drafted / k): 1 / 1, 2 / 2, 4 / 2; V1's as printed
     assert got.get_column(C.MEAN_ACCEPTANCE_LENGTH).to_list() == pytest.approx([1.0, 1.0, 2.0, 3.1])
     assert intervals(frame.lazy()).collect().equals(intervals(frame))
+
+
+def test_a_draft_that_accepts_nothing_is_broken_in_every_v1_layout() -> None:
+    positions = ", ".join(["0.000"] * 16)
+    current = (
+        "(APIServer pid=1) INFO 07-24 04:00:{s} [metrics.py:96] SpecDecoding metrics: Mean acceptance length: "
+        "1.00, Accepted throughput: 0.00 tokens/s, Drafted throughput: 4227.20 tokens/s, Accepted: 0 tokens, "
+        f"Drafted: 42272 tokens, Per-position acceptance rate: {positions}, Avg Draft acceptance rate: 0.0%"
+    )
+    verdict = only(run([current.format(s=31), current.format(s=41)]))
+    assert verdict.status == "broken", verdict.headline
+    # k is the count of the per-position rates
+    assert "acceptance 0.0% over 16 speculative tokens, accept len 1.00" in verdict.headline
+    early = "INFO 04-02 18:03:{s} [metrics.py:53] SpecDecoding metrics: Draft acceptance rate: {r}%, Accepted: {a} tokens, Drafted: 400 tokens"
+    verdict = only(run([early.format(s=31, r="0.0", a=0), early.format(s=41, r="0.5", a=2)]))
+    assert verdict.status == "broken", verdict.headline
+    assert verdict.headline == "the target rejects almost every drafted token (acceptance 0.2%)"
+
+
+def test_nan_in_the_logits_is_a_finding_in_vllm_s_lines_of_either_engine() -> None:
+    for lead in (
+        "WARNING 05-01 10:00:{s} sampler.py:120]",
+        "(EngineCore_DP0 pid=9) WARNING 05-01 10:00:{s} [sampler.py:120]",
+    ):
+        lines = [
+            f"{lead.format(s=s)} Detected errors during sampling! NaN in the logits." for s in range(10, 24)
+        ]
+        verdict = only(run(lines))
+        assert verdict.status == "degraded", verdict.headline
+        assert verdict.headline.startswith("NaN in the logits during sampling (sampling, 14 times)")

@@ -301,13 +301,22 @@ _START_STEPS = (
 )
 
 
+# Functions that run only once a server serves: the serving loops, the step they call, V0's async engine
+# loop and its speculative step, V1's API-side output loop, and a request's handler.
+_SERVING_STEPS = (
+    r"^(?:event_loop\w*|\w*busy_loop|_process_engine_step|engine_step|step_async|run_engine_loop|"
+    r"_run_speculative_decoding_step|output_handler|\w*completion_stream_generator)$"
+)
+
+
 def _frames_stage() -> pl.Expr:
     """What a traceback's process was doing, from its frames: the first frame that is an object's
     `__init__` (the scheduler, engine core or worker being built), a warm-up (SGLang's
     `_wait_and_warmup` / `_execute_server_warmup`, vLLM's `compile_or_warm_up_model`: the last step of a
     start, before the server says it is ready) or a serving loop (SGLang's `event_loop_*`, vLLM's
     `run_busy_loop` / `worker_busy_loop` and the step they call, `_process_engine_step`, V0's
-    `engine_step`) says start-up or serving: a copy that leaves out the loop's own frame keeps its step's,
+    `engine_step`, a step of V0's speculative decoding, V1's `output_handler`, a request's stream
+    generator) says start-up or serving: a copy that leaves out the loop's own frame keeps its step's,
     and one cut right under the call of the loop (`    scheduler.event_loop_normal()`, a frame's source
     line) the call's."""
     # sought anywhere in the line: an unparsed one keeps its wrapper and colour codes
@@ -320,7 +329,7 @@ def _frames_stage() -> pl.Expr:
             | function.str.contains(_START_STEPS)
         )
         .then(pl.lit("start-up"))
-        .when(function.str.contains(r"^(?:event_loop\w*|\w*busy_loop|_process_engine_step|engine_step)$"))
+        .when(function.str.contains(_SERVING_STEPS))
         .then(pl.lit("serving"))
     )
     return stage.drop_nulls().first()

@@ -43,9 +43,13 @@ def gist(finding: Finding, run: dict[str, Any], limit: int = 80) -> str:
     over = f" over {run[A.SPEC_TOKENS]} speculative tokens" if run.get(A.SPEC_TOKENS) else ""
     if finding.code == "acceptance-low" and rate is not None and mean is not None:
         return f"only {rate:.0%} of drafted tokens are accepted (accept len {mean:.2f}{over})"
-    if finding.code == "acceptance-useless" and mean is not None:
-        accepted = f"acceptance {rate:.1%}{over}, " if rate is not None else ""
-        return f"the target rejects almost every drafted token ({accepted}accept len {mean:.2f})"
+    if finding.code == "acceptance-useless":
+        # vLLM's rate as its lines print it beside the length (V1's first layouts print it alone)
+        vllm = rate is not None and run.get(A.RATE_ENGINE) == VLLM
+        figures = [f"acceptance {rate:.1%}{over}"] if vllm else []
+        figures += [f"accept len {mean:.2f}"] if mean is not None else []
+        if figures:
+            return f"the target rejects almost every drafted token ({', '.join(figures)})"
     if finding.code == "slower-than-baseline" and run.get(A.SPEEDUP) is not None:
         return f"it is slower than its baseline ({run[A.SPEEDUP]:.2f}x)"
     text = finding.message
@@ -75,7 +79,7 @@ def _where(component: str | None, ranks: list[int]) -> str:
 def chain_headline(chain: Chain) -> str:
     """One sentence: what broke, in which component and ranks, when, and what it explains."""
     where = _where(chain.component, chain.ranks)
-    when = {"serving": "while serving", "start-up": "at start-up"}.get(chain.phase, "")
+    when = {"serving": "while serving", "start-up": "at start-up", "idle": "while idle"}.get(chain.phase, "")
     times = f", {chain.count} times" if chain.weight == Weight.ERROR and chain.count > 1 else ""
     name = (
         chain.name
