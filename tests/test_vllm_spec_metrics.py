@@ -8,10 +8,12 @@ import polars as pl
 import pytest
 from test_chain import only
 from test_detectors import run
+from test_idle_gaps import fed_in_blocks
 
 from tracelens.analysis.vllm_metrics import intervals
+from tracelens.engine.ingest import parse_text
 from tracelens.tables.names import VLLM_V0_METRICS
-from tracelens.tables.schema import A, C
+from tracelens.tables.schema import A, C, T
 
 V0_START = "INFO 10-16 19:00:00 api_server.py:495] vLLM API server version 0.6.3"
 
@@ -140,3 +142,20 @@ def test_nan_in_the_logits_is_a_finding_in_vllm_s_lines_of_either_engine() -> No
         verdict = only(run(lines))
         assert verdict.status == "degraded", verdict.headline
         assert verdict.headline.startswith("NaN in the logits during sampling (sampling, 14 times)")
+
+
+@pytest.mark.parametrize("block", [3, 7])
+def test_the_live_running_figure_of_a_v0_run_is_the_batch_analysis(block: int) -> None:
+    # fed a few lines at a time, as a live session parses them: V0's intervals cross the parses
+    lines = [V0_START, v0_stats(4), v0_line(4, 0.640, 4200, 6561, 5220), v0_stats(5)]
+    lines += [v0_line(5, 0.642, 8547, 13311, 10616), v0_line(6, 0.650, 9400, 14500, 11700)]
+    text = "\n".join(lines) + "\n"
+    expected = run(lines).runs.item(0, A.MEAN_ACCEPT_LEN)
+    tables = parse_text(text, "hand.log")
+    figures = fed_in_blocks(tables, len(lines), block)
+    metrics = tables[T.SPEC_METRICS]
+    means = figures.means((metrics.item(0, C.SOURCE), metrics.item(0, C.RUN)), None)
+    assert means is not None
+    assert means[A.MEAN_ACCEPT_LEN] == pytest.approx(expected, rel=1e-9)
+    # three intervals: 5220 / 2187, 5396 / 2250, 1084 / 396.33
+    assert expected == pytest.approx((5220 / 2187 + 5396 / 2250 + 1084 / (1189 / 3)) / 3)
