@@ -118,6 +118,17 @@ def test_each_dp_rank_is_judged_by_its_own_lines_and_pieces_carry_the_gap() -> N
         ), cut
 
 
+def fed_in_blocks(tables: Tables, lines: int, block: int) -> RunningFigures:
+    """The live running figures of ``tables`` (of ``lines`` lines) fed ``block`` lines at a time, as a live
+    session parses them."""
+    names = (T.LIFECYCLE, T.BATCHES, T.DEBUG, T.SPEC_METRICS)
+    figures = RunningFigures()
+    for start in range(1, lines + 1, block):
+        within = pl.col(C.LINE_NO).is_between(start, start + block, closed="left")
+        figures.add(Tables({name: tables[name].filter(within) for name in names}))
+    return figures
+
+
 @pytest.mark.parametrize("block", [5, 13])
 def test_the_live_running_figures_leave_the_same_lines_out(tmp_path: Path, block: int) -> None:
     # fed a few lines at a time, as a live session parses them: the batch analysis' figure
@@ -126,11 +137,7 @@ def test_the_live_running_figures_leave_the_same_lines_out(tmp_path: Path, block
     path.write_text(text)
     expected = analyze([path]).runs.item(0, A.MEAN_GEN_THROUGHPUT)
     tables = parse_text(text, "chat.log")
-    names = (T.LIFECYCLE, T.BATCHES, T.DEBUG, T.SPEC_METRICS)
-    figures = RunningFigures()
-    for start in range(1, text.count("\n") + 1, block):
-        within = pl.col(C.LINE_NO).is_between(start, start + block, closed="left")
-        figures.add(Tables({name: tables[name].filter(within) for name in names}))
+    figures = fed_in_blocks(tables, text.count("\n"), block)
     batches = tables[T.BATCHES]
     means = figures.means((batches.item(0, C.SOURCE), batches.item(0, C.RUN)), None)
     assert means is not None

@@ -194,7 +194,8 @@ def test_a_vllm_draft_at_zero_acceptance_is_useless_without_debug_lines() -> Non
     verdict = only(run(lines))
     assert verdict.status == "broken"
     assert verdict.causes == ["acceptance-useless"]
-    assert "0.000 over 16 speculative tokens" in verdict.headline
+    # V0's acceptance length is emitted / (drafted / k): 200 / (3200 / 16)
+    assert "acceptance 0.0% over 16 speculative tokens, accept len 1.00" in verdict.headline
 
 
 def test_a_clock_jump_of_days_in_a_start_up_is_no_stall() -> None:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from tracelens.analysis import vllm_metrics
 from tracelens.analysis.per_run import stat_column
 from tracelens.analysis.positions import (
     LENGTH_BIN,
@@ -149,9 +150,15 @@ def _vllm_lines(spec_metrics: pl.DataFrame) -> dict[tuple[str, int], dict[str, A
     """Per vLLM run: its metrics lines' accepted / drafted tokens (pooled) and their depth (positions)."""
     if not spec_metrics.height:
         return {}
-    pooled = spec_metrics.group_by(RUN_KEY).agg(
-        (pl.col(C.ACCEPTED).sum() / pl.col(C.DRAFTED).sum()).alias(A.POOLED_RATE),
-        pl.coalesce(pl.col(C.PER_POSITION).list.len().max(), pl.col(C.NUM_SPEC_TOKENS).max()).alias(A.DEPTH),
+    pooled = (
+        vllm_metrics.intervals(spec_metrics)
+        .group_by(RUN_KEY)
+        .agg(
+            (pl.col(C.ACCEPTED).sum() / pl.col(C.DRAFTED).sum()).alias(A.POOLED_RATE),
+            pl.coalesce(pl.col(C.PER_POSITION).list.len().max(), pl.col(C.NUM_SPEC_TOKENS).max()).alias(
+                A.DEPTH
+            ),
+        )
     )
     return {(r[C.SOURCE], r[C.RUN]): r for r in pooled.iter_rows(named=True)}
 

@@ -20,7 +20,9 @@ STOPS_AND_NOTES: tuple[Failure, ...] = (
         r"^(?:INFO:\s+)?(?:Shutting down|Finished server process)|^\^C|^Terminated\b|"
         r"(?i)SIGTERM received|received SIGTERM|received signal (?:15|SIGTERM|SIGINT|2)\b|Draining requests|"
         r"Gracefully (?:exiting|shutting down)|shutdown triggered|^KeyboardInterrupt\b|Ctrl-C|Aborted by user|"
-        r"trigger received signal=SIG(?:TERM|INT)\b",
+        r"trigger received signal=SIG(?:TERM|INT)\b|"
+        # vLLM's engine core says so only when SIGTERM or SIGINT reached it (its handler raises SystemExit)
+        r"^EngineCore exiting\.",
         (
             "SIGTERM received. signum=None frame=None. Draining requests and shutting down...",
             "Received SIGTERM, shutting down",
@@ -31,6 +33,7 @@ STOPS_AND_NOTES: tuple[Failure, ...] = (
             "[shutdown] API server: shutdown triggered",
             "Gracefully exiting...",
             "[shutdown] EngineCore: trigger received signal=SIGINT",
+            "EngineCore exiting.",
             "^C",
         ),
     ),

@@ -42,6 +42,10 @@ _BY_CODE = {f.code: f for f in FAILURES}
 MAX_EXPLAINED = 4
 SERVED_ON = dt.timedelta(minutes=1)  # serving this long after a failure: the failure stopped nothing
 SERVED_ON_REQUESTS = 3  # or answering this many requests after it
+# vLLM's stats line after a failure counts the interval the failure fell in (printed every 5 s by V0, 10 s
+# by V1, the API server's logger going on a moment after its engine died): within this, its work was the
+# engine's at the failure.
+STATS_AFTER = dt.timedelta(seconds=30)
 _KIND, _COUNT, _RANKS = "_kind", "_count", "_ranks"  # columns the reduced events add (`_reduce`)
 # Exception classes that say nothing beyond a catalog entry's name: not added to it.
 PLAIN_EXCEPTIONS = frozenset(
@@ -84,7 +88,9 @@ class Chain:
     detail: tuple[str, int] | None = None  # an earlier error of the cause's component: name, line
     went_on: bool = False  # the run served on after its fatal-looking cause (`_went_on`)
     hangs: bool = False  # the cause says the serving loop stopped (`Failure.hangs`): the run hung
-    phase: str = ""  # `serving` or `start-up`: what the run was doing when the cause struck (`_phase`)
+    # `serving`, `start-up`, or `idle` (a vLLM engine whose stats lines around the cause count no work):
+    # what the run was doing when the cause struck (`_phase`, `_stats_phase`)
+    phase: str = ""
     step: str = ""  # a start-up's step, in words (`during weight loading`): frames', else the log's milestone
     after_stop: int = 0  # failure lines after the graceful stop (the stop's noise)
     noise: set[int] = field(default_factory=set)  # records (traceback heads) that are noise as a whole
@@ -180,18 +186,58 @@ def chains(tables: Tables) -> dict[tuple[str, int], Chain]:
     noise = _noise_records(found)
     vllm = _vllm_runs(tables)
     marks = _milestones(tables)
+    stats = _stats_lines(tables, vllm)
     out: dict[tuple[str, int], Chain] = {}
     for (source, run), group in _reduce(found).group_by(C.SOURCE, C.RUN, maintain_order=True):
         key = (str(source), int(run))
         engine = "vllm" if key in vllm else "sglang"  # the fix in the flags of the engine that printed it
-        out[key] = _chain(group, backwards.get(key, 1), serving.get(key), starting.get(key), engine)
+        out[key] = _chain(
+            group, backwards.get(key, 1), serving.get(key), starting.get(key), engine, stats.get(key, [])
+        )
         _step_from_milestones(out[key], marks.get(key, []))
         # a ready line counts only after a start-up failure: a log that joins two servers' excerpts
         # holds the second one's ready line after the first one's crash
-        became_ready = ready.get(key, 0) if out[key].phase != "serving" else 0
+        became_ready = ready.get(key, 0) if out[key].phase not in ("serving", "idle") else 0
         _went_on(out[key], last_batch.get(key), max(answers.get(key, 0), became_ready) or None)
         out[key].noise = noise.get(key, set())
     return out
+
+
+# One vLLM stats line: its line, time, and whether it counts work (requests running or waiting, tokens
+# generated or prefilled: `parsers/vllm_stats.py` makes the others phase `idle`).
+StatsLine = tuple[int, dt.datetime | None, bool]
+
+
+def _stats_lines(tables: Tables, vllm: set[tuple[str, int]]) -> dict[tuple[str, int], list[StatsLine]]:
+    """The engine stats lines of each vLLM run (its batch lines are those), in line order."""
+    if not vllm:
+        return {}
+    rows = collect(
+        tables.scan(T.BATCHES)
+        .select(C.SOURCE, C.RUN, C.LINE_NO, C.TS, (pl.col(C.PHASE) != "idle").alias("_busy"))
+        .sort(C.SOURCE, C.RUN, C.LINE_NO)
+    )
+    out: dict[tuple[str, int], list[StatsLine]] = {}
+    for source, run, line, ts, busy in rows.iter_rows():
+        if (source, run) in vllm:
+            out.setdefault((source, run), []).append((line, ts, bool(busy)))
+    return out
+
+
+def _stats_phase(line: int, ts: dt.datetime | None, forward: bool, stats: list[StatsLine]) -> str | None:
+    """What a vLLM engine was doing at a failure on ``line``, as its stats lines say (vLLM prints no other
+    sign of serving): `serving` when the last line before it counts work, or the first after it does
+    (that line counts the interval the failure fell in) within `STATS_AFTER`; `idle` when they count
+    none; None without a stats line before or right after it."""
+    before = [s for s in stats if (s[0] < line if forward else s[0] > line)]
+    after = [s for s in stats if (s[0] > line if forward else s[0] < line)]
+    last = (before[-1] if forward else before[0]) if before else None
+    first = (after[0] if forward else after[-1]) if after else None
+    if first is not None and ts is not None and first[1] is not None and abs(first[1] - ts) > STATS_AFTER:
+        first = None
+    if (last is not None and last[2]) or (first is not None and first[2]):
+        return "serving"
+    return "idle" if last is not None or first is not None else None
 
 
 def _noise_records(found: pl.DataFrame) -> dict[tuple[str, int], set[int]]:
@@ -360,8 +406,10 @@ def _chain(
     serving: tuple[int, int] | None,
     starting: tuple[int, int] | None,
     engine: str = "sglang",
+    stats: list[StatsLine] | None = None,
 ) -> Chain:
-    """One run's chain from its events (in line order); its fix in ``engine``'s flags."""
+    """One run's chain from its events (in line order); its fix in ``engine``'s flags; ``stats``: a vLLM
+    run's stats lines (`_stats_lines`)."""
     rows = group.to_dicts()
     chain = Chain()
     chain.notes = {str(r[CODE]) for r in rows if _weight(r[CODE]) == Weight.NOTE}
@@ -430,11 +478,16 @@ def _chain(
     chain.fix = entry.fix_for(engine) if entry else None
     chain.ranks = list(cause[_RANKS] or [])
     chain.count = int(cause[_COUNT])
-    # a traceback's own frames say it best; else what the log showed before the cause
+    # a traceback's own frames say it best (a start-up's step too); else a vLLM engine's stats lines
+    # around the cause; else what the log showed before the cause
     stage = str(cause.get(STAGE) or "")
     chain.step = "" if stage in ("", "serving", "start-up") else stage
     chain.phase = (
-        "start-up" if chain.step else stage or _phase(cause[C.LINE_NO], direction > 0, serving, starting)
+        "start-up"
+        if chain.step
+        else stage
+        or _stats_phase(cause[C.LINE_NO], chain.ts, direction > 0, stats or [])
+        or _phase(cause[C.LINE_NO], direction > 0, serving, starting)
     )
     # the engine's own word that its start failed (vLLM prints no start-up milestones)
     if not chain.phase and any(_START_FAILED.search(str(r[TEXT])) for r in ordered):

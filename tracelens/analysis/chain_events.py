@@ -294,13 +294,16 @@ def _exception_line(text: pl.Expr) -> pl.Expr:
     return stripped.str.contains(EXCEPTION_LINE_PATTERN) & ~stripped.str.contains(r"^\S*Warning\b")
 
 
-# The serving loops and the steps they call: SGLang's `event_loop_*` (2024's `forward_step` and its
-# `forward_decode_batch`) and its workers' `forward_batch_generation`; vLLM's `run_busy_loop` /
-# `worker_busy_loop`, `_process_engine_step`, V0's `engine_step`, and the model runner's `execute_model` and
-# `sample_tokens` (a start runs its dummy batches through `_dummy_run`, not these).
+# Functions that run only once a server serves: the serving loops and the steps they call. SGLang's
+# `event_loop_*` (2024's `forward_step` and its `forward_decode_batch`) and its workers'
+# `forward_batch_generation`; vLLM's `run_busy_loop` / `worker_busy_loop`, `_process_engine_step`, V0's
+# `engine_step`, its async engine loop and speculative step, the model runner's `execute_model` and
+# `sample_tokens` (a start runs its dummy batches through `_dummy_run`, not these), V1's API-side
+# `output_handler` and a request's stream generator.
 _SERVING_STEPS = (
     r"^(?:event_loop\w*|\w*busy_loop|_process_engine_step|engine_step|execute_model|sample_tokens|"
-    r"forward_batch_generation|forward_step|forward_decode_batch)$"
+    r"forward_batch_generation|forward_step|forward_decode_batch|step_async|run_engine_loop|"
+    r"_run_speculative_decoding_step|output_handler|\w*completion_stream_generator)$"
 )
 
 

@@ -3,6 +3,7 @@ clause of one (a crash's component and ranks named as a chain's are)."""
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -10,6 +11,7 @@ from tracelens.analysis.catalog import Weight
 from tracelens.analysis.chain import Chain, ranks_text
 from tracelens.analysis.crash_text import crash_what
 from tracelens.analysis.findings import Finding
+from tracelens.analysis.positions import VLLM
 from tracelens.tables.schema import A
 
 # A run that crashed with no rule to explain it was still stopped by something found: the fault itself.
@@ -19,13 +21,35 @@ CRASH_CODES = ("fault-exception", "fault-oom", "fault-nccl", "fault-watchdog", "
 _RANKS = re.compile(r"^(\d+) rank\(s\) \(([^)]*)\)(?: in (\S+))?: ")
 
 
+def _figure(value: Any) -> float | None:
+    return None if value is None or math.isnan(value) else float(value)
+
+
+def acceptance_words(run: dict[str, Any]) -> list[str]:
+    """A run's acceptance as a headline says it: `accept len 2.39` (tokens a step, the bonus token
+    included, for either engine) and, for vLLM, whose logs print it beside the length (`Avg Draft
+    acceptance rate`), `acceptance 64%`; V1's first layouts print a rate and no length."""
+    mean, rate = _figure(run.get(A.MEAN_ACCEPT_LEN)), _figure(run.get(A.MEAN_ACCEPTANCE_RATE))
+    words = [f"accept len {mean:.2f}"] if mean is not None else []
+    if rate is not None and run.get(A.RATE_ENGINE) == VLLM:
+        words.append(f"acceptance {rate:.0%}")
+    return words
+
+
 def gist(finding: Finding, run: dict[str, Any], limit: int = 80) -> str:
     """A finding as a clause of a headline: short, numbers kept (a crash's ranks too), traceback tails dropped."""
-    rate, mean = run.get(A.MEAN_ACCEPTANCE_RATE), run.get(A.MEAN_ACCEPT_LEN)
+    rate, mean = _figure(run.get(A.MEAN_ACCEPTANCE_RATE)), _figure(run.get(A.MEAN_ACCEPT_LEN))
+    # vLLM's k, the tokens it drafts a step: a Medusa of 16 heads that accepts nothing is said so
+    over = f" over {run[A.SPEC_TOKENS]} speculative tokens" if run.get(A.SPEC_TOKENS) else ""
     if finding.code == "acceptance-low" and rate is not None and mean is not None:
-        return f"only {rate:.0%} of drafted tokens are accepted (accept len {mean:.2f})"
-    if finding.code == "acceptance-useless" and mean is not None:
-        return f"the target rejects almost every drafted token (accept len {mean:.2f})"
+        return f"only {rate:.0%} of drafted tokens are accepted (accept len {mean:.2f}{over})"
+    if finding.code == "acceptance-useless":
+        # vLLM's rate as its lines print it beside the length (V1's first layouts print it alone)
+        vllm = rate is not None and run.get(A.RATE_ENGINE) == VLLM
+        figures = [f"acceptance {rate:.1%}{over}"] if vllm else []
+        figures += [f"accept len {mean:.2f}"] if mean is not None else []
+        if figures:
+            return f"the target rejects almost every drafted token ({', '.join(figures)})"
     if finding.code == "slower-than-baseline" and run.get(A.SPEEDUP) is not None:
         return f"it is slower than its baseline ({run[A.SPEEDUP]:.2f}x)"
     text = finding.message
@@ -55,7 +79,7 @@ def _where(component: str | None, ranks: list[int]) -> str:
 def chain_headline(chain: Chain) -> str:
     """One sentence: what broke, in which component and ranks, when, and what it explains."""
     where = _where(chain.component, chain.ranks)
-    when = {"serving": "while serving", "start-up": "at start-up"}.get(chain.phase, "")
+    when = {"serving": "while serving", "start-up": "at start-up", "idle": "while idle"}.get(chain.phase, "")
     if when and chain.phase == "start-up" and chain.step:
         when = f"{when} {chain.step}"
     times = f", {chain.count} times" if chain.weight == Weight.ERROR and chain.count > 1 else ""

@@ -22,6 +22,7 @@ from tracelens.analysis import (
     positions,
     startup,
     verdicts,
+    vllm_metrics,
 )
 from tracelens.analysis.defaults import DEFAULT_POSITION_MARGIN, DEFAULT_STALL_SECONDS
 from tracelens.analysis.detectors import Context, detect
@@ -282,19 +283,26 @@ def _overview(
 ) -> pl.DataFrame:
     stats = made.steady_means
     # vLLM prints no decode lines: its mean acceptance length (bonus included, as SGLang's accept len)
-    # comes from the spec-decoding metrics lines, idle `nan` intervals left out; its rate is accepted over
-    # drafted tokens pooled over the lines that count both (the (accept len - 1) / k of SGLang's rows),
-    # else the mean of the rates it printed.
+    # comes from the spec-decoding metrics lines, each an interval (V0's counters since start made so),
+    # idle `nan` intervals left out; its rate is accepted over drafted tokens pooled over the lines that
+    # count both (the (accept len - 1) / k of SGLang's rows), else the mean of the rates it printed. A
+    # run whose lines print no length (V1's first layouts) still has its rate.
     counted = pl.col(C.DRAFTED).fill_null(0) > 0
     pooled = pl.col(C.ACCEPTED).filter(counted).sum() / pl.col(C.DRAFTED).filter(counted).sum()
     logged = pl.col(C.ACCEPTANCE_RATE).filter(pl.col(C.ACCEPTANCE_RATE).is_not_nan()).mean()
+    length = pl.col(C.MEAN_ACCEPTANCE_LENGTH)
     vllm = (
-        spec_metrics.filter(pl.col(C.MEAN_ACCEPTANCE_LENGTH).is_not_nan())
+        vllm_metrics.intervals(spec_metrics)
         .group_by(RUN_KEY)
         .agg(
-            pl.col(C.MEAN_ACCEPTANCE_LENGTH).mean().alias(W.VLLM_LEN),
+            length.filter(length.is_not_nan()).mean().alias(W.VLLM_LEN),
             pl.when(counted.any()).then(pooled).otherwise(logged).alias(W.VLLM_RATE),
+            # V0 prints k; V1 a rate for each of its k positions
+            pl.coalesce(pl.col(C.NUM_SPEC_TOKENS).max(), pl.col(C.PER_POSITION).list.len().max())
+            .cast(pl.Int64)
+            .alias(A.SPEC_TOKENS),
         )
+        .filter(pl.col(W.VLLM_LEN).is_not_null() | pl.col(W.VLLM_RATE).is_not_null())
     )
     crashed = folded.filter(pl.col(C.FAULT_KIND).is_in(["exception", "oom", "nccl", "watchdog", "sigquit"]))
     crashed = crashed.select(RUN_KEY).unique().with_columns(pl.lit(False).alias(A.ENDED_CLEANLY))

@@ -74,16 +74,17 @@ def unknown_sources(lines: pl.DataFrame | pl.LazyFrame, unparsed: pl.LazyFrame) 
 def with_speculation(runs: pl.DataFrame, tables: Tables) -> pl.DataFrame:
     """``runs`` with whether each decodes speculatively and what says so, decided here once for every
     view: its server args name an algorithm; else its decode lines print an accept len (SGLang prints
-    one only when it drafts) or vLLM's spec-decoding metrics lines an acceptance length (a log that
-    starts after the server args, or a server whose args line was cut, still drafts)."""
+    one only when it drafts) or vLLM's spec-decoding metrics lines an acceptance length or drafted
+    tokens (a log that starts after the server args, or a server whose args line was cut, still drafts)."""
     decode = collect(
         tables.scan(T.BATCHES).filter(pl.col(C.ACCEPT_LEN).is_not_null()).select(RUN_KEY).unique()
     ).with_columns(pl.lit(DECODE_LINES).alias(W.SPEC_SEEN))
+    length = pl.col(C.MEAN_ACCEPTANCE_LENGTH)
     metrics = collect(
         tables.scan(T.SPEC_METRICS)
-        .filter(
-            pl.col(C.MEAN_ACCEPTANCE_LENGTH).is_not_null() & pl.col(C.MEAN_ACCEPTANCE_LENGTH).is_not_nan()
-        )
+        # a length, or tokens drafted (V1's first layouts print no length; a server that does not
+        # draft prints `nan%` over 0 drafted tokens)
+        .filter((length.is_not_null() & length.is_not_nan()) | (pl.col(C.DRAFTED) > 0))
         .select(RUN_KEY)
         .unique()
     ).with_columns(pl.lit(METRICS_LINES).alias(W.SPEC_SEEN))

@@ -22,7 +22,7 @@ from tracelens.analysis.chain import Chain, chains
 from tracelens.analysis.crash_text import in_phase
 from tracelens.analysis.expectations import Expectations
 from tracelens.analysis.findings import Evidence, Finding, Severity, Status, severity_rank
-from tracelens.analysis.headlines import CRASH_CODES, chain_headline, gist
+from tracelens.analysis.headlines import CRASH_CODES, acceptance_words, chain_headline, gist
 from tracelens.analysis.runs import RUN_KEY
 from tracelens.analysis.startup import STOPPED_AT
 from tracelens.analysis.verdict_inputs import (
@@ -447,9 +447,7 @@ def _slow(throughput: float | None) -> bool:
 def _healthy_headline(run: dict[str, Any], facts: _Facts) -> str:
     if facts.role == "prefill":
         return "prefill node runs well: it served prefill batches (a prefill node never decodes)"
-    parts = []
-    if run.get(A.MEAN_ACCEPT_LEN) is not None:
-        parts.append(f"accept len {run[A.MEAN_ACCEPT_LEN]:.2f}")
+    parts = acceptance_words(run)
     if run.get(A.MEAN_GEN_THROUGHPUT) is not None:
         parts.append(f"{run[A.MEAN_GEN_THROUGHPUT]:.0f} tok/s")
     if run.get(A.SPEEDUP) is not None:

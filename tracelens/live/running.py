@@ -56,6 +56,7 @@ from tracelens.analysis.runs import RUN_KEY
 from tracelens.analysis.startup import ready_times
 from tracelens.live.status import EMBED_WORDS, Level, RunStatus, Snapshot, site_statuses
 from tracelens.tables.frames import Tables
+from tracelens.tables.names import VLLM_V0_METRICS
 from tracelens.tables.schema import A, C, T, W
 
 RunKey = tuple[str, int]  # source label, run
@@ -345,6 +346,7 @@ class RunningFigures:
         self._sites: dict[RunKey, dict[tuple[Any, Any, Any], _Site]] = {}
         self._debug: dict[RunKey, list[int]] = {}  # debug lines, embedding captures among them
         self._vllm: dict[RunKey, list[float]] = {}  # vLLM mean acceptance length: sum, count
+        self._v0_counts: dict[RunKey, tuple[int, int]] = {}  # vLLM V0's last drafted and emitted counts
 
     def add(self, tables: Tables) -> None:
         """The new rows of one parse (each source's lines in order)."""
@@ -359,12 +361,31 @@ class RunningFigures:
         self._add_debug(tables[T.DEBUG])
         metrics = tables[T.SPEC_METRICS]
         if metrics.height:
-            lengths = metrics.filter(pl.col(C.MEAN_ACCEPTANCE_LENGTH).is_not_nan())
+            v0 = pl.col(C.LAYOUT) == VLLM_V0_METRICS
+            lengths = metrics.filter(~v0 & pl.col(C.MEAN_ACCEPTANCE_LENGTH).is_not_nan())
             grouped = lengths.group_by(RUN_KEY).agg(pl.col(C.MEAN_ACCEPTANCE_LENGTH).sum(), pl.len())
             for source, run, total, count in grouped.iter_rows():
                 held = self._vllm.setdefault((source, run), [0.0, 0])
                 held[0] += total
                 held[1] += count
+            self._add_v0(metrics.filter(v0))
+
+    def _add_v0(self, metrics: pl.DataFrame) -> None:
+        """vLLM V0's lines count from the server's start: each is the interval since the run's line before
+        it, kept across parses (`analysis/vllm_metrics.py` reads them so), its length emitted tokens per
+        step. A handful of lines a parse: one every few seconds."""
+        counts = metrics.sort(C.LINE_NO).select(*RUN_KEY, C.DRAFTED, C.EMITTED, C.NUM_SPEC_TOKENS)
+        for source, run, drafted, emitted, k in counts.iter_rows():
+            if drafted is None or emitted is None:
+                continue
+            before = self._v0_counts.get((source, run))
+            self._v0_counts[(source, run)] = (drafted, emitted)
+            if before is not None and drafted >= before[0]:  # else the server started over
+                drafted, emitted = drafted - before[0], emitted - before[1]
+            if drafted > 0 and k:
+                held = self._vllm.setdefault((source, run), [0.0, 0])
+                held[0] += emitted / (drafted / k)
+                held[1] += 1
 
     def end(self, runs: Iterable[RunKey]) -> None:
         """The ``runs`` have ended: their decode figures are final (`_RunDecode.close`)."""

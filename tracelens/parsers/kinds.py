@@ -426,6 +426,34 @@ SAMPLES: dict[str, tuple[Sample, ...]] = {
                 C.ACCEPTED: 1250,
                 C.DRAFTED: 2000,
                 C.EMITTED: 1920,
+                # 1920 emitted over 2000 / 3 steps
+                C.MEAN_ACCEPTANCE_LENGTH: 2.88,
+            },
+        ),
+        # V0 in mid 2024 doubled a word (`tokens tokens`); Medusa with 16 heads that never hit
+        Sample(
+            "INFO 07-24 04:00:31 metrics.py:316] Speculative metrics: Draft acceptance rate: 0.000, System "
+            "efficiency: 0.059, Number of speculative tokens: 16, Number of accepted tokens: 0, Number of draft "
+            "tokens tokens: 42272, Number of emitted tokens tokens: 2642.",
+            {
+                C.LAYOUT: "vllm_v0",
+                C.ACCEPTANCE_RATE: 0.0,
+                C.NUM_SPEC_TOKENS: 16,
+                C.DRAFTED: 42272,
+                C.EMITTED: 2642,
+                C.MEAN_ACCEPTANCE_LENGTH: 1.0,
+            },
+        ),
+        # V1's first layout (March 2025): V0's words, per interval, no k and no emitted tokens
+        Sample(
+            "INFO 03-28 10:00:00 [loggers.py:80] Speculative metrics: Draft acceptance rate: 0.750, Number of "
+            "accepted tokens: 66, Number of draft tokens: 88, ",
+            {
+                C.LAYOUT: "vllm_v1_early",
+                C.ACCEPTANCE_RATE: 0.75,
+                C.ACCEPTED: 66,
+                C.DRAFTED: 88,
+                C.MEAN_ACCEPTANCE_LENGTH: None,
             },
         ),
     ),

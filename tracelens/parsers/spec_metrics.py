@@ -10,6 +10,7 @@ from tracelens.parsers.batch import PERCENT
 from tracelens.parsers.distinct import groups_expr
 from tracelens.parsers.literals import has_literal
 from tracelens.parsers.prefix import VLLM_FILE_INFO
+from tracelens.tables.names import VLLM_V0_METRICS
 from tracelens.tables.schema import COMMON_COLUMNS, C, T, W, conform
 
 # The line a vLLM server prints as it starts (every version since 0.4): it starts a run.
@@ -102,23 +103,37 @@ def _num(pattern: str, dtype: type[pl.DataType] = pl.Float64) -> pl.Expr:
     return pl.col(W.BODY).str.extract(pattern, 1).cast(dtype, strict=False)
 
 
+# The layouts vLLM printed (vllm/spec_decode/metrics.py and vllm/engine/metrics.py in V0,
+# vllm/v1/spec_decode/metrics.py in V1); the analysis reads V0's apart (`analysis/vllm_metrics.py`):
+# - V0 (2024 to early 2025): `Speculative metrics: Draft acceptance rate: F, System efficiency: F, Number
+#   of speculative tokens: k, Number of accepted tokens: N, Number of draft tokens: N, Number of emitted
+#   tokens: N.` (mid 2024: `Number of draft tokens tokens: N, Number of emitted tokens tokens: N.`). Its
+#   counts are the server's since it started, not the interval's.
+# - V1's first (March 2025): `Speculative metrics: Draft acceptance rate: F, Number of accepted tokens: N,
+#   Number of draft tokens: N, ` (no efficiency, no k), counted per interval as every V1 line is.
+# - V1 early (April to September 2025): `SpecDecoding metrics: Draft acceptance rate: F%, [Mean acceptance
+#   length: F, ][Accepted throughput ..., ]Accepted: N tokens, Drafted: N tokens[, Per-position ...]`.
+# - V1 (since September 2025): `SpecDecoding metrics: Mean acceptance length: F, Accepted throughput: F
+#   tokens/s, ..., Per-position acceptance rate: F, ..., Avg Draft acceptance rate: F%`.
 def parse_spec_metrics(df: pl.DataFrame) -> pl.DataFrame:
     """Rows routed to `spec_metrics` -> the `spec_metrics` table."""
     body = pl.col(W.BODY)
-    v0 = has_literal(body, "Speculative metrics:")
+    # the rate as a fraction (`Speculative metrics:`, both engines) or as a per cent (`SpecDecoding`)
+    fraction = has_literal(body, "Speculative metrics:")
+    v0 = fraction & has_literal(body, "System efficiency:")
     current = has_literal(body, "Mean acceptance length:") & has_literal(body, "Accepted throughput:")
     pct_rate = pl.coalesce(
         _num(r"Avg Draft acceptance rate: ([\w.]+)%"), _num(r"Draft acceptance rate: ([\w.]+)%")
     )
     out = df.with_columns(
         pl.when(v0)
-        .then(pl.lit("vllm_v0"))
+        .then(pl.lit(VLLM_V0_METRICS))
         .when(current)
         .then(pl.lit("vllm_v1"))
         .otherwise(pl.lit("vllm_v1_early"))
         .alias(C.LAYOUT),
         _num(r"Mean acceptance length: ([\w.]+)").alias(C.MEAN_ACCEPTANCE_LENGTH),
-        pl.when(v0)
+        pl.when(fraction)
         .then(_num(r"Draft acceptance rate: ([\w.]+)"))
         .otherwise(pct_rate * PERCENT)
         .alias(C.ACCEPTANCE_RATE),
@@ -126,9 +141,10 @@ def parse_spec_metrics(df: pl.DataFrame) -> pl.DataFrame:
             _num(r"Accepted: (\d+) tokens", pl.Int64), _num(r"Number of accepted tokens: (\d+)", pl.Int64)
         ).alias(C.ACCEPTED),
         pl.coalesce(
-            _num(r"Drafted: (\d+) tokens", pl.Int64), _num(r"Number of draft tokens: (\d+)", pl.Int64)
+            _num(r"Drafted: (\d+) tokens", pl.Int64),
+            _num(r"Number of draft tokens(?: tokens)?: (\d+)", pl.Int64),
         ).alias(C.DRAFTED),
-        _num(r"Number of emitted tokens: (\d+)", pl.Int64).alias(C.EMITTED),
+        _num(r"Number of emitted tokens(?: tokens)?: (\d+)", pl.Int64).alias(C.EMITTED),
         _num(r"Number of speculative tokens: (\d+)", pl.Int64).alias(C.NUM_SPEC_TOKENS),
         _num(r"Accepted throughput: ([\w.]+)").alias(C.ACCEPTED_THROUGHPUT),
         _num(r"Drafted throughput: ([\w.]+)").alias(C.DRAFTED_THROUGHPUT),
@@ -138,6 +154,12 @@ def parse_spec_metrics(df: pl.DataFrame) -> pl.DataFrame:
         .list.eval(pl.element().cast(pl.Float64, strict=False))
         .alias(C.PER_POSITION),
     )
+    # V0 prints no acceptance length: it is the tokens emitted per speculative step, the bonus token
+    # included as V1's (k drafted tokens per step: emitted / (drafted / k)); of the counts since the
+    # server started, so the line's figure is the mean up to it.
+    steps = pl.col(C.DRAFTED) / pl.col(C.NUM_SPEC_TOKENS)
+    derived = pl.when(steps > 0).then(pl.col(C.EMITTED) / steps)
+    out = out.with_columns(pl.coalesce(C.MEAN_ACCEPTANCE_LENGTH, derived).alias(C.MEAN_ACCEPTANCE_LENGTH))
     return conform(
         T.SPEC_METRICS,
         out.select(

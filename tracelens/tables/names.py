@@ -278,6 +278,10 @@ KINDS: tuple[str, ...] = tuple(KIND_TABLE)
 # (the parser writes it, the analysis reads it).
 SERVER_INFO_ACCEPT = "server_info:avg_spec_accept_length"
 
+# The `spec_metrics.layout` of vLLM V0's `Speculative metrics:` lines, whose counts are the server's since
+# it started (the parser writes it, the analysis reads such lines as intervals: `analysis/vllm_metrics.py`).
+VLLM_V0_METRICS = "vllm_v0"
+
 
 class A:
     """Columns of the analysis frames (`tracelens.analysis.Analysis`); table columns are in `C`."""
@@ -321,6 +325,7 @@ class A:
     EXPECTED_TIME_TO_READY_S = "expected_time_to_ready_s"
     MEAN_ACCEPT_LEN = "mean_accept_len"
     MEAN_ACCEPTANCE_RATE = "mean_acceptance_rate"
+    SPEC_TOKENS = "spec_tokens"  # vLLM's k, the tokens drafted a step, as its metrics lines print it
     MEAN_GEN_THROUGHPUT = "mean_gen_throughput"
     SPEEDUP = "speedup"
     SPEEDUP_LOW = "speedup_ci_low"

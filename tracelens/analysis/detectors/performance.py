@@ -6,6 +6,7 @@ import math
 
 import polars as pl
 
+from tracelens.analysis import vllm_metrics
 from tracelens.analysis.detectors.context import Context
 from tracelens.analysis.findings import Finding, Severity
 from tracelens.analysis.runs import RUN_KEY
@@ -33,6 +34,9 @@ def acceptance(ctx: Context) -> list[Finding]:
         series = ctx.series.filter((pl.col(C.SOURCE) == run[C.SOURCE]) & (pl.col(C.RUN) == run[C.RUN]))
         lines = series.get_column(C.LINE_NO).to_list()[:3]
         ts = series.item(0, C.TS) if series.height else None
+        # vLLM's metrics lines say k and the rate: a Medusa of 16 heads at 0% is said so
+        k = run.get(A.SPEC_TOKENS)
+        vllm = f" (acceptance {rate:.1%} over {k} speculative tokens)" if k and rate is not None else ""
         if mean < USELESS_ACCEPT_LEN:
             out.append(
                 ctx.finding(
@@ -41,7 +45,7 @@ def acceptance(ctx: Context) -> list[Finding]:
                     run[C.SOURCE],
                     run[C.RUN],
                     ts,
-                    f"mean accept len {mean:.2f}: the target rejects almost every drafted token",
+                    f"mean accept len {mean:.2f}{vllm}: the target rejects almost every drafted token",
                     lines,
                 )
             )
@@ -115,11 +119,12 @@ def change_points(ctx: Context) -> list[Finding]:
 
 def metrics_acceptance(ctx: Context) -> list[Finding]:
     """Runs whose server args name no speculative algorithm (vLLM) but whose metrics lines show
-    drafting: the draft is useless when almost none of its tokens are accepted (Medusa at 0.000 over
-    16 speculative tokens), whatever the debug lines say."""
-    spec = set(ctx.runs.filter(pl.col(C.SPEC_ALGORITHM).is_not_null()).select(RUN_KEY).iter_rows())
+    drafting with no acceptance length (V1's first layouts; a run with one is `acceptance`'s): the draft
+    is useless when almost none of its tokens are accepted, whatever the debug lines say."""
+    judged = pl.col(C.SPEC_ALGORITHM).is_not_null() | pl.col(A.MEAN_ACCEPT_LEN).is_not_null()
+    spec = set(ctx.runs.filter(judged).select(RUN_KEY).iter_rows())
     rate = pl.col(C.ACCEPTANCE_RATE)
-    drafting = ctx.tables.scan(T.SPEC_METRICS).filter(
+    drafting = vllm_metrics.intervals(ctx.tables.scan(T.SPEC_METRICS)).filter(
         (pl.col(C.DRAFTED).fill_null(1) > 0) & rate.is_not_null() & rate.is_not_nan()
     )
     per_run = collect_lazy(
@@ -163,7 +168,7 @@ def all_accepted(ctx: Context) -> list[Finding]:
     predicts perfectly), or the draft model is the target itself."""
     drafted, accepted = pl.col(C.DRAFTED), pl.col(C.ACCEPTED)
     per_run = collect_lazy(
-        ctx.tables.scan(T.SPEC_METRICS)
+        vllm_metrics.intervals(ctx.tables.scan(T.SPEC_METRICS))
         .filter(drafted.is_not_null() & (drafted > 0) & accepted.is_not_null())
         .group_by(RUN_KEY)
         .agg(
