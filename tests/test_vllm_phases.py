@@ -88,6 +88,20 @@ def test_a_stats_line_long_after_the_failure_says_nothing_of_it() -> None:
     assert headline([WORKER_DIED, v1_stats("51:50", running=5, gen=45.2)]).startswith("stopped: ")
 
 
+def test_a_speculative_metrics_line_before_the_failure_says_it_struck_while_serving() -> None:
+    # V1 prints its drafts' figures only for an interval that drafted for requests; then the engine core
+    # dumps the input of the step that raised (its exception cut from the paste)
+    lines = [
+        "(APIServer pid=1) INFO 05-01 14:39:04 [metrics.py:101] SpecDecoding metrics: Mean acceptance length: "
+        "3.89, Accepted throughput: 21.10 tokens/s, Drafted throughput: 21.90 tokens/s, Accepted: 211 tokens, "
+        "Drafted: 219 tokens, Per-position acceptance rate: 0.986, 0.963, 0.940, Avg Draft acceptance rate: 96.3%",
+        "(EngineCore pid=112) ERROR 05-01 14:39:06 [dump_input.py:72] Dumping input data for V1 LLM engine "
+        "(v0.19.2rc1) with config: model='/models/qwen3', speculative_config=SpeculativeConfig(method='mtp')",
+    ]
+    said = headline(lines)
+    assert said.startswith("stopped while serving: engine or worker process failed"), said
+
+
 # The lines vLLM prints as it stops: the engine core when SIGTERM or SIGINT reaches it (`EngineCore
 # exiting.`, at DEBUG), the API server when a signal cancels its server task, then uvicorn's own.
 ENGINE_EXITING = "(EngineCore_DP0 pid=196) DEBUG 05-13 10:46:{s} [core.py:705] EngineCore exiting."

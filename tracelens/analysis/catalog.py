@@ -267,7 +267,9 @@ FAILURES: tuple[Failure, ...] = (
         r"WorkerProc initialization failed|"  # vLLM's executor: a worker's own traceback holds the cause
         # vLLM's engine core on an exception in its step (the traceback under it holds it), and its executor
         # on a worker process that died (that worker's own lines do)
-        r"EngineCore encountered a fatal error|got fatal signal from worker processes",
+        r"EngineCore encountered a fatal error|got fatal signal from worker processes|"
+        # V1 dumps the step's input when its engine core's step raised (`dump_engine_exception`)
+        r"Dumping input data for V1 LLM engine",
         (
             "Exception: WorkerProc initialization failed due to an exception in a background process. See "
             "stack trace for root cause.",
@@ -281,6 +283,8 @@ FAILURES: tuple[Failure, ...] = (
             "Child process unexpectedly failed with exitcode=1. pid=4321",
             "Worker proc VllmWorker-1 died unexpectedly, shutting down executor.",
             "EngineCore encountered a fatal error.",
+            "ERROR 05-01 14:39:06 [dump_input.py:72] Dumping input data for V1 LLM engine (v0.19.2rc1) with config: "
+            "model='/models/qwen3', speculative_config=SpeculativeConfig(method='mtp', num_spec_tokens=3)",
             "MulitprocExecutor got fatal signal from worker processes, shutting down. See stack trace above for "
             "root cause issue.",
         ),

@@ -515,6 +515,20 @@ FATAL: tuple[Failure, ...] = (
         hangs=True,
     ),
     Failure(
+        # V0's AsyncLLMEngine waits VLLM_ENGINE_ITERATION_TIMEOUT_S (60 s) for one step of its engine
+        "engine-iteration-timeout",
+        "vLLM's engine step did not return in time (Engine iteration timed out)",
+        "vLLM",
+        _F,
+        r"Engine iteration timed out",
+        (
+            "ERROR 08-29 02:12:22 async_llm_engine.py:658] Engine iteration timed out. This should never happen!",
+        ),
+        "a step is stuck in a worker (often a collective or a kernel): py-spy dump the workers; a step that is "
+        "only slow (a long prefill) needs a larger VLLM_ENGINE_ITERATION_TIMEOUT_S",
+        hangs=True,
+    ),
+    Failure(
         "gpu-memory-in-use",
         "GPU memory already held by another process",
         "CUDA",

@@ -144,8 +144,10 @@ def chains(tables: Tables) -> dict[tuple[str, int], Chain]:
     if not found.height:
         return {}
     backwards = _direction(tables)
+    # a speculative metrics line counts drafts made for requests: serving (vLLM prints no batch lines)
     serving = _span(
         tables.scan(T.BATCHES).select(C.SOURCE, C.RUN, C.LINE_NO),
+        tables.scan(T.SPEC_METRICS).select(C.SOURCE, C.RUN, C.LINE_NO),
         tables.scan(T.LIFECYCLE).filter(pl.col(C.EVENT).is_in(["ready", "uvicorn_running"])),
     )
     starting = _span(tables.scan(T.LIFECYCLE).filter(pl.col(C.EVENT) != "shutdown"))
