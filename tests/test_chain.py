@@ -118,6 +118,23 @@ def test_a_graceful_stop_of_2026_and_its_cleanup_keep_the_run_healthy() -> None:
     assert errors(analysis) == []
 
 
+def test_a_stop_asked_for_during_start_up_leaves_the_run_unfinished() -> None:
+    # an orchestrator's SIGTERM while the weights load: nothing failed, and nothing was served
+    lines = [
+        server_args(0, spec=False),
+        f"{stamp(2)} Load weight begin. avail mem=78.94 GB",
+        f"{stamp(100, '')} SIGTERM received. signum=None frame=None. Draining requests and shutting down...",
+        f"{stamp(101, '')} Child process unexpectedly failed with exitcode=-15. pid=4321",
+    ]
+    verdict = only(run(lines))
+    assert verdict.status == "incomplete", verdict.headline
+    assert verdict.headline == (
+        "stopped during weight loading: a shutdown was asked for before the server was ready"
+    ), verdict.headline
+    # the stop alone (a paste of its lines), with no start-up line, is a graceful stop: nothing to act on
+    assert only(run(lines[2:])).status == "healthy"
+
+
 def test_a_monitor_thread_traceback_after_its_processes_are_gone_is_noise() -> None:
     lines = [
         *serving(),

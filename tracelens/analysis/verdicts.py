@@ -385,6 +385,17 @@ def run_verdict(
         status, headline = by_records  # a request log or snapshots, judged by what they show
     elif not decoded and facts.running:
         status, headline = Status.HEALTHY, running_headline(facts.running)  # served, decode lines unseen
+    elif (
+        not decoded
+        and stop_line is not None
+        and not facts.answered
+        and facts.last_phase not in (None, "ready")
+    ):
+        # a stop asked for while the server was starting (an orchestrator's SIGTERM, Ctrl-C): nothing
+        # failed, and the run never served: it ends unfinished, as a start-up log that stops does
+        status = Status.INCOMPLETE
+        headline = f"stopped {STOPPED_AT.get(facts.last_phase, 'during start-up')}: a shutdown was asked for before the server was ready"
+        evidence = [Evidence(run[C.SOURCE], stop_line)]
     elif not decoded and (facts.answered or stop_line is not None):
         # Served requests with no batch line shown (vLLM's stats off, a log level above INFO), or a
         # graceful stop: nothing to act on.
