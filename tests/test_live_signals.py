@@ -113,7 +113,8 @@ def test_tui_on_ssh_restores_the_terminal_and_ends_its_sources(
 
     assert wait_for(lambda: _remote_tail_runs(log), timeout=60), screen()
     assert wait_for(lambda: modes() == "1 1", timeout=30), modes()
-    (pid,) = [p for p, argv in _processes_naming("tracelens.cli") if "tui" in argv]
+    # this test's tui, by its source: another tracelens tui on the machine (a second test run) is not it
+    (pid,) = [p for p, argv in _processes_naming(str(log)) if "tracelens.cli" in argv and "tui" in argv]
     os.kill(pid, sig)
     assert wait_for(lambda: f"tracelens-exited-{128 + sig}" in screen(), timeout=30), screen()
     assert "Traceback" not in screen()
