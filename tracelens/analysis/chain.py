@@ -214,15 +214,17 @@ def _stats_lines(tables: Tables, vllm: set[tuple[str, int]]) -> dict[tuple[str, 
     """The engine stats lines of each vLLM run (its batch lines are those), in line order."""
     if not vllm:
         return {}
+    # only the vLLM runs' rows leave the scan: an SGLang run beside them may hold millions of batch lines
+    runs = pl.DataFrame(list(vllm), schema={C.SOURCE: pl.String, C.RUN: pl.Int32}, orient="row")
     rows = collect(
         tables.scan(T.BATCHES)
+        .join(runs.lazy(), on=[C.SOURCE, C.RUN], how="semi")
         .select(C.SOURCE, C.RUN, C.LINE_NO, C.TS, (pl.col(C.PHASE) != "idle").alias("_busy"))
         .sort(C.SOURCE, C.RUN, C.LINE_NO)
     )
     out: dict[tuple[str, int], list[StatsLine]] = {}
     for source, run, line, ts, busy in rows.iter_rows():
-        if (source, run) in vllm:
-            out.setdefault((source, run), []).append((line, ts, bool(busy)))
+        out.setdefault((source, run), []).append((line, ts, bool(busy)))
     return out
 
 
